@@ -1,0 +1,144 @@
+"""`forkflow init`, `forkflow status`, `forkflow history`."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import Progress
+from rich.table import Table
+
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.context import open_context
+from forkflow.errors import UserError
+from forkflow.ledger.build import build_ledger
+from forkflow.ledger.history import backfill, record_snapshot
+from forkflow.ledger.report import iso, snapshot_of, status_dict
+from forkflow.models import Ledger
+from forkflow.setup import init_fork
+from forkflow.store import queries
+
+
+def init(
+    upstream: Annotated[str, typer.Option("--upstream", help="Remote name, URL or path of upstream.")],
+    upstream_branch: Annotated[str, typer.Option(help="Upstream branch to follow.")] = "main",
+    fork_branch: Annotated[str, typer.Option(help="The fork's own branch.")] = "main",
+    store: StoreOpt = None,
+    repo: RepoOpt = Path("."),
+) -> int:
+    """Write forkflow.toml and create the store (idempotent, non-interactive)."""
+    r = init_fork(repo, upstream, upstream_branch, fork_branch, store)
+    verb = "wrote" if r.config_written else "kept"
+    console.print(f"{verb} {r.config_path}")
+    console.print(f"upstream: remote '{r.remote}'" + (" (added)" if r.remote_added else ""))
+    console.print(f"store: {r.store_url}")
+    console.print("next: forkflow status")
+    return 0
+
+
+def status(
+    json_out: JsonOpt = False,
+    commits: Annotated[bool, typer.Option("--commits", help="One row per upstream commit.")] = False,
+    fetch: Annotated[bool, typer.Option("--fetch", help="Fetch upstream first.")] = False,
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """How far behind upstream the fork is, and what is left (stores a history snapshot)."""
+    ctx = open_context(repo, store)
+    if fetch:
+        ctx.repo.fetch(ctx.config.upstream_remote, ctx.config.upstream_branch)
+    ledger = build_ledger(ctx)
+    record_snapshot(ctx, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    if json_out:
+        print_json(status_dict(ledger, with_commits=commits))
+    else:
+        _render_status(ledger, commits)
+    return 0
+
+
+def _render_status(ledger: Ledger, commits: bool) -> None:
+    d = status_dict(ledger)
+    t = Table(title="forkflow status", show_header=False, box=None)
+    t.add_row("fork point", short(ledger.fork_point))
+    t.add_row("upstream tip", f"{short(ledger.upstream_tip.sha)}  {d['upstream_tip']['date']}")
+    how = "inferred" if ledger.ingestion_point_inferred else "recorded"
+    t.add_row("ingestion point", f"{short(ledger.ingestion_point.sha)}  "
+              f"{d['ingestion_point']['date']}  ({how})")
+    t.add_row("days behind upstream", f"[bold]{ledger.days_behind}[/]")
+    t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
+    t.add_row("counts", "  ".join(f"{k}={v}" for k, v in d["counts"].items()))
+    t.add_row("out-of-order picks", str(d["out_of_order_picks"]))
+    console.print(t)
+    for note in ledger.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if commits:
+        ct = Table(title="upstream commits after the fork point")
+        for col in ("sha", "pr", "date", "subject", "disposition", "fork sha(s)", "evidence"):
+            ct.add_column(col, overflow="fold")
+        for e in ledger.entries:
+            ct.add_row(short(e.commit.sha), f"#{e.pr}" if e.pr else "", iso(e.commit.date)[:10],
+                       escape(e.commit.subject[:70]), e.disposition.value,
+                       " ".join(short(s) for s in e.fork_shas),
+                       escape("; ".join(x.describe() for x in e.evidence) or e.reason))
+        console.print(ct)
+
+
+def _parse_date(value: str) -> datetime:
+    try:
+        d = datetime.fromisoformat(value)
+    except ValueError as e:
+        raise UserError(f"--since {value!r} is not a date; use YYYY-MM-DD") from e
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def history(
+    json_out: JsonOpt = False,
+    do_backfill: Annotated[bool, typer.Option("--backfill", help="Rebuild the series from git history.")] = False,
+    since: Annotated[str | None, typer.Option(help="Backfill start date, YYYY-MM-DD.")] = None,
+    every: Annotated[str, typer.Option(help="Backfill step: day, week or month.")] = "week",
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """The stored series of days behind and backlog; --backfill reconstructs it from git."""
+    ctx = open_context(repo, store)
+    if do_backfill:
+        if since is None:
+            raise UserError("--backfill needs --since YYYY-MM-DD")
+        start = _parse_date(since)
+        with Progress(console=console, transient=True, disable=json_out) as bar:
+            task = bar.add_task("backfilling", total=None)
+
+            def step(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            backfill(ctx, start, every, progress=step)
+    elif since is not None:
+        raise UserError("--since only goes with --backfill")
+    with ctx.store.session_scope() as s:
+        series = queries.snapshots(s, ctx.fork_id)
+    if json_out:
+        print_json({"series": [
+            {"taken_at": p.taken_at.isoformat(), "source": p.source, "days_behind": p.days_behind,
+             "backlog_commits": p.backlog, "fork_tip": p.fork_tip, "upstream_tip": p.upstream_tip,
+             "ingestion_point": p.ingestion_point, "inferred": p.inferred, "counts": p.counts}
+            for p in series]})
+        return 0
+    if not series:
+        console.print("no history yet: run `forkflow status`, or `forkflow history --backfill --since YYYY-MM-DD`")
+        return 0
+    t = Table(title="days behind upstream and backlog")
+    for col in ("when", "source", "days behind", "backlog", "ingestion point"):
+        t.add_column(col)
+    for p in series:
+        t.add_row(p.taken_at.strftime("%Y-%m-%d %H:%M"), p.source, f"{p.days_behind:g}",
+                  str(p.backlog), short(p.ingestion_point) + (" (inferred)" if p.inferred else ""))
+    console.print(t)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)
+    app.command()(status)
+    app.command()(history)

@@ -1,0 +1,97 @@
+"""The Typer app, the command modules it mounts, and the one place errors become exit codes."""
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import click
+import typer
+from rich.markup import escape
+
+from forkflow import __version__
+from forkflow.cli.common import err_console
+from forkflow.errors import ForkflowError, GitError, StoreError, UserError
+
+app = typer.Typer(
+    name="forkflow",
+    help="Keep a downstream fork close to its upstream, and prove every step safe.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# Each module has `register(app)`; a subsystem adds its line here.
+COMMAND_MODULES: tuple[str, ...] = (
+    "forkflow.cli.ledger_cmds",
+)
+
+
+def _mount() -> None:
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(app)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"forkflow {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """forkflow: upstream ingestion with tiered validation."""
+
+
+def _crash_log(exc: BaseException) -> Path:
+    from forkflow.git.run import git_version
+
+    fd, name = tempfile.mkstemp(prefix="forkflow-crash-", suffix=".log")
+    with os.fdopen(fd, "w") as f:
+        f.write(f"forkflow {__version__}\n{git_version()}\nPython {platform.python_version()} "
+                f"on {platform.platform()}\nargv: {sys.argv}\ntime: {time.ctime()}\n\n")
+        f.write("".join(traceback.format_exception(exc)))
+    return Path(name)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; UserError -> 1, interrupted -> 130, a bug -> 3 with a crash log."""
+    _mount()
+    try:
+        rv = app(args=argv, prog_name="forkflow", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except (UserError, StoreError) as e:
+        err_console.print(f"[bold red]error:[/] {escape(one_line(str(e)))}", soft_wrap=True,
+                          highlight=False, emoji=False)
+        return 1
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+    except (GitError, ForkflowError, Exception) as e:  # noqa: BLE001  (the last resort)
+        log = _crash_log(e)
+        err_console.print(f"[bold red]error:[/] forkflow failed unexpectedly ({type(e).__name__}: "
+                          f"{escape(one_line(str(e))[:300])}); details in {log}", soft_wrap=True)
+        return 3
+
+
+def run() -> None:
+    sys.exit(main())

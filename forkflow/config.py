@@ -1,0 +1,178 @@
+"""`forkflow.toml`: load it into a frozen Config, or say which key on which line is wrong."""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forkflow.errors import UserError
+
+CONFIG_NAME = "forkflow.toml"
+STATE_DIR = ".forkflow"
+
+# Other tools' pick markers.  Each regex has one group: the upstream sha (7 to 40 hex digits).
+DEFAULT_MARKERS: tuple[str, ...] = (
+    r"\(cherry picked from commit ([0-9a-f]{7,40})\)",
+    r"Reactor Cherry-pick Revision:\s*([0-9a-f]{7,40})",
+    r"Reactor Backport Revision:\s*([0-9a-f]{7,40})",
+    r"Original Commit:\s*([0-9a-f]{7,40})",
+    r"Upstream commit:\s*([0-9a-f]{7,40})",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerConfig:
+    infer_threshold: float = 0.95
+    markers: tuple[str, ...] = DEFAULT_MARKERS
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What `forkflow.toml` says.  Sections of later subsystems stay in `raw`."""
+
+    path: Path | None
+    upstream_remote: str = "upstream"
+    upstream_branch: str = "main"
+    fork_branch: str = "main"
+    store_url: str = ""
+    ledger: LedgerConfig = LedgerConfig()
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def upstream_ref(self) -> str:
+        return f"refs/remotes/{self.upstream_remote}/{self.upstream_branch}"
+
+    @property
+    def fork_ref(self) -> str:
+        return f"refs/heads/{self.fork_branch}"
+
+    def resolved_store_url(self) -> str:
+        """`FORKFLOW_STORE` wins over the file; the default is SQLite under .forkflow/."""
+        url = os.environ.get("FORKFLOW_STORE") or self.store_url
+        if url:
+            return url
+        return f"sqlite:///{self.root / STATE_DIR / 'forkflow.db'}"
+
+    def section(self, name: str) -> dict[str, Any]:
+        value = self.raw.get(name, {})
+        return value if isinstance(value, dict) else {}
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The 1-based line where `key = ...` is written, for error messages."""
+    leaf = key.split(".")[-1]
+    for no, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*{re.escape(leaf)}\s*=", line):
+            return no
+    return None
+
+
+def config_error(path: Path | None, text: str, key: str, problem: str) -> UserError:
+    """A UserError naming the key and its line in forkflow.toml."""
+    where = f"{path}" if path else CONFIG_NAME
+    line = key_line(text, key)
+    at = f":{line}" if line else ""
+    return UserError(f"{where}{at}: key '{key}' {problem}; fix it and retry")
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], path: Path | None, text: str, key: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise config_error(path, text, key, f"must be a {names}, not {type(value).__name__} {value!r}")
+    return value
+
+
+def parse_config(text: str, path: Path | None = None) -> Config:
+    """Parse forkflow.toml text; raise UserError naming the key and line on any mistake."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path or CONFIG_NAME}: malformed TOML ({e}); fix it and retry") from e
+    up = raw.get("upstream", {})
+    fork = raw.get("fork", {})
+    store = raw.get("store", {})
+    ledger = raw.get("ledger", {})
+    for name, sect in (("upstream", up), ("fork", fork), ("store", store), ("ledger", ledger)):
+        _expect(sect, dict, path, text, name)
+    threshold = _expect(ledger.get("infer_threshold", 0.95), (int, float), path, text,
+                        "ledger.infer_threshold")
+    if not 0 < threshold <= 1:
+        raise config_error(path, text, "ledger.infer_threshold", f"must be in (0, 1], not {threshold}")
+    markers = _expect(ledger.get("markers", list(DEFAULT_MARKERS)), list, path, text, "ledger.markers")
+    for m in markers:
+        _expect(m, str, path, text, "ledger.markers")
+        try:
+            compiled = re.compile(m)
+        except re.error as e:
+            raise config_error(path, text, "ledger.markers", f"has an invalid regex {m!r} ({e})") from e
+        if compiled.groups < 1:
+            raise config_error(path, text, "ledger.markers",
+                               f"regex {m!r} needs one (group) that captures the upstream sha")
+    return Config(
+        path=path,
+        upstream_remote=_expect(up.get("remote", "upstream"), str, path, text, "upstream.remote"),
+        upstream_branch=_expect(up.get("branch", "main"), str, path, text, "upstream.branch"),
+        fork_branch=_expect(fork.get("branch", "main"), str, path, text, "fork.branch"),
+        store_url=_expect(store.get("url", ""), str, path, text, "store.url"),
+        ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers)),
+        raw=raw,
+    )
+
+
+def find_config(start: Path) -> Path | None:
+    for d in [start, *start.parents]:
+        candidate = d / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_config(path: Path) -> Config:
+    """Read forkflow.toml at `path`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text ({e}); save it as UTF-8 and retry") from e
+    return parse_config(text, path.resolve())
+
+
+CONFIG_TEMPLATE = '''\
+# forkflow.toml: how forkflow keeps this fork close to its upstream.
+# Every key is optional; the values below are the defaults unless `forkflow init` filled them in.
+
+[upstream]
+# The remote (name) that follows upstream; `forkflow init --upstream URL` adds it when given a URL.
+remote = "{remote}"
+# The upstream branch whose commits the fork ingests.
+branch = "{upstream_branch}"
+
+[fork]
+# The fork's own branch: forkflow lands picks here, by compare-and-swap only.
+branch = "{fork_branch}"
+
+[store]
+# Where forkflow keeps its ledger, runs and metrics.  Empty: SQLite at .forkflow/forkflow.db.
+# A team shares one PostgreSQL store: url = "postgresql+psycopg://user@host/forkflow"
+# The environment variable FORKFLOW_STORE overrides this.
+url = "{store_url}"
+
+[ledger]
+# For a fork that never ran forkflow, the ingestion point is inferred: the newest upstream commit
+# such that at least this fraction of the upstream commits up to it are handled.
+infer_threshold = 0.95
+# Other tools' pick markers, as regexes whose first group captures the upstream sha.
+# Markers in quoted lines ("> ..." or indented) never count.
+# markers = ['\\(cherry picked from commit ([0-9a-f]{{7,40}})\\)', 'Original Commit:\\s*([0-9a-f]{{7,40}})']
+'''
+
+
+def render_config(remote: str, upstream_branch: str, fork_branch: str, store_url: str = "") -> str:
+    return CONFIG_TEMPLATE.format(remote=remote, upstream_branch=upstream_branch,
+                                  fork_branch=fork_branch, store_url=store_url)

@@ -1,0 +1,47 @@
+"""What every command works on: the fork's repository, its config and its store."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from forkflow.config import Config, find_config, load_config
+from forkflow.errors import UserError
+from forkflow.git.repo import Repo
+from forkflow.store import queries
+from forkflow.store.session import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    repo: Repo
+    config: Config
+    store: Store
+    fork_id: int
+
+    @property
+    def fork_name(self) -> str:
+        return fork_name(self.repo, self.config)
+
+
+def fork_name(repo: Repo, config: Config) -> str:
+    """A fork's name in a shared store: the `[fork] name` key, else folder and branch."""
+    explicit = config.section("fork").get("name")
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    return f"{repo.path.name}:{config.fork_branch}"
+
+
+def open_context(repo_path: Path | str = ".", store_url: str | None = None) -> Context:
+    """Open repo, config and store for a command; say how to fix anything missing."""
+    repo = Repo.open(repo_path)
+    cfg_path = find_config(repo.path)
+    if cfg_path is None:
+        raise UserError(
+            f"no forkflow.toml in {repo.path}; run: forkflow init --upstream REMOTE_OR_URL"
+        )
+    config = load_config(cfg_path)
+    url = store_url or config.resolved_store_url()
+    store = Store.open(url)
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, fork_name(repo, config))
+    return Context(repo=repo, config=config, store=store, fork_id=fid)

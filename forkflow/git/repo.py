@@ -1,0 +1,194 @@
+"""`Repo`: the git operations forkflow needs, each one a call through `run.py`."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from forkflow.errors import GitError, UserError
+from forkflow.git.parse import parse_log_z
+from forkflow.git.run import run_git, run_git_bytes
+from forkflow.models import Commit, Sha
+
+LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an%x1f%B"
+_MISSING_OBJECT = re.compile(
+    r"bad object|missing (blob|tree|commit)|could not read|unable to read|did not receive expected object|"
+    r"invalid object|is corrupt|not a valid object",
+    re.I,
+)
+
+
+def _missing_objects_error(e: GitError) -> UserError | None:
+    if _MISSING_OBJECT.search(e.stderr):
+        first = e.stderr.strip().splitlines()[0] if e.stderr.strip() else "objects missing"
+        return UserError(
+            f"the repository is missing objects ({first}); a partial or damaged clone cannot be "
+            "read offline: run `git fetch --refetch` (or re-clone without --filter) and retry"
+        )
+    return None
+
+
+class Repo:
+    """A git repository on disk (a fork's checkout or a bare mirror)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path | str) -> Repo:
+        """Open the repository at or above `path`, or raise a UserError saying what to do."""
+        p = Path(path)
+        if not p.exists():
+            raise UserError(f"{p} does not exist; run forkflow inside your fork's checkout or pass --repo PATH")
+        try:
+            top = run_git("rev-parse", "--show-toplevel", cwd=p).strip()
+            root = Path(top) if top else p
+        except GitError as e:
+            try:  # a bare repository has no top level
+                if run_git("rev-parse", "--is-bare-repository", cwd=p).strip() == "true":
+                    return cls(p.resolve())
+            except GitError:
+                pass
+            raise UserError(
+                f"{p} is not a git repository; run forkflow inside your fork's checkout or pass --repo PATH"
+            ) from e
+        return cls(root)
+
+    # -- plain calls -------------------------------------------------------
+    def git(self, *args: str, input: str | None = None, check: bool = True,
+            env: dict[str, str] | None = None) -> str:
+        try:
+            return run_git(*args, cwd=self.path, input=input, check=check, env=env)
+        except GitError as e:
+            missing = _missing_objects_error(e)
+            if missing is not None:
+                raise missing from e
+            raise
+
+    def git_bytes(self, *args: str, input: bytes | None = None) -> bytes:
+        try:
+            return run_git_bytes(*args, cwd=self.path, input=input)[1]
+        except GitError as e:
+            missing = _missing_objects_error(e)
+            if missing is not None:
+                raise missing from e
+            raise
+
+    @property
+    def git_dir(self) -> Path:
+        d = Path(self.git("rev-parse", "--git-common-dir").strip())
+        return d if d.is_absolute() else (self.path / d).resolve()
+
+    # -- facts ---------------------------------------------------------------
+    def is_shallow(self) -> bool:
+        return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
+
+    def is_partial(self) -> bool:
+        out = self.git("config", "--get-regexp", r"^(extensions\.partialclone|remote\..*\.promisor)$",
+                       check=False)
+        return bool(out.strip())
+
+    def remotes(self) -> list[str]:
+        return self.git("remote").split()
+
+    def remote_url(self, name: str) -> str | None:
+        out = self.git("config", "--get", f"remote.{name}.url", check=False).strip()
+        return out or None
+
+    def add_remote(self, name: str, url: str) -> None:
+        self.git("remote", "add", name, url)
+
+    def fetch(self, remote: str, branch: str) -> None:
+        try:
+            self.git("fetch", "--quiet", "--no-tags", remote,
+                     f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+        except GitError as e:
+            err = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else str(e.returncode)
+            if "couldn't find remote ref" in e.stderr:
+                raise UserError(
+                    f"upstream branch '{branch}' does not exist on remote '{remote}'; "
+                    "pass the right one with --upstream-branch"
+                ) from e
+            raise UserError(
+                f"cannot fetch from remote '{remote}' ({err}); check the URL with "
+                f"`git remote get-url {remote}` and your network, then retry"
+            ) from e
+
+    def resolve(self, rev: str) -> Sha | None:
+        out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
+        return Sha(out) if out else None
+
+    def merge_base(self, a: str, b: str) -> Sha | None:
+        out = self.git("merge-base", a, b, check=False).strip()
+        return Sha(out) if out else None
+
+    def commit_date(self, rev: str) -> int:
+        return int(self.git("show", "-s", "--format=%ct", rev).strip())
+
+    def rev_before(self, rev: str, unix_time: int) -> Sha | None:
+        out = self.git("rev-list", "-1", f"--before={unix_time}", rev, check=False).strip()
+        return Sha(out) if out else None
+
+    def log(self, *rev_args: str, first_parent: bool = False, reverse: bool = True) -> list[Commit]:
+        """Commits selected by rev_args, oldest first by default (topological)."""
+        args = ["log", "-z", f"--format={LOG_FORMAT}", "--topo-order"]
+        if reverse:
+            args.append("--reverse")
+        if first_parent:
+            args.append("--first-parent")
+        raw = self.git_bytes(*args, *rev_args, "--")
+        return parse_log_z(raw)
+
+    def changed_files(self, shas: Iterable[Sha]) -> dict[Sha, tuple[str, ...]]:
+        """Paths each commit changes against its first parent."""
+        shas = list(shas)
+        if not shas:
+            return {}
+        raw = self.git_bytes("diff-tree", "--stdin", "-r", "--root", "--name-only", "-z",
+                             "-m", "--first-parent", "--no-renames",
+                             input=("\n".join(shas) + "\n").encode())
+        wanted = frozenset(shas)
+        out: dict[Sha, list[str]] = {}
+        current: list[str] | None = None
+        for tok in raw.split(b"\0"):
+            if not tok:
+                continue
+            text = tok.decode("utf-8", "surrogateescape")
+            if len(text) == 40 and all(c in "0123456789abcdef" for c in text) and text in wanted:
+                current = out.setdefault(Sha(text), [])
+                continue
+            if current is not None:
+                current.append(text.lstrip("\n"))
+        return {s: tuple(out.get(s, [])) for s in shas}
+
+    def patch_ids(self, shas: Iterable[Sha]) -> dict[Sha, str]:
+        """`git patch-id --stable` of each commit against its first parent."""
+        shas = list(shas)
+        if not shas:
+            return {}
+        diff = self.git_bytes("diff-tree", "--stdin", "-r", "--root", "-p", "-m", "--first-parent",
+                              "--no-renames", input=("\n".join(shas) + "\n").encode())
+        raw = self.git_bytes("patch-id", "--stable", input=diff).decode()
+        out: dict[Sha, str] = {}
+        for line in raw.splitlines():
+            pid, sha = line.split()
+            out[Sha(sha)] = pid
+        return out
+
+    def update_ref(self, ref: str, new: Sha, old: Sha | None, message: str = "forkflow") -> bool:
+        """Move `ref` to `new` only if it still points at `old` (compare-and-swap).
+
+        `old=None` means the ref must not exist yet.  Returns False when another writer won.
+        """
+        expected = old if old is not None else "0" * 40
+        try:
+            self.git("update-ref", "-m", message, ref, new, expected)
+        except GitError as e:
+            if "cannot lock ref" in e.stderr or "is at" in e.stderr or "but expected" in e.stderr:
+                return False
+            raise
+        return True
+
+    def read_ref(self, ref: str) -> Sha | None:
+        out = self.git("rev-parse", "--verify", "--quiet", ref, check=False).strip()
+        return Sha(out) if out else None

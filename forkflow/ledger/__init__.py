@@ -1,0 +1,1 @@
+"""The upstream ledger: every upstream commit after the fork point, its disposition and evidence."""

@@ -1,0 +1,80 @@
+"""Pure parsing of commit messages for pick evidence, PR numbers and reverts."""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+TRAILER = re.compile(r"^Upstream-Commit:\s*([0-9a-f]{7,40})\s*$", re.M | re.I)
+REVERT = re.compile(r"This reverts commit ([0-9a-f]{7,40})", re.I)
+PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
+PR_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
+PR_ANY = re.compile(r"(?<![\w/])#(\d{1,7})\b")
+HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])")
+BUNDLE_TITLE = re.compile(r"cherry[- ]?pick|backport|upstream|bundle|ingest|sync", re.I)
+_TITLE_PREFIX = re.compile(r"^\s*(\[?(cherry[- ]?pick(ed)?|backport|upstream|pick)\]?\s*[:\-]?\s*)+", re.I)
+
+
+def unquoted(message: str) -> str:
+    """The message without quoted lines ('> ...' or indented), where quoted upstream text lives."""
+    keep = []
+    for line in message.splitlines():
+        if line.startswith((">", "    ", "\t")):
+            continue
+        keep.append(line)
+    return "\n".join(keep)
+
+
+def pr_number(subject: str) -> int | None:
+    """The PR number a subject names: 'Fix foo (#1234)' or 'Merge pull request #1234 ...'."""
+    m = PR_SUFFIX.search(subject) or PR_MERGE.match(subject)
+    return int(m.group(1)) if m else None
+
+
+def trailers(message: str) -> list[str]:
+    """SHAs named by forkflow's own `Upstream-Commit:` trailers."""
+    return TRAILER.findall(unquoted(message))
+
+
+def markers(message: str, patterns: Sequence[re.Pattern[str]]) -> list[str]:
+    """SHAs named by other tools' markers, in unquoted lines only."""
+    text = unquoted(message)
+    found: list[str] = []
+    for pattern in patterns:
+        found.extend(m.group(1).lower() for m in pattern.finditer(text))
+    return found
+
+
+def revert_target(message: str) -> str | None:
+    """The sha a `git revert` message names, if this commit is a revert."""
+    m = REVERT.search(unquoted(message))
+    return m.group(1).lower() if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class BundleRefs:
+    shas: tuple[str, ...]
+    prs: tuple[int, ...]
+
+
+def bundle_refs(subject: str, message: str) -> BundleRefs | None:
+    """SHAs and PR numbers listed by a squashed pick ("Cherry-pick 15 upstream (#10702 #10689 ...)").
+
+    Only commits whose title says they pick from upstream count, so that a fork's own
+    commit that mentions an issue number is never read as a pick.
+    """
+    if not BUNDLE_TITLE.search(subject):
+        return None
+    text = unquoted(message)
+    prs = tuple(dict.fromkeys(int(p) for p in PR_ANY.findall(text)))
+    shas = tuple(dict.fromkeys(h.lower() for h in HEX_TOKEN.findall(text) if not h.isdigit()))
+    if not prs and not shas:
+        return None
+    return BundleRefs(shas=shas, prs=prs)
+
+
+def normalized_title(subject: str) -> str:
+    """A subject without pick prefixes and its PR suffix, for the title+PR match."""
+    s = _TITLE_PREFIX.sub("", subject)
+    s = PR_SUFFIX.sub("", s)
+    return " ".join(s.split()).lower()

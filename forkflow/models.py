@@ -1,0 +1,141 @@
+"""Domain values shared across forkflow: frozen dataclasses and closed Enums."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import NewType
+
+Sha = NewType("Sha", str)
+
+
+class Disposition(str, enum.Enum):
+    """What became of one upstream commit in the fork."""
+
+    PENDING = "PENDING"
+    PICKED = "PICKED"
+    SKIPPED = "SKIPPED"
+    DEFERRED = "DEFERRED"
+    REVERTED = "REVERTED"
+
+
+class EvidenceKind(str, enum.Enum):
+    """Why forkflow believes a disposition, strongest first."""
+
+    TRAILER = "trailer"          # forkflow's own `Upstream-Commit: <sha>`
+    MARKER = "marker"            # other tools' markers, e.g. `(cherry picked from commit <sha>)`
+    PATCH_ID = "patch-id"        # `git patch-id --stable` equality
+    BUNDLE = "bundle"            # one fork commit squashing several upstream commits
+    TITLE_PR = "title+pr"        # same title and an unambiguous PR number
+    FORK_REVERT = "fork-revert"  # a fork commit reverted the pick
+    UPSTREAM_REVERT = "upstream-revert"  # reverted upstream, neither side picked
+    RECORDED = "recorded"        # a decision forkflow recorded in its store
+
+    @property
+    def strength(self) -> int:
+        order = [
+            EvidenceKind.TRAILER,
+            EvidenceKind.MARKER,
+            EvidenceKind.PATCH_ID,
+            EvidenceKind.BUNDLE,
+            EvidenceKind.TITLE_PR,
+        ]
+        return len(order) - order.index(self) if self in order else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One commit as forkflow needs it: identity, parents, date and message."""
+
+    sha: Sha
+    parents: tuple[Sha, ...]
+    date: int  # committer date, unix seconds
+    subject: str
+    body: str = ""
+    author: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"{self.subject}\n\n{self.body}" if self.body else self.subject
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Why an upstream commit has its disposition."""
+
+    kind: EvidenceKind
+    fork_sha: Sha | None
+    detail: str
+
+    def describe(self) -> str:
+        where = f" in {self.fork_sha[:12]}" if self.fork_sha else ""
+        return f"{self.kind.value}{where}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """The ledger's verdict on one upstream commit."""
+
+    commit: Commit
+    pr: int | None
+    disposition: Disposition
+    fork_shas: tuple[Sha, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PointInTime:
+    """A commit with its date, as shown for tips and the ingestion point."""
+
+    sha: Sha
+    date: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The upstream ledger: every upstream commit after the fork point and its disposition."""
+
+    fork_point: Sha
+    fork_tip: Sha
+    upstream_tip: PointInTime
+    ingestion_point: PointInTime
+    ingestion_point_inferred: bool
+    entries: tuple[LedgerEntry, ...]
+    computed_at: int = 0
+    notes: tuple[str, ...] = field(default=())
+
+    def counts(self) -> dict[Disposition, int]:
+        out = {d: 0 for d in Disposition}
+        for e in self.entries:
+            out[e.disposition] += 1
+        return out
+
+    def index_of(self, sha: Sha) -> int:
+        for i, e in enumerate(self.entries):
+            if e.commit.sha == sha:
+                return i
+        return -1
+
+    @property
+    def days_behind(self) -> float:
+        return round(max(0, self.upstream_tip.date - self.ingestion_point.date) / 86400.0, 2)
+
+    @property
+    def backlog(self) -> tuple[LedgerEntry, ...]:
+        """Upstream commits at or before the ingestion point that are not yet picked."""
+        cut = self.index_of(self.ingestion_point.sha)
+        return tuple(
+            e
+            for e in self.entries[: cut + 1]
+            if e.disposition in (Disposition.PENDING, Disposition.DEFERRED)
+        )
+
+    @property
+    def out_of_order_picks(self) -> tuple[LedgerEntry, ...]:
+        """Picks of upstream commits newer than the ingestion point (urgent picks)."""
+        cut = self.index_of(self.ingestion_point.sha)
+        return tuple(e for e in self.entries[cut + 1 :] if e.disposition is Disposition.PICKED)

@@ -1,0 +1,121 @@
+"""`forkflow init`: check the fork, attach upstream, write forkflow.toml, create the store."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from forkflow.config import CONFIG_NAME, STATE_DIR, Config, load_config, parse_config, render_config
+from forkflow.errors import GitError, UserError
+from forkflow.git.repo import Repo
+from forkflow.store import queries
+from forkflow.store.session import Store, redact
+
+
+@dataclass(frozen=True, slots=True)
+class InitResult:
+    config_path: Path
+    config_written: bool
+    remote: str
+    remote_added: bool
+    store_url: str
+
+
+def _looks_like_url_or_path(value: str) -> bool:
+    return "://" in value or value.startswith(("/", ".", "~")) or "@" in value or Path(value).exists()
+
+
+def _check_reachable(repo: Repo, url: str, branch: str) -> None:
+    """Ask the remote for the branch before writing anything."""
+    try:
+        out = repo.git("ls-remote", "--heads", url, f"refs/heads/{branch}")
+    except GitError as e:
+        last = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else f"exit {e.returncode}"
+        raise UserError(f"upstream {url} is unreachable ({last}); check the URL or path and your "
+                        "network, then retry") from e
+    if not out.strip():
+        raise UserError(f"upstream {url} has no branch '{branch}'; pass the right one with "
+                        "--upstream-branch")
+
+
+def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch: str,
+              store_url: str | None, remote_name: str = "upstream") -> InitResult:
+    """Set up forkflow in a fork's checkout; running it again changes nothing."""
+    repo = Repo.open(repo_path)
+    if repo.is_shallow():
+        raise UserError("this is a shallow clone; forkflow needs the whole history: "
+                        "run `git fetch --unshallow` and retry")
+    if repo.resolve(f"refs/heads/{fork_branch}") is None:
+        raise UserError(f"fork branch '{fork_branch}' does not exist in {repo.path}; "
+                        "pass the right one with --fork-branch")
+    remotes = repo.remotes()
+    remote_added = False
+    if upstream in remotes:
+        remote = upstream
+        _check_reachable(repo, repo.remote_url(remote) or remote, upstream_branch)
+    elif _looks_like_url_or_path(upstream):
+        url = str(Path(upstream).expanduser().resolve()) if Path(upstream).expanduser().exists() else upstream
+        remote = remote_name
+        existing = repo.remote_url(remote)
+        if existing is not None and existing not in (url, upstream):
+            raise UserError(f"remote '{remote}' already points at {existing}; pass --upstream "
+                            f"{remote} to use it, or remove it with `git remote remove {remote}`")
+        _check_reachable(repo, url, upstream_branch)
+        if existing is None:
+            repo.add_remote(remote, url)
+            remote_added = True
+    else:
+        raise UserError(f"no remote named '{upstream}' and it is not a URL or path; "
+                        f"run `git remote -v` to see remotes, or pass the upstream URL")
+
+    cfg_path = repo.path / CONFIG_NAME
+    try:
+        repo.fetch(remote, upstream_branch)
+        upstream_tip = repo.resolve(f"refs/remotes/{remote}/{upstream_branch}")
+        fork_tip = repo.resolve(f"refs/heads/{fork_branch}")
+        assert upstream_tip and fork_tip
+        if repo.merge_base(fork_tip, upstream_tip) is None:
+            raise UserError(f"fork branch '{fork_branch}' and {remote}/{upstream_branch} share no "
+                            "history; check that --upstream names this fork's upstream")
+        written = _write_config(cfg_path, remote, upstream_branch, fork_branch, store_url)
+    except BaseException:
+        if remote_added:  # nothing half-written: take back the remote we added
+            repo.git("remote", "remove", remote, check=False)
+        raise
+    config = load_config(cfg_path)
+    url = store_url or config.resolved_store_url()
+    _open_store(repo, config, url)
+    return InitResult(cfg_path, written, remote, remote_added, redact(url))
+
+
+def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: str,
+                  store_url: str | None) -> bool:
+    in_file = store_url if store_url and "@" not in store_url else ""
+    if path.exists():
+        existing = load_config(path)
+        wanted = (remote, upstream_branch, fork_branch)
+        have = (existing.upstream_remote, existing.upstream_branch, existing.fork_branch)
+        if have != wanted:
+            raise UserError(f"{path} already says upstream {have[0]}/{have[1]} and fork branch "
+                            f"{have[2]}; edit it by hand, or remove it and run init again")
+        return False
+    text = render_config(remote, upstream_branch, fork_branch, in_file)
+    parse_config(text)  # the template always parses
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return True
+
+
+def _open_store(repo: Repo, config: Config, url: str) -> None:
+    from forkflow.context import fork_name
+
+    state = repo.path / STATE_DIR
+    if url.startswith("sqlite") and str(state) in url:
+        state.mkdir(exist_ok=True)
+        ignore = state / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# forkflow's local state (store, caches, logs): never committed\n*\n")
+    store = Store.open(url)
+    with store.session_scope() as s:
+        queries.fork_id(s, fork_name(repo, config))
+    store.dispose()

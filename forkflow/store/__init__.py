@@ -1,0 +1,1 @@
+"""Persistence.  SQLAlchemy classes stay here; queries return forkflow.models values."""

@@ -1,0 +1,134 @@
+"""Store reads and writes of the foundation; everything returns forkflow.models values."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from forkflow.ledger.classify import RecordedDecision
+from forkflow.models import Disposition, Sha
+from forkflow.store.schema import (
+    CommitFactRow,
+    DispositionRow,
+    ForkRow,
+    LedgerCacheRow,
+    SnapshotRow,
+)
+
+
+def fork_id(s: Session, name: str) -> int:
+    """The id of the fork called `name`, created on first use."""
+    row = s.scalar(select(ForkRow).where(ForkRow.name == name))
+    if row is None:
+        row = ForkRow(name=name)
+        s.add(row)
+        s.flush()
+    return row.id
+
+
+def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
+    rows = s.scalars(select(DispositionRow).where(DispositionRow.fork_id == fid)).all()
+    return [
+        RecordedDecision(Sha(r.upstream_sha), Disposition(r.disposition), r.reason,
+                         tuple(Sha(x) for x in json.loads(r.fork_shas)))
+        for r in rows
+    ]
+
+
+def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
+    """Insert or replace the decision on one upstream commit."""
+    row = s.scalar(select(DispositionRow).where(
+        DispositionRow.fork_id == fid, DispositionRow.upstream_sha == decision.sha))
+    if row is None:
+        row = DispositionRow(fork_id=fid, upstream_sha=decision.sha)
+        s.add(row)
+    row.disposition = decision.disposition.value
+    row.reason = decision.reason
+    row.fork_shas = json.dumps(list(decision.fork_shas))
+    row.decided_at = datetime.now(timezone.utc)
+
+
+def commit_facts(s: Session, shas: Iterable[Sha]) -> dict[Sha, tuple[str | None, tuple[str, ...] | None]]:
+    """Cached (patch_id, files) per sha; absent shas are not in the result."""
+    out: dict[Sha, tuple[str | None, tuple[str, ...] | None]] = {}
+    shas = list(shas)
+    for i in range(0, len(shas), 500):
+        chunk = shas[i:i + 500]
+        for r in s.scalars(select(CommitFactRow).where(CommitFactRow.sha.in_(chunk))):
+            files = tuple(json.loads(r.files)) if r.files is not None else None
+            out[Sha(r.sha)] = (r.patch_id, files)
+    return out
+
+
+def save_commit_facts(s: Session, facts: dict[Sha, tuple[str | None, tuple[str, ...] | None]]) -> None:
+    """Upsert (patch_id, files) per sha, keeping values already known."""
+    known = commit_facts(s, facts)
+    for sha, (pid, files) in facts.items():
+        old_pid, old_files = known.get(sha, (None, None))
+        row = CommitFactRow(
+            sha=sha,
+            patch_id=pid if pid is not None else old_pid,
+            files=json.dumps(list(files)) if files is not None else (
+                json.dumps(list(old_files)) if old_files is not None else None),
+        )
+        s.merge(row)
+
+
+def cached_ledger(s: Session, key: str) -> str | None:
+    row = s.get(LedgerCacheRow, key)
+    return row.payload if row else None
+
+
+def save_ledger(s: Session, fid: int, key: str, payload: str) -> None:
+    # keep only the newest few ledgers of a fork: the cache is for the warm path
+    old = s.scalars(select(LedgerCacheRow.key).where(LedgerCacheRow.fork_id == fid)
+                    .order_by(LedgerCacheRow.created_at.desc()).offset(7)).all()
+    if old:
+        s.execute(delete(LedgerCacheRow).where(LedgerCacheRow.key.in_(old)))
+    s.merge(LedgerCacheRow(key=key, fork_id=fid, payload=payload, created_at=datetime.now(timezone.utc)))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    taken_at: datetime
+    source: str
+    fork_tip: Sha
+    upstream_tip: Sha
+    ingestion_point: Sha
+    inferred: bool
+    days_behind: float
+    backlog: int
+    counts: dict[str, int]
+
+
+def save_snapshot(s: Session, fid: int, snap: Snapshot) -> None:
+    """Store one point of the series; the same (source, time) is replaced, never duplicated."""
+    row = s.scalar(select(SnapshotRow).where(
+        SnapshotRow.fork_id == fid, SnapshotRow.source == snap.source,
+        SnapshotRow.taken_at == snap.taken_at))
+    if row is None:
+        row = SnapshotRow(fork_id=fid, source=snap.source, taken_at=snap.taken_at)
+        s.add(row)
+    row.fork_tip = snap.fork_tip
+    row.upstream_tip = snap.upstream_tip
+    row.ingestion_point = snap.ingestion_point
+    row.inferred = snap.inferred
+    row.days_behind = snap.days_behind
+    row.backlog = snap.backlog
+    row.counts = json.dumps(snap.counts)
+
+
+def snapshots(s: Session, fid: int) -> list[Snapshot]:
+    rows = s.scalars(select(SnapshotRow).where(SnapshotRow.fork_id == fid)
+                     .order_by(SnapshotRow.taken_at)).all()
+    out = []
+    for r in rows:
+        taken = r.taken_at if r.taken_at.tzinfo else r.taken_at.replace(tzinfo=timezone.utc)
+        out.append(Snapshot(taken, r.source, Sha(r.fork_tip), Sha(r.upstream_tip),
+                            Sha(r.ingestion_point), r.inferred, r.days_behind, r.backlog,
+                            json.loads(r.counts)))
+    return out

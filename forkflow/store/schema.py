@@ -1,0 +1,86 @@
+"""SQLAlchemy tables of the foundation: forks, recorded dispositions, snapshots, caches.
+
+Later subsystems add their tables in their own `schema_*.py` modules on the same `Base`,
+each with an Alembic migration branch of its own that starts at the foundation revision.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ForkRow(Base):
+    __tablename__ = "forks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(400), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DispositionRow(Base):
+    """A decision forkflow recorded on an upstream commit (picked, skipped, deferred)."""
+
+    __tablename__ = "dispositions"
+    __table_args__ = (UniqueConstraint("fork_id", "upstream_sha"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    upstream_sha: Mapped[str] = mapped_column(String(64))
+    disposition: Mapped[str] = mapped_column(String(16))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    fork_shas: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
+    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class SnapshotRow(Base):
+    """One point of the days-behind / backlog series."""
+
+    __tablename__ = "snapshots"
+    __table_args__ = (UniqueConstraint("fork_id", "source", "taken_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    source: Mapped[str] = mapped_column(String(16))  # status | backfill
+    fork_tip: Mapped[str] = mapped_column(String(64))
+    upstream_tip: Mapped[str] = mapped_column(String(64))
+    ingestion_point: Mapped[str] = mapped_column(String(64))
+    inferred: Mapped[bool] = mapped_column(Boolean)
+    days_behind: Mapped[float] = mapped_column(Float)
+    backlog: Mapped[int] = mapped_column(Integer)
+    counts: Mapped[str] = mapped_column(Text, default="{}")  # JSON
+
+
+class CommitFactRow(Base):
+    """Facts about one commit that never change for its sha (cache keyed by sha)."""
+
+    __tablename__ = "commit_facts"
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    patch_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    files: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list
+
+
+class LedgerCacheRow(Base):
+    """A computed ledger, keyed by fork tip, upstream tip, recorded decisions and config."""
+
+    __tablename__ = "ledger_cache"
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    payload: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,156 @@
+"""Open a store (SQLite file or PostgreSQL URL), migrate it, and hand out transactions."""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config as AlembicConfig
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from forkflow.errors import StoreError, UserError
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _alembic_config() -> AlembicConfig:
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def _is_locked(e: BaseException) -> bool:
+    text = str(e).lower()
+    return "database is locked" in text or "could not obtain lock" in text or "lock timeout" in text
+
+
+def locked_error(url: str) -> UserError:
+    return UserError(
+        f"the store {redact(url)} is locked by another forkflow run; wait for it to finish "
+        "(or raise FORKFLOW_LOCK_TIMEOUT) and retry"
+    )
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "://" in url and "@" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}:***@{host}"
+    return url
+
+
+class Store:
+    """A migrated database and a session factory."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self.engine = engine
+        self.url = url
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def open(cls, url: str, *, create: bool = True) -> Store:
+        """Open the store at `url`, creating and migrating it when needed."""
+        engine = _make_engine(url, create=create)
+        store = cls(engine, url)
+        store.migrate()
+        return store
+
+    @contextmanager
+    def session_scope(self) -> Iterator[Session]:
+        """One transaction: committed on success, rolled back on any error."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except OperationalError as e:
+            session.rollback()
+            if _is_locked(e):
+                raise locked_error(self.url) from e
+            raise StoreError(f"store error on {redact(self.url)}: {e.orig}") from e
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def migrate(self) -> None:
+        """Bring the schema to every head; refuse a store written by a newer forkflow."""
+        script = ScriptDirectory.from_config(_alembic_config())
+        known = {rev.revision for rev in script.walk_revisions()}
+        try:
+            with self.engine.begin() as conn:
+                current = set(MigrationContext.configure(conn).get_current_heads())
+                newer = current - known
+                if newer:
+                    raise UserError(
+                        f"the store {redact(self.url)} was written by a newer forkflow (schema "
+                        f"{', '.join(sorted(newer))}); upgrade forkflow (pip install -U forkflow) "
+                        "or point --store at another database"
+                    )
+                heads = set(script.get_heads())
+                if current >= heads and current:
+                    return
+                cfg = _alembic_config()
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "heads")
+        except OperationalError as e:
+            if _is_locked(e):
+                raise locked_error(self.url) from e
+            raise UserError(f"cannot open the store {redact(self.url)}: {e.orig}; check --store "
+                            "or FORKFLOW_STORE") from e
+
+    def table_names(self) -> list[str]:
+        return inspect(self.engine).get_table_names()
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _make_engine(url: str, *, create: bool) -> Engine:
+    kwargs: dict[str, Any] = {"future": True}
+    timeout = float(os.environ.get("FORKFLOW_LOCK_TIMEOUT", "10"))
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            p = Path(path)
+            if not p.parent.exists():
+                if not create:
+                    raise UserError(f"no store at {p}; run: forkflow init --upstream URL")
+                p.parent.mkdir(parents=True, exist_ok=True)
+        kwargs["connect_args"] = {"timeout": timeout}
+        if path in ("", ":memory:"):
+            from sqlalchemy.pool import StaticPool
+
+            kwargs["poolclass"] = StaticPool
+            kwargs["connect_args"]["check_same_thread"] = False
+    elif url.startswith("postgresql"):
+        kwargs["connect_args"] = {"connect_timeout": 10,
+                                  "options": f"-c lock_timeout={int(timeout * 1000)}"}
+        kwargs["pool_pre_ping"] = True
+    try:
+        engine = create_engine(url, **kwargs)
+    except (SQLAlchemyError, ImportError, ValueError) as e:
+        raise UserError(f"cannot use store URL {redact(url)} ({e}); pass a sqlite:/// or "
+                        "postgresql+psycopg:// URL") from e
+    if url.startswith("sqlite"):
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            try:
+                cur.execute("PRAGMA journal_mode=WAL")
+            except Exception:  # noqa: BLE001  (locked at open: the first write reports it)
+                pass
+            cur.close()
+    return engine

@@ -1,0 +1,1 @@
+"""Builders of real git repositories, shared by the tests, the benchmarks and `forkflow demo`."""

@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forkflow.testing.gitrepo import ForkBuilder
+
+# Deterministic git everywhere (pre-commit pins these in tox.ini).
+for _k, _v in {
+    "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}.items():
+    os.environ.setdefault(_k, _v)
+os.environ.pop("FORKFLOW_STORE", None)
+
+
+@dataclass
+class CliResult:
+    rc: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def builder(tmp_path: Path) -> ForkBuilder:
+    return ForkBuilder(tmp_path / "repos")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run the real CLI in-process: cli("status", "--json", repo=path)."""
+    from forkflow.cli.main import main
+
+    def run(*args: str, repo: Path | None = None) -> CliResult:
+        argv = list(args)
+        if repo is not None:
+            argv += ["--repo", str(repo)]
+        capsys.readouterr()
+        rc = main(argv)
+        cap = capsys.readouterr()
+        return CliResult(rc, cap.out, cap.err)
+
+    return run
+
+
+def run_forkflow(*args: str, cwd: Path, env: dict[str, str] | None = None,
+                 timeout: float = 120) -> CliResult:
+    """Run the installed `forkflow` entry point as a user would, in a subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    exe = Path(sys.executable).parent / "forkflow"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
+    p = subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=full_env,
+                       timeout=timeout)
+    return CliResult(p.returncode, p.stdout, p.stderr)
