@@ -139,3 +139,26 @@ class Ledger:
         """Picks of upstream commits newer than the ingestion point (urgent picks)."""
         cut = self.index_of(self.ingestion_point.sha)
         return tuple(e for e in self.entries[cut + 1 :] if e.disposition is Disposition.PICKED)
+
+
+class Better(str, enum.Enum):
+    """Which direction of a metric is an improvement."""
+
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricPoint:
+    """One measurement of an L2 metric at one fork commit (a point of its series)."""
+
+    name: str
+    rev: Sha  # the fork commit measured
+    value: float
+    unit: str
+    better: Better
+    samples: tuple[float, ...] = ()
+    suite: str = ""
+    run_id: int | None = None
+    measured_at: int = 0  # unix seconds
+    commit_date: int = 0  # committer date of rev, orders the series

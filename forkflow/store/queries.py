@@ -1,6 +1,7 @@
 """Store reads and writes of the foundation; everything returns forkflow.models values."""
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -10,12 +11,13 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from forkflow.ledger.classify import RecordedDecision
-from forkflow.models import Disposition, Sha
+from forkflow.models import Better, Disposition, MetricPoint, Sha
 from forkflow.store.schema import (
     CommitFactRow,
     DispositionRow,
     ForkRow,
     LedgerCacheRow,
+    MetricPointRow,
     SnapshotRow,
 )
 
@@ -132,3 +134,32 @@ def snapshots(s: Session, fid: int) -> list[Snapshot]:
                             Sha(r.ingestion_point), r.inferred, r.days_behind, r.backlog,
                             json.loads(r.counts)))
     return out
+
+
+def add_metric_points(s: Session, fid: int, points: Iterable[MetricPoint]) -> int:
+    """Store measurements; returns how many were written."""
+    n = 0
+    for p in points:
+        s.add(MetricPointRow(fork_id=fid, name=p.name, rev=p.rev, value=p.value, unit=p.unit,
+                             better=p.better.value, samples=json.dumps(list(p.samples)),
+                             suite=p.suite, run_id=p.run_id, measured_at=p.measured_at,
+                             commit_date=p.commit_date))
+        n += 1
+    return n
+
+
+def metric_names(s: Session, fid: int, pattern: str = "*") -> list[str]:
+    """Names of stored metrics matching a shell glob."""
+    names = s.scalars(select(MetricPointRow.name).where(MetricPointRow.fork_id == fid).distinct()).all()
+    return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+
+
+def metric_series(s: Session, fid: int, name: str) -> list[MetricPoint]:
+    """The series of one metric, oldest commit first (several points per rev when re-measured)."""
+    rows = s.scalars(select(MetricPointRow).where(MetricPointRow.fork_id == fid,
+                                                  MetricPointRow.name == name)
+                     .order_by(MetricPointRow.commit_date, MetricPointRow.id)).all()
+    return [MetricPoint(name=r.name, rev=Sha(r.rev), value=r.value, unit=r.unit,
+                        better=Better(r.better), samples=tuple(json.loads(r.samples)),
+                        suite=r.suite, run_id=r.run_id, measured_at=r.measured_at,
+                        commit_date=r.commit_date) for r in rows]

@@ -84,3 +84,21 @@ class LedgerCacheRow(Base):
     fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
     payload: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class MetricPointRow(Base):
+    """One L2 measurement; the series of a metric is its rows ordered by commit date."""
+
+    __tablename__ = "metric_points"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    name: Mapped[str] = mapped_column(String(400), index=True)
+    rev: Mapped[str] = mapped_column(String(64), index=True)
+    value: Mapped[float] = mapped_column(Float)
+    unit: Mapped[str] = mapped_column(String(32), default="")
+    better: Mapped[str] = mapped_column(String(8))
+    samples: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of floats
+    suite: Mapped[str] = mapped_column(String(200), default="")
+    run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    measured_at: Mapped[int] = mapped_column(Integer)
+    commit_date: Mapped[int] = mapped_column(Integer)
