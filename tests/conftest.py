@@ -65,3 +65,13 @@ def run_forkflow(*args: str, cwd: Path, env: dict[str, str] | None = None,
     p = subprocess.run([*cmd, *args], cwd=cwd, capture_output=True, text=True, env=full_env,
                        timeout=timeout)
     return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+def service(env_name: str, what: str) -> str:
+    """The address of a service CI starts (.ci/run); skip locally without it, fail in CI."""
+    value = os.environ.get(env_name)
+    if value:
+        return value
+    if os.environ.get("FORKFLOW_REQUIRE_SERVICES"):
+        pytest.fail(f"{env_name} is not set: .ci/run should have started {what}")
+    pytest.skip(f"{what} not available (set {env_name}; .ci/run starts it)")
