@@ -1,0 +1,1 @@
+"""Picking landing units in memory and landing them on the fork branch by compare-and-swap."""
