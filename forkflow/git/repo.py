@@ -100,7 +100,7 @@ class Repo:
 
     def fetch(self, remote: str, branch: str) -> None:
         try:
-            self.git("fetch", "--quiet", "--no-tags", remote,
+            self.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
                      f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         except GitError as e:
             err = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else str(e.returncode)
