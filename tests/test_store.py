@@ -1,0 +1,110 @@
+"""The store on real SQLite and on a real PostgreSQL server (FORKFLOW_TEST_POSTGRES, started by .ci/run)."""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from forkflow.errors import UserError
+from forkflow.ledger.classify import RecordedDecision
+from forkflow.models import Better, Disposition, MetricPoint, Sha
+from forkflow.store import queries
+from forkflow.store.queries import Snapshot
+from forkflow.store.session import Store
+from tests.conftest import service
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.db'}"
+        return
+    base = service("FORKFLOW_TEST_POSTGRES", "a PostgreSQL server")
+    # one schema-isolated database per test: create a fresh database on the server
+    name = f"ff_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    url = base.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_store_migrates_to_every_head(store_url: str) -> None:
+    store = Store.open(store_url)
+    names = set(store.table_names())
+    assert {"forks", "dispositions", "snapshots", "commit_facts", "ledger_cache", "metric_points",
+            "alembic_version"} <= names
+    Store.open(store_url).dispose()  # a second open changes nothing
+    store.dispose()
+
+
+def test_store_transaction_rolls_back(store_url: str) -> None:
+    store = Store.open(store_url)
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+    with pytest.raises(RuntimeError):
+        with store.session_scope() as s:
+            queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
+            raise RuntimeError("killed half-way")
+    with store.session_scope() as s:
+        assert queries.recorded_decisions(s, fid) == []
+    store.dispose()
+
+
+def test_store_decisions_upsert_and_snapshots_never_duplicate(store_url: str) -> None:
+    store = Store.open(store_url)
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
+    with store.session_scope() as s:
+        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
+    with store.session_scope() as s:
+        got = queries.recorded_decisions(s, fid)
+    assert got == [RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick")]
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    snap = Snapshot(at, "backfill", Sha("f" * 40), Sha("u" * 40), Sha("i" * 40), True, 3.5, 7, {"pending": 7})
+    for _ in range(2):
+        with store.session_scope() as s:
+            queries.save_snapshot(s, fid, snap)
+    with store.session_scope() as s:
+        assert queries.snapshots(s, fid) == [snap]
+    store.dispose()
+
+
+def test_store_metric_series_order(store_url: str) -> None:
+    store = Store.open(store_url)
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        pts = [MetricPoint("mm.tflops", Sha(f"{i:040x}"), 100.0 - i, "TFLOP/s", Better.HIGHER,
+                           (1.0, 2.0), commit_date=1000 - i) for i in range(3)]
+        queries.add_metric_points(s, fid, pts)
+    with store.session_scope() as s:
+        series = queries.metric_series(s, fid, "mm.tflops")
+        assert [p.commit_date for p in series] == [998, 999, 1000]
+        assert queries.metric_names(s, fid, "mm.*") == ["mm.tflops"]
+    store.dispose()
+
+
+def test_store_refuses_newer_schema(store_url: str) -> None:
+    store = Store.open(store_url)
+    with store.engine.begin() as c:
+        c.execute(text("INSERT INTO alembic_version (version_num) VALUES ('zzzz_newer')"))
+    store.dispose()
+    with pytest.raises(UserError, match="newer forkflow"):
+        Store.open(store_url)
+
+
+def test_store_bad_url_is_a_user_error(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="postgresql"):
+        Store.open("nosuchdb://x/y")
+    with pytest.raises(UserError, match="cannot open the store"):
+        Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none")
