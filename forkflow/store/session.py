@@ -7,11 +7,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config as AlembicConfig
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, event, inspect
+import re
+
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -21,10 +19,30 @@ from forkflow.errors import StoreError, UserError
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def _alembic_config() -> AlembicConfig:
-    cfg = AlembicConfig()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    return cfg
+_REV = re.compile(r"^revision\s*=\s*['\"]([^'\"]+)['\"]", re.M)
+_DOWN = re.compile(r"^down_revision\s*=\s*(.+)$", re.M)
+
+
+def _script_revisions() -> tuple[set[str], set[str]]:
+    """(every known revision, the heads) read from the migration files, without importing Alembic."""
+    known: set[str] = set()
+    parents: set[str] = set()
+    for f in (MIGRATIONS / "versions").glob("*.py"):
+        body = f.read_text(encoding="utf-8")
+        rev = _REV.search(body)
+        if rev is None:
+            continue
+        known.add(rev.group(1))
+        down = _DOWN.search(body)
+        if down:
+            parents.update(re.findall(r"['\"]([^'\"]+)['\"]", down.group(1)))
+    return known, known - parents
+
+
+def _current_revisions(conn: Any) -> set[str]:
+    if "alembic_version" not in inspect(conn).get_table_names():
+        return set()
+    return {row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))}
 
 
 def _is_locked(e: BaseException) -> bool:
@@ -85,11 +103,10 @@ class Store:
 
     def migrate(self) -> None:
         """Bring the schema to every head; refuse a store written by a newer forkflow."""
-        script = ScriptDirectory.from_config(_alembic_config())
-        known = {rev.revision for rev in script.walk_revisions()}
+        known, heads = _script_revisions()
         try:
             with self.engine.begin() as conn:
-                current = set(MigrationContext.configure(conn).get_current_heads())
+                current = _current_revisions(conn)
                 newer = current - known
                 if newer:
                     raise UserError(
@@ -97,10 +114,13 @@ class Store:
                         f"{', '.join(sorted(newer))}); upgrade forkflow (pip install -U forkflow) "
                         "or point --store at another database"
                     )
-                heads = set(script.get_heads())
-                if current >= heads and current:
+                if current == heads:
                     return
-                cfg = _alembic_config()
+                from alembic import command  # only when there is something to migrate
+                from alembic.config import Config as AlembicConfig
+
+                cfg = AlembicConfig()
+                cfg.set_main_option("script_location", str(MIGRATIONS))
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "heads")
         except OperationalError as e:
