@@ -267,3 +267,12 @@ def test_history_records_and_backfills(builder: ForkBuilder, cli) -> None:  # ty
     assert len(cli("history", "--json", repo=fork).json()["series"]) == len(series) + 1
     assert cli("history", "--since", start, repo=fork).rc == 1
     assert cli("history", "--backfill", "--since", "yesterday", repo=fork).rc == 1
+
+
+def test_bad_status_fetch_unreachable(fork: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    subprocess.run(["git", "remote", "set-url", "upstream", str(tmp_path / "moved-away")], cwd=fork, check=True)
+    before = subprocess.run(["git", "for-each-ref"], cwd=fork, capture_output=True, text=True).stdout
+    r = cli("status", "--fetch", repo=fork)
+    assert r.rc == 1 and "cannot fetch from remote 'upstream'" in r.err
+    assert subprocess.run(["git", "for-each-ref"], cwd=fork, capture_output=True, text=True).stdout == before

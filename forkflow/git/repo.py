@@ -12,8 +12,8 @@ from forkflow.models import Commit, Sha
 
 LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an%x1f%B"
 _MISSING_OBJECT = re.compile(
-    r"bad object|missing (blob|tree|commit)|could not read|unable to read|did not receive expected object|"
-    r"invalid object|is corrupt|not a valid object",
+    r"bad object|missing (blob|tree|commit)|(could not|unable to) read (tree |blob |commit )?[0-9a-f]{7,}|"
+    r"did not receive expected object|invalid object|is corrupt|not a valid object",
     re.I,
 )
 

@@ -39,7 +39,7 @@ class ShaIndex:
         if len(token) < 7 or len(token) >= 40:
             return None
         i = bisect.bisect_left(self._sorted, token)
-        hits = []
+        hits: list[str] = []
         while i < len(self._sorted) and self._sorted[i].startswith(token) and len(hits) < 2:
             hits.append(self._sorted[i])
             i += 1
