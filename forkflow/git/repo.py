@@ -192,3 +192,21 @@ class Repo:
     def read_ref(self, ref: str) -> Sha | None:
         out = self.git("rev-parse", "--verify", "--quiet", ref, check=False).strip()
         return Sha(out) if out else None
+
+    def merge_file(self, ours: bytes, base: bytes, theirs: bytes,
+                   labels: tuple[str, str, str] = ("ours", "base", "theirs")) -> tuple[int, bytes]:
+        """`git merge-file -p --diff3` of three contents; returns (number of conflicts, merged text)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="forkflow-merge-") as tmp:
+            names = []
+            for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
+                p = Path(tmp) / name
+                p.write_bytes(data)
+                names.append(str(p))
+            rc, out, err = run_git_bytes(
+                "merge-file", "-p", "--diff3", "-L", labels[0], "-L", labels[1], "-L", labels[2],
+                *names, cwd=tmp, check=False)
+        if rc >= 128:
+            raise GitError(["git", "merge-file"], rc, "", err.decode("utf-8", "replace"))
+        return rc, out
