@@ -1,0 +1,138 @@
+"""Where the workloads run (a CUDA GPU, Triton's CPU interpreter, or plain CPU) and which dtypes it has."""
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from forkflow.errors import UserError
+
+
+class Backend(str, enum.Enum):
+    CUDA = "cuda"                 # a CUDA GPU; Triton compiles for it
+    INTERPRETER = "interpreter"   # TRITON_INTERPRET=1: Triton kernels run on the CPU in numpy
+    CPU = "cpu"                   # no GPU and no interpreter: only PyTorch on the CPU
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """The device a workload runs on."""
+
+    backend: Backend
+    name: str
+    capability: tuple[int, int] | None = None  # CUDA compute capability
+    memory_bytes: int = 0
+
+    @property
+    def torch_device(self) -> str:
+        return "cuda" if self.backend is Backend.CUDA else "cpu"
+
+    def describe(self) -> str:
+        cc = f", compute capability {self.capability[0]}.{self.capability[1]}" if self.capability else ""
+        return f"{self.name} ({self.backend.value}{cc})"
+
+
+# dtype name -> (minimum CUDA compute capability, what it is)
+DTYPES: dict[str, tuple[tuple[int, int], str]] = {
+    "fp32": ((7, 0), "float32"),
+    "fp16": ((7, 0), "float16"),
+    "bf16": ((8, 0), "bfloat16"),
+    "fp8": ((8, 9), "float8_e4m3fn"),
+}
+
+NO_GPU = ("no CUDA GPU here (torch.cuda.is_available() is False); "
+          "run it on a machine with an NVIDIA GPU")
+
+
+def parse_dtypes(text: str) -> tuple[str, ...]:
+    """`bf16,fp16` -> ("bf16", "fp16"), or a UserError naming the unknown one."""
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    for n in names:
+        if n not in DTYPES:
+            raise UserError(f"unknown dtype {n!r}; use one or more of {', '.join(DTYPES)}")
+    if not names:
+        raise UserError(f"no dtype given; use one or more of {', '.join(DTYPES)}")
+    return names
+
+
+def unsupported_reason(dtype: str, dev: DeviceInfo) -> str | None:
+    """Why `dev` cannot run Triton kernels in `dtype`, or None when it can."""
+    need, full = DTYPES[dtype]
+    if dev.backend is Backend.CUDA:
+        if dev.capability is not None and dev.capability < need:
+            have = f"{dev.capability[0]}.{dev.capability[1]}"
+            return (f"{dtype} ({full}) needs compute capability {need[0]}.{need[1]} or newer; "
+                    f"{dev.name} has {have}")
+        return None
+    if dev.backend is Backend.CPU:
+        return "Triton kernels need a CUDA GPU or TRITON_INTERPRET=1 (Triton's CPU interpreter)"
+    return None
+
+
+def use_interpreter_without_gpu() -> None:
+    """Set TRITON_INTERPRET=1 when there is no GPU, before any @triton.jit is defined."""
+    if os.environ.get("TRITON_INTERPRET") != "1" and not _cuda_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        patch_interpreter_bf16_dot()
+
+
+def patch_interpreter_bf16_dot() -> None:
+    """Make the interpreter's tl.dot read bf16 operands as numbers.
+
+    Triton's interpreter (3.6 to 3.9 at least) stores bf16 as uint16 bit patterns and hands those
+    integers to np.matmul, so every bf16 tl.dot is garbage on CPU.  Widening bf16 to fp32 first is
+    exact, and the dot accumulates in fp32 anyway.  A no-op where the interpreter is absent.
+    """
+    try:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime import interpreter as interp
+    except ImportError:
+        return
+    builder: Any = getattr(interp, "InterpreterBuilder", None)
+    if builder is None or getattr(builder.create_dot, "_forkflow_bf16", False):
+        return
+    original = builder.create_dot
+
+    def widen(h: Any) -> Any:
+        if h.dtype != tl.bfloat16:
+            return h
+        bits = np.asarray(h.data).astype(np.uint32) << np.uint32(16)
+        return interp.TensorHandle(bits.view(np.float32), tl.float32)
+
+    def create_dot(self: Any, a: Any, b: Any, d: Any, *rest: Any) -> Any:
+        return original(self, widen(a), widen(b), d, *rest)
+
+    create_dot._forkflow_bf16 = True  # type: ignore[attr-defined]
+    builder.create_dot = create_dot
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def detect(triton: bool = True) -> DeviceInfo:
+    """The device here; `triton=False` for workloads that use PyTorch alone."""
+    import torch
+
+    if triton and os.environ.get("TRITON_INTERPRET") == "1":
+        return DeviceInfo(Backend.INTERPRETER, "Triton interpreter on CPU")
+    if torch.cuda.is_available():
+        p: Any = torch.cuda.get_device_properties(0)
+        return DeviceInfo(Backend.CUDA, str(p.name), (int(p.major), int(p.minor)),
+                          int(p.total_memory))
+    return DeviceInfo(Backend.CPU, "CPU")
+
+
+def require_packages(names: tuple[str, ...], what: str) -> None:
+    """Raise a UserError naming the missing packages of the `gpu` extra."""
+    import importlib.util
+
+    missing = [n for n in names if importlib.util.find_spec(n) is None]
+    if missing:
+        raise UserError(f"{what} needs {', '.join(missing)}, not installed here; "
+                        "run: pip install 'forkflow[gpu]'")

@@ -1,0 +1,54 @@
+"""The metrics JSON that forkflow's L2 reads: {"metrics": [{"name","value","unit","better","samples"}]}."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forkflow.models import Better
+from forkflow.workloads.junit import write_atomic
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One L2 measurement with the samples it was computed from."""
+
+    name: str
+    value: float
+    unit: str
+    better: Better
+    samples: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit,
+                "better": self.better.value, "samples": list(self.samples)}
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsReport:
+    """A workload's metrics, plus what it could not measure (and why) or why it skipped."""
+
+    metrics: tuple[Metric, ...]
+    errors: tuple[str, ...] = ()
+    skipped: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"metrics": [m.to_json() for m in self.metrics]}
+        if self.errors:
+            doc["errors"] = list(self.errors)
+        if self.skipped:
+            doc["skipped"] = self.skipped
+        if self.info:
+            doc["info"] = self.info
+        return doc
+
+
+def write_metrics(path: Path, report: MetricsReport) -> None:
+    """Write the report atomically; a non-finite value is a bug, never written."""
+    for m in report.metrics:
+        if not math.isfinite(m.value):
+            raise ValueError(f"metric {m.name} is {m.value}; refusing to write it")
+    write_atomic(path, (json.dumps(report.to_json(), indent=2) + "\n").encode())
