@@ -1,6 +1,7 @@
 """`forkflow init`: check the fork, attach upstream, write forkflow.toml, create the store."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,10 @@ class InitResult:
     remote: str
     remote_added: bool
     store_url: str
+
+
+def has_password(url: str) -> bool:
+    return re.search(r"://[^/@:]+:[^/@]+@", url) is not None
 
 
 def _looks_like_url_or_path(value: str) -> bool:
@@ -89,7 +94,8 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
 
 def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: str,
                   store_url: str | None) -> bool:
-    in_file = store_url if store_url and "@" not in store_url else ""
+    # a URL with a password never goes into a file that may be committed: use FORKFLOW_STORE
+    in_file = store_url if store_url and not has_password(store_url) else ""
     if path.exists():
         existing = load_config(path)
         wanted = (remote, upstream_branch, fork_branch)

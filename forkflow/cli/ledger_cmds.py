@@ -17,7 +17,7 @@ from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.report import iso, snapshot_of, status_dict
 from forkflow.models import Ledger
-from forkflow.setup import init_fork
+from forkflow.setup import has_password, init_fork
 from forkflow.store import queries
 
 
@@ -34,6 +34,9 @@ def init(
     console.print(f"{verb} {r.config_path}")
     console.print(f"upstream: remote '{r.remote}'" + (" (added)" if r.remote_added else ""))
     console.print(f"store: {r.store_url}")
+    if store and has_password(store):
+        console.print("the store URL has a password, so it was not written to forkflow.toml: "
+                      "export FORKFLOW_STORE=<url> for the commands that follow")
     console.print("next: forkflow status")
     return 0
 
