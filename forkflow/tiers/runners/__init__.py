@@ -1,0 +1,1 @@
+"""Runners: where suite jobs execute (a local process pool, or a Ray cluster)."""

@@ -1,0 +1,197 @@
+"""The `Runner` protocol, its registry, and running one job's command as a process group.
+
+A runner executes `Job`s (one shell command each, in a work tree, with a timeout and the
+resources it needs) and returns one `JobResult` per job.  It never judges tests: `FINISHED`
+means the command ran to its end (whatever its exit code); `TIMEOUT` means it was killed, with
+its whole process group, after `timeout_s`; `INFRA` means the runner itself failed (the command
+could not start, a node or the Ray head went away) and the job's result says nothing about the
+code.  Output goes straight to `log_path`, never through memory.
+
+Implementations are registered by name in `RUNNERS` ("local", "ray"); `make_runner(name, ...)`
+builds one.  Only `runners/ray.py` imports Ray, and only when the "ray" runner is asked for.
+"""
+from __future__ import annotations
+
+import enum
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from forkflow.errors import UserError
+
+KILL_GRACE_S = 3.0
+
+
+class JobState(str, enum.Enum):
+    FINISHED = "FINISHED"
+    TIMEOUT = "TIMEOUT"
+    INFRA = "INFRA"
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One suite's command to run.  `env` is added to the runner's environment."""
+
+    job_id: int
+    name: str
+    command: str
+    cwd: str
+    log_path: str
+    timeout_s: float
+    resources: tuple[tuple[str, float], ...] = (("cpus", 1.0),)
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobResult:
+    job_id: int
+    state: JobState
+    returncode: int | None
+    duration_s: float
+    message: str = ""
+    attempts: int = 1
+    node: str = ""
+
+
+Progress = Callable[[JobResult], None]
+
+
+class Runner(Protocol):
+    name: str
+
+    def check(self, jobs: Sequence[Job]) -> None:
+        """Raise UserError now if some job can never run here (a resource no node has)."""
+        ...
+
+    def run(self, jobs: Sequence[Job], on_done: Progress | None = None) -> list[JobResult]:
+        """Run every job; one result per job, in the order given."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    jobs: int = 0            # local pool size, 0 = CPUs
+    address: str = "auto"    # Ray: "auto", "host:port" or "ray://host:port"
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _local(opts: RunnerOptions) -> Runner:
+    from forkflow.tiers.runners.local import LocalRunner
+
+    return LocalRunner(max_workers=opts.jobs)
+
+
+def _ray(opts: RunnerOptions) -> Runner:
+    from forkflow.tiers.runners.ray import RayRunner
+
+    return RayRunner(address=opts.address)
+
+
+RUNNERS: dict[str, Callable[[RunnerOptions], Runner]] = {"local": _local, "ray": _ray}
+
+
+def make_runner(name: str, opts: RunnerOptions | None = None) -> Runner:
+    """The runner registered as `name`, or a UserError listing the known ones."""
+    factory = RUNNERS.get(name)
+    if factory is None:
+        raise UserError(f"unknown runner '{name}'; use one of: {', '.join(sorted(RUNNERS))}")
+    return factory(opts or RunnerOptions())
+
+
+def _set_parent_death_signal() -> None:
+    """In the child: die with the parent (Linux), so a killed worker leaves no orphan behind."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process is left in the group; orphaned zombies may never be
+    reaped in a container whose PID 1 does not reap, so they must not count."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for pid in entries:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(stat) > 2 and int(stat[2]) == pgid and stat[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def kill_group(pgid: int, grace_s: float = KILL_GRACE_S,
+               reap: Callable[[], object] | None = None) -> None:
+    """SIGTERM the whole process group, then SIGKILL whatever is left after `grace_s`.
+
+    `reap` (the leader's `Popen.poll`) collects the leader so its zombie does not keep the
+    group looking alive.
+    """
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if reap is not None:
+                reap()
+            if not _group_alive(pgid):
+                return
+            time.sleep(0.05)
+
+
+def run_process(job: Job) -> JobResult:
+    """Run `job.command` with /bin/sh in its own process group, output to its log file.
+
+    On timeout the whole group is killed (children, grandchildren); after a normal exit any
+    process the command left running in its group is killed too.
+    """
+    start = time.monotonic()
+    env = dict(os.environ)
+    env.update(dict(job.env))
+    try:
+        os.makedirs(os.path.dirname(job.log_path) or ".", exist_ok=True)
+        log = open(job.log_path, "ab")
+    except OSError as e:
+        return JobResult(job.job_id, JobState.INFRA, None, 0.0, f"cannot open the log {job.log_path}: {e}")
+    with log:
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", job.command], cwd=job.cwd, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_set_parent_death_signal)
+        except OSError as e:
+            return JobResult(job.job_id, JobState.INFRA, None, time.monotonic() - start,
+                             f"cannot start the command in {job.cwd}: {e}")
+        try:
+            rc = proc.wait(timeout=job.timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc.pid, reap=proc.poll)
+            proc.wait()
+            msg = f"timed out after {job.timeout_s:g}s; its process group was killed"
+            log.write(f"\n[forkflow] {msg}\n".encode())
+            return JobResult(job.job_id, JobState.TIMEOUT, proc.returncode, time.monotonic() - start, msg)
+        kill_group(proc.pid, grace_s=0.5, reap=proc.poll)  # leftovers the command started in the background
+    msg = ""
+    if rc in (126, 127):
+        msg = f"exit code {rc}: the command was not found or is not executable (see the log)"
+    return JobResult(job.job_id, JobState.FINISHED, rc, time.monotonic() - start, msg)
