@@ -29,6 +29,7 @@ app = typer.Typer(
 # Each module has `register(app)`; a subsystem adds its line here.
 COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.ledger_cmds",
+    "forkflow.cli.tiers_cmds",
 )
 
 

@@ -103,6 +103,18 @@ def test_file(test_id: str) -> str:
     return "/".join(parts) + ".py"
 
 
+def node_id(test_id: str) -> str:
+    """What a harness takes to run exactly one test: pytest `file::Class::name`, lit `path`."""
+    if " :: " in test_id:
+        return test_id.split(" :: ", 1)[1]
+    head, _, rest = test_id.partition("::")
+    file = test_file(test_id)
+    if file == head:
+        return test_id
+    classes = [p for p in head.split(".") if p[:1].isupper()]
+    return "::".join([file, *classes, *([rest] if rest else [])])
+
+
 def _stem(path: str) -> str:
     stem = PurePosixPath(path).stem.lower()
     for affix in ("test_", "_test", "tests_", "_tests"):

@@ -1,0 +1,44 @@
+"""`forkflow nightly`: the L2 tier on the fork tip, storing the metric series (cron-friendly).
+
+Runs every L2 suite whole (no selection) at the tip of `[fork] branch`; the metrics each
+suite reports become points of their series (see `forkflow.tiers.validate`).  A tip that
+already has a finished nightly run is not measured again unless `force` is set (repeated
+measurements of one commit are welcome, but cron should not pile them up by accident).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forkflow.context import Context
+from forkflow.errors import UserError
+from forkflow.tiers import queries as q
+from forkflow.tiers.tiers import Tier
+from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, validate
+
+
+@dataclass(frozen=True, slots=True)
+class NightlyResult:
+    tip: str
+    outcome: ValidationOutcome | None  # None: already measured, nothing ran
+    previous_run_id: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return self.outcome.exit_code if self.outcome is not None else 0
+
+
+def nightly(ctx: Context, *, force: bool = False, runner: str | None = None,
+            ray_address: str | None = None, reporter: Reporter | None = None) -> NightlyResult:
+    """Run L2 at the fork tip unless that tip already has a finished nightly run."""
+    tip = ctx.repo.resolve(ctx.config.fork_ref)
+    if tip is None:
+        raise UserError(f"fork branch '{ctx.config.fork_branch}' does not exist; fix [fork] branch "
+                        "in forkflow.toml")
+    if not force:
+        with ctx.store.session_scope() as s:
+            done = [r for r in q.runs_for_rev(s, ctx.fork_id, tip, Tier.L2)
+                    if r.trigger == "nightly" and r.status in (q.PASS, q.FAIL)]
+        if done:
+            return NightlyResult(tip, None, done[0].id)
+    req = ValidateRequest(Tier.L2, tip, trigger="nightly", runner=runner, ray_address=ray_address)
+    return NightlyResult(tip, validate(ctx, req, reporter))

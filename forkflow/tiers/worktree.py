@@ -1,0 +1,83 @@
+"""Cached work trees: one detached `git worktree` per fork commit, reused while it is clean.
+
+They live under the repository's git dir (`<git-common-dir>/forkflow/worktrees/<sha>`), out
+of the user's checkout, so `git status` stays quiet.  A cached tree is reused only when its
+HEAD is still the commit and no tracked file was modified; build outputs (ignored or
+untracked files) are kept on purpose, which is what makes the cache worth having.  The least
+recently used trees beyond `keep` are removed.  A file lock serialises concurrent forkflows.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from forkflow.errors import GitError, UserError
+from forkflow.git.repo import Repo
+from forkflow.models import Sha
+
+KEEP = 6
+
+
+class WorktreeCache:
+    def __init__(self, repo: Repo, keep: int = KEEP) -> None:
+        self.repo = repo
+        self.keep = keep
+        self.root = repo.git_dir / "forkflow" / "worktrees"
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _is_reusable(self, path: Path, sha: Sha) -> bool:
+        if not (path / ".git").exists():
+            return False
+        try:
+            head = Repo(path).git("rev-parse", "HEAD").strip()
+            dirty = Repo(path).git("status", "--porcelain", "--untracked-files=no").strip()
+        except (GitError, UserError):
+            return False
+        return head == sha and not dirty
+
+    def checkout(self, sha: Sha) -> Path:
+        """A work tree of `sha` (a full commit sha), created or reused."""
+        path = self.root / sha
+        with self._locked():
+            if self._is_reusable(path, sha):
+                os.utime(path)
+                return path
+            self._remove(path)
+            try:
+                self.repo.git("worktree", "add", "--detach", "--force", str(path), sha)
+            except GitError as e:
+                last = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else str(e.returncode)
+                raise UserError(f"cannot check out {sha[:12]} into a work tree ({last}); "
+                                f"free disk space or remove {self.root} and retry") from e
+            self._prune(keep_also=path)
+        return path
+
+    def _remove(self, path: Path) -> None:
+        if path.exists() or path.is_symlink():
+            self.repo.git("worktree", "remove", "--force", str(path), check=False)
+            shutil.rmtree(path, ignore_errors=True)
+        self.repo.git("worktree", "prune", check=False)
+
+    def _prune(self, keep_also: Path) -> None:
+        trees = [p for p in self.root.iterdir() if p.is_dir() and p != keep_also]
+        trees.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in trees[max(0, self.keep - 1):]:
+            self._remove(old)
+
+    def cached(self) -> list[Path]:
+        if not self.root.exists():
+            return []
+        return sorted((p for p in self.root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
