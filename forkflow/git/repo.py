@@ -210,3 +210,8 @@ class Repo:
         if rc >= 128:
             raise GitError(["git", "merge-file"], rc, "", err.decode("utf-8", "replace"))
         return rc, out
+
+    def is_ancestor(self, maybe: str, of: str) -> bool:
+        """Whether `maybe` is `of` or one of its ancestors (False when either is unknown)."""
+        rc, _, _ = run_git_bytes("merge-base", "--is-ancestor", maybe, of, cwd=self.path, check=False)
+        return rc == 0
