@@ -30,6 +30,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.ledger_cmds",
     "forkflow.cli.tiers_cmds",
+    "forkflow.cli.ingest_cmds",
 )
 
 

@@ -5,9 +5,16 @@ and the L1 validation tier (`forkflow.tiers.gate.TierGate`) when L1 suites are c
 """
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
+from forkflow.git.repo import Repo
 from forkflow.models import Sha
 
 
@@ -23,3 +30,72 @@ class Gate(Protocol):
     def check(self, rev: Sha, base: Sha) -> GateResult:
         """Validate fork commit `rev` (a candidate unit on top of `base`)."""
         ...
+
+
+class CommandGate:
+    """L1 as a configured command (`[ingest] l1_command`), run in a temporary work tree of `rev`.
+
+    The command runs through `sh -c` with FORKFLOW_REV and FORKFLOW_BASE set; exit 0 passes.
+    The user's own work tree is never used.  Exit 126/127 (cannot run) is an infrastructure fault.
+    """
+
+    def __init__(self, repo: Repo, command: str, timeout: float = 3600.0,
+                 log_dir: Path | None = None) -> None:
+        self.repo = repo
+        self.command = command
+        self.timeout = timeout
+        self.log_dir = log_dir
+
+    def check(self, rev: Sha, base: Sha) -> GateResult:
+        start = time.monotonic()
+        tmp = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
+        tree = tmp / "tree"
+        try:
+            self.repo.git("worktree", "add", "--detach", "--quiet", str(tree), rev)
+            env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
+            try:
+                proc = subprocess.run(["sh", "-c", self.command], cwd=tree, env=env, capture_output=True,
+                                      timeout=self.timeout, start_new_session=True)
+            except subprocess.TimeoutExpired as e:
+                output = (e.stdout or b"") + (e.stderr or b"")
+                self._log(rev, output)
+                return GateResult(False, f"l1_command timed out after {self.timeout:g}s")
+            output = proc.stdout + proc.stderr
+            log = self._log(rev, output)
+            took = time.monotonic() - start
+            if proc.returncode == 0:
+                return GateResult(True, f"l1_command passed in {took:.1f}s")
+            last = output.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            where = f"; log {log}" if log else ""
+            return GateResult(False, f"l1_command failed (exit {proc.returncode}): {last[0][:200]}{where}",
+                              infra=proc.returncode in (126, 127))
+        finally:
+            self.repo.git("worktree", "remove", "--force", str(tree), check=False)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _log(self, rev: Sha, output: bytes) -> Path | None:
+        if self.log_dir is None:
+            return None
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        path = self.log_dir / f"l1-{rev[:12]}.log"
+        path.write_bytes(output[-1_000_000:])
+        return path
+
+
+WORKTREE_PREFIX = "forkflow-l1-"
+
+
+def prune_stale_worktrees(repo: Repo, older_than: float = 6 * 3600) -> None:
+    """Drop L1 work trees a killed run left behind (older than `older_than` seconds, or gone)."""
+    out = repo.git("worktree", "list", "--porcelain", check=False)
+    for line in out.splitlines():
+        if line.startswith("worktree ") and WORKTREE_PREFIX in line:
+            path = Path(line.split(" ", 1)[1])
+            try:
+                age = time.time() - path.parent.stat().st_mtime
+            except OSError:
+                continue  # gone: `worktree prune` below forgets it
+            if age > older_than:
+                repo.git("worktree", "remove", "--force", str(path), check=False)
+                shutil.rmtree(path.parent, ignore_errors=True)
+    repo.git("worktree", "prune", check=False)

@@ -1,0 +1,266 @@
+"""`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from forkflow.conflicts import records as crecords
+from forkflow.conflicts.classify import extract_regions, has_markers, parse_marked
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.context import open_context
+from forkflow.errors import UserError
+from forkflow.landing.ingest import IngestOptions, IngestReport, Mode, UnitResult, ingest
+from forkflow.landing.plan import make_plan, resolve_until
+from forkflow.landing.settings import ingest_settings
+from forkflow.ledger.build import build_ledger
+from forkflow.planning.model import Plan
+
+UntilOpt = Annotated[str | None, typer.Option("--until", help="Plan only up to this upstream commit.")]
+MaxBundleOpt = Annotated[int | None, typer.Option("--max-bundle", min=1,
+                                                  help="Most commits in one bundle (default 50).")]
+
+
+def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundleOpt = None,
+         repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
+    """Route pending upstream commits into risk chains and low-risk bundles, with reasons."""
+    ctx = open_context(repo, store)
+    ledger = build_ledger(ctx)
+    settings = ingest_settings(ctx.config)
+    result = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle)
+    if json_out:
+        print_json(result.plan.to_json())
+    else:
+        render_plan(result.plan, {sha: e.commit.subject for sha, e in result.pending.items()})
+    return 0
+
+
+def render_plan(p: Plan, subjects: dict[str, str]) -> None:
+    if not p.units:
+        console.print("nothing pending: every upstream commit has a decision")
+        return
+    t = Table(title=f"plan: {p.commit_count} upstream commits in {len(p.units)} landing units "
+                    f"on {short(p.base)}")
+    for col in ("unit", "kind", "commits", "why"):
+        t.add_column(col, overflow="fold")
+    for u in p.units:
+        first = u.commits[0]
+        why = u.reasons.get(first, "")
+        if u.needs_resolution:
+            why = "[yellow]needs resolution[/]: " + escape(why)
+        else:
+            why = escape(why)
+        t.add_row(escape(u.name), u.kind.value, str(len(u.commits)), why)
+    console.print(t)
+    for u in p.units:
+        if u.kind.value == "chain":
+            for sha in u.commits:
+                console.print(f"  {escape(u.name)}  {short(sha)}  {escape(subjects.get(sha, '')[:60])}  "
+                              f"[dim]{escape(u.reasons.get(sha, ''))}[/]")
+
+
+class _BarReporter:
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("starting", total=None)
+
+    def phase(self, text: str) -> None:
+        self.progress.update(self.task, description=text)
+
+    def start_units(self, total: int) -> None:
+        self.progress.update(self.task, description="landing units", total=total, completed=0)
+
+    def unit_done(self, result: UnitResult) -> None:
+        self.progress.update(self.task, advance=1, description=result.name[:40])
+
+
+def ingest_cmd(
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and pick in memory; write nothing.")] = False,
+    do_land: Annotated[bool, typer.Option("--land", help="Land units that pass L1 on the fork branch.")] = False,
+    push: Annotated[bool, typer.Option("--push", help="Push the fork branch after landing.")] = False,
+    max_units: Annotated[int | None, typer.Option("--max-units", min=1, help="Stop after N units.")] = None,
+    until: UntilOpt = None, max_bundle: MaxBundleOpt = None,
+    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
+) -> int:
+    """Pick pending upstream commits in memory, run L1 on each unit, and (with --land) land them."""
+    if dry_run and (do_land or push):
+        raise UserError("--dry-run writes nothing; drop --land/--push, or drop --dry-run")
+    if push and not do_land:
+        raise UserError("--push pushes what --land landed; add --land")
+    mode = Mode.DRY_RUN if dry_run else Mode.LAND if do_land else Mode.VALIDATE
+    ctx = open_context(repo, store)
+    options = IngestOptions(mode, push, max_units, until, max_bundle)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True, disable=json_out) as bar:
+        report = ingest(ctx, options, _BarReporter(bar))
+    if json_out:
+        print_json(report_json(report))
+    else:
+        render_report(report)
+    return 0
+
+
+def report_json(r: IngestReport) -> dict[str, object]:
+    return {
+        "mode": r.mode.value, "base": r.base, "tip": r.tip, "ingestion_point": r.ingestion_point,
+        "plan": r.plan.to_json(), "notes": list(r.notes),
+        "units": [{"name": u.name, "kind": u.kind, "status": u.status.value, "summary": u.summary,
+                   "picked": list(u.picked), "skipped": list(u.skipped), "deferred": list(u.deferred),
+                   "fork_sha": u.fork_sha, "resolved_by": u.resolved_by} for u in r.results],
+    }
+
+
+_STYLE = {"landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
+          "empty": "dim", "waiting": "dim", "abandoned": "red"}
+
+
+def render_report(r: IngestReport) -> None:
+    t = Table(title=f"ingest ({r.mode.value}): fork branch {short(r.base)} -> {short(r.tip)}")
+    for col in ("unit", "status", "picked", "skipped", "deferred", "fork commit", "details"):
+        t.add_column(col, overflow="fold")
+    for u in r.results:
+        style = _STYLE.get(u.status.value, "")
+        detail = u.summary + "".join(f"; {k} resolved by {v}" for k, v in u.resolved_by.items())
+        t.add_row(escape(u.name), f"[{style}]{u.status.value}[/]", str(len(u.picked)), str(len(u.skipped)),
+                  str(len(u.deferred)), short(u.fork_sha) if u.fork_sha else "", escape(detail[:300]))
+    console.print(t)
+    if r.ingestion_point:
+        console.print(f"ingestion point: {short(r.ingestion_point)}")
+    for note in r.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    if r.mode is Mode.VALIDATE and r.results:
+        console.print("nothing landed (validation only); run `forkflow ingest --land` to land passing units")
+
+
+# -- conflicts ------------------------------------------------------------------
+conflicts_app = typer.Typer(help="Conflicts no resolver settled, kept for a person.", no_args_is_help=False)
+
+
+@conflicts_app.callback(invoke_without_command=True)
+def conflicts_list(
+    ctx: typer.Context,
+    all_: Annotated[bool, typer.Option("--all", help="Resolved ones too.")] = False,
+    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
+) -> None:
+    """List open conflicts (`forkflow conflicts show ID` prints one)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    c = open_context(repo, store)
+    with c.store.session_scope() as s:
+        rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
+    if json_out:
+        print_json({"conflicts": [_conflict_json(x, with_text=False) for x in rows]})
+        return
+    if not rows:
+        console.print("no open conflicts")
+        return
+    t = Table(title="conflicts kept for a person")
+    for col in ("id", "upstream", "subject", "path", "kind", "chain", "seen", "status"):
+        t.add_column(col, overflow="fold")
+    for x in rows:
+        t.add_row(str(x.id), short(x.upstream_sha), escape(x.subject[:60]), escape(x.path), x.kind,
+                  escape(x.chain), str(x.seen), x.status)
+    console.print(t)
+    console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
+
+
+def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str, object]:
+    d: dict[str, object] = {"id": x.id, "upstream_sha": x.upstream_sha, "subject": x.subject, "path": x.path,
+                            "kind": x.kind, "chain": x.chain, "base": x.base_sha, "status": x.status,
+                            "seen": x.seen, "tried": list(x.tried), "last_seen": x.last_seen.isoformat()}
+    if with_text:
+        d["conflicted"] = x.marked
+    return d
+
+
+def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[object, crecords.ConflictInfo]:
+    c = open_context(repo, store)
+    with c.store.session_scope() as s:
+        x = crecords.conflict(s, c.fork_id, cid)
+    if x is None:
+        raise UserError(f"no conflict with id {cid}; list them with `forkflow conflicts --all`")
+    return c, x
+
+
+@conflicts_app.command("show")
+def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `forkflow conflicts`.")],
+                   json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
+    """Print one conflict: the upstream commit, what each resolver said, the file with markers."""
+    _, x = _get_conflict(repo, store, cid)
+    if json_out:
+        print_json(_conflict_json(x))
+        return 0
+    console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]")
+    console.print(f"upstream {x.upstream_sha}  {escape(x.subject)}")
+    console.print(f"chain {escape(x.chain)}, picked onto {short(x.base_sha)}, seen {x.seen} time(s)")
+    for line in x.tried:
+        console.print(f"  tried {escape(line)}")
+    if x.marked:
+        console.rule("conflicted file (fork | base | upstream)")
+        console.out(x.marked, highlight=False)
+    console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
+    return 0
+
+
+@conflicts_app.command("resolve")
+def conflicts_resolve(
+    cid: Annotated[int, typer.Argument(help="Conflict id.")],
+    file: Annotated[Path, typer.Option("--file", help="The resolved file.")],
+    repo: RepoOpt = Path("."), store: StoreOpt = None,
+) -> int:
+    """Record a person's resolution; the next `forkflow ingest` uses it (recorded resolutions)."""
+    c, x = _get_conflict(repo, store, cid)
+    try:
+        data = file.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {file} ({e.strerror}); pass the resolved file with --file") from e
+    texts = resolution_regions(x, data)
+    ctx = c  # a Context
+    with ctx.store.session_scope() as s:  # type: ignore[attr-defined]
+        crecords.save_resolution(s, x.key, x.path, texts, "person")
+        crecords.set_conflict_status(s, x.id, "resolved")
+    console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
+    return 0
+
+
+def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:
+    """The resolved text of each region of a conflict, or a UserError saying what is wrong."""
+    segments = parse_marked(x.marked) if x.marked else None
+    if segments is None or not x.key:
+        raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions; settle it in git by "
+                        "hand (pick the commit yourself with an Upstream-Commit trailer)")
+    text = data.decode("utf-8", "surrogateescape")
+    if has_markers(text):
+        raise UserError(f"{x.path}: the file still has conflict markers; remove them and retry")
+    texts = extract_regions(segments, text)
+    if texts is None:
+        raise UserError("the file changes lines outside the conflicted regions; start from "
+                        f"`forkflow conflicts show {x.id}` and edit only between the markers")
+    return texts
+
+
+# -- demo ------------------------------------------------------------------------
+def demo(
+    keep: Annotated[Path | None, typer.Option("--keep", help="Keep the sample in this folder to explore.")] = None,
+    repo: Annotated[Path | None, typer.Option("--repo", help="Show status, plan and a dry run of an "
+                                                             "existing fork instead (writes nothing to git).")] = None,
+) -> int:
+    """Generate a sample upstream and fork, then run init, status, plan and ingest --land on it."""
+    from forkflow.demo import run_demo, run_demo_on
+
+    if repo is not None:
+        if keep is not None:
+            raise UserError("--keep is for the generated sample; drop it when passing --repo")
+        return run_demo_on(repo, console)
+    return run_demo(keep, console)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(plan)
+    app.command("ingest")(ingest_cmd)
+    app.add_typer(conflicts_app, name="conflicts")
+    app.command()(demo)

@@ -1,0 +1,1 @@
+"""Conflicts of in-memory picks: classification, resolvers behind guardrails, records for people."""

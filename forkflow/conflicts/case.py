@@ -1,0 +1,48 @@
+"""One conflicted path of one pick, as resolvers and guardrails see it.  [pure]"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forkflow.conflicts.classify import ConflictKind, Segment, regions
+from forkflow.models import Sha
+
+
+@dataclass(frozen=True, slots=True)
+class ConflictCase:
+    upstream_sha: Sha
+    subject: str
+    message: str  # the upstream commit message: untrusted text
+    path: str
+    kind: ConflictKind
+    base: bytes | None
+    ours: bytes | None  # the fork's side
+    theirs: bytes | None  # the upstream commit's side
+    segments: tuple[Segment, ...] = ()  # parsed diff3 text, for text conflicts
+    key: str = ""  # conflict_key(segments)
+
+    @property
+    def marked(self) -> str:
+        """The conflicted file as diff3 text with markers (what a person sees)."""
+        from forkflow.conflicts.classify import BASE_LABEL, OURS_LABEL, THEIRS_LABEL, Region
+
+        out = []
+        for s in self.segments:
+            if isinstance(s, Region):
+                out.append(f"<<<<<<< {OURS_LABEL}\n{s.ours}||||||| {BASE_LABEL}\n{s.base}=======\n"
+                           f"{s.theirs}>>>>>>> {THEIRS_LABEL}\n")
+            else:
+                out.append(s)
+        return "".join(out)
+
+    @property
+    def region_count(self) -> int:
+        return len(regions(self.segments))
+
+
+def decode(data: bytes | None) -> str | None:
+    """Text of a side, bytes kept through surrogateescape; None for an absent side."""
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")

@@ -1,0 +1,35 @@
+"""Try resolvers in order; a proposal is used only when the guardrails accept it."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from forkflow.conflicts import guardrails
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.resolvers import Resolver
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    resolved: bool
+    content: bytes | None = None
+    resolver: str = ""
+    regions: tuple[str, ...] = ()
+    tried: tuple[str, ...] = ()  # "resolver: what happened", for the record kept for people
+
+
+def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> Outcome:
+    """The first guardrail-approved proposal, or what every resolver said."""
+    tried: list[str] = []
+    for r in resolvers:
+        proposal = r.propose(case)
+        if proposal is None:
+            tried.append(f"{r.name}: no proposal")
+            continue
+        verdict = guardrails.check(case, proposal.content)
+        if not verdict.ok:
+            tried.append(f"{r.name}: rejected ({verdict.reason})")
+            continue
+        tried.append(f"{r.name}: {proposal.note}")
+        return Outcome(True, proposal.content, r.name, verdict.regions, tuple(tried))
+    return Outcome(False, tried=tuple(tried))

@@ -1,0 +1,55 @@
+"""Deterministic checks every proposed resolution must pass before it is used.  [pure]
+
+No conflict markers, changes only inside the conflicted regions, and the file still parses for
+languages forkflow parses.  (The unit's L1 gate is the last guardrail; landing runs it.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forkflow.conflicts.case import ConflictCase, decode
+from forkflow.conflicts.classify import ConflictKind, extract_regions, has_markers
+from forkflow.planning.symbols import parses_cleanly
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    ok: bool
+    reason: str
+    regions: tuple[str, ...] = ()  # the resolved text of each region, when ok
+
+
+def check(case: ConflictCase, content: bytes | None) -> Verdict:
+    """Accept or reject a proposed resolution of one conflicted path, saying why."""
+    if content is None:
+        if case.kind is ConflictKind.DELETE_MODIFY:
+            return Verdict(True, "deletes the path, as one side did")
+        return Verdict(False, "deletes the path, but neither side deleted it")
+    if not case.kind.is_text:
+        return Verdict(False, f"{case.kind.value} conflicts are left to a person")
+    if b"\0" in content:
+        return Verdict(False, "the result is binary (NUL bytes)")
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        sides = [decode(case.ours) or "", decode(case.theirs) or ""]
+        if all(_is_utf8(s) for s in sides):
+            return Verdict(False, "the result is not UTF-8 text")
+        text = content.decode("utf-8", "surrogateescape")
+    sides_text = (decode(case.ours) or "") + (decode(case.theirs) or "")
+    if has_markers(text) and not has_markers(sides_text):
+        return Verdict(False, "conflict markers left in the result")
+    found = extract_regions(case.segments, text)
+    if found is None:
+        return Verdict(False, "changes outside the conflicted regions")
+    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
+        return Verdict(False, f"{case.path} no longer parses")
+    return Verdict(True, "no markers, only the conflicted regions changed, parses", tuple(found))
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,27 @@
+"""Conflict resolvers, tried in order: recorded resolutions, trivial merges, then an agent.
+
+Each resolver proposes; `forkflow.conflicts.engine` checks every proposal with the guardrails.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from forkflow.conflicts.case import ConflictCase
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    content: bytes | None  # None deletes the path
+    note: str
+
+
+class Resolver(Protocol):
+    name: str
+
+    def propose(self, case: ConflictCase) -> Proposal | None:
+        """A resolution of the whole conflicted file, or None when this resolver has none."""
+        ...
+
+
+DEFAULT_ORDER = ("recorded", "trivial", "agent")

@@ -1,0 +1,71 @@
+"""Trivial conflicts: both sides made the same change, whitespace-only differences, and unions of
+import/include lists.  [pure]"""
+from __future__ import annotations
+
+import re
+
+from forkflow.conflicts.case import ConflictCase, encode
+from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.resolvers import Proposal
+
+_IMPORT = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
+
+
+def _ws(text: str) -> str:
+    return "".join(text.split())
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines(keepends=True) if line.strip()]
+
+
+def _is_import_block(text: str) -> bool:
+    lines = _lines(text)
+    return all(_IMPORT.match(line) for line in lines)
+
+
+def _import_union(r: Region) -> str | None:
+    if not (_is_import_block(r.ours) and _is_import_block(r.theirs) and _is_import_block(r.base)):
+        return None
+    ours, theirs, base = _lines(r.ours), _lines(r.theirs), set(_lines(r.base))
+    dropped = {line for line in base if line not in ours or line not in theirs}
+    merged = [line for line in ours if line not in dropped]
+    merged += [line for line in theirs if line not in merged and line not in dropped]
+    if ours == sorted(ours) and theirs == sorted(theirs):
+        merged.sort()
+    return "".join(merged)
+
+
+def resolve_region(r: Region) -> tuple[str, str] | None:
+    """(resolved text, which rule) for one region, or None when it is not trivial."""
+    if r.ours == r.theirs:
+        return r.ours, "same change on both sides"
+    if _ws(r.ours) == _ws(r.theirs):
+        return r.theirs, "whitespace-only difference"
+    if _ws(r.base) == _ws(r.ours):
+        return r.theirs, "the fork changed only whitespace"
+    if _ws(r.base) == _ws(r.theirs):
+        return r.ours, "upstream changed only whitespace"
+    union = _import_union(r)
+    if union is not None:
+        return union, "union of import/include lists"
+    return None
+
+
+class TrivialResolver:
+    name = "trivial"
+
+    def propose(self, case: ConflictCase) -> Proposal | None:
+        if not case.kind.is_text or not case.segments:
+            return None
+        if case.region_count == 0:  # libgit2 saw a conflict that git's own merge settles
+            return Proposal(encode(fill_regions(case.segments, [])), "git merge-file merges it cleanly")
+        texts: list[str] = []
+        rules: list[str] = []
+        for r in regions(case.segments):
+            hit = resolve_region(r)
+            if hit is None:
+                return None
+            texts.append(hit[0])
+            rules.append(hit[1])
+        return Proposal(encode(fill_regions(case.segments, texts)), "; ".join(dict.fromkeys(rules)))

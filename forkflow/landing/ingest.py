@@ -1,0 +1,429 @@
+"""`forkflow ingest`: recover, plan, then for each landing unit pick in memory, resolve, run L1,
+land by compare-and-swap and record decisions; finally move the ingestion point.
+
+The order of writes makes every crash safe: a candidate commit is only an object until L1
+passed and the compare-and-swap moved the branch; the store learns of a landing afterwards,
+and `recover` settles a unit a crash left half-way from what git says.
+"""
+from __future__ import annotations
+
+import enum
+import importlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from forkflow.config import STATE_DIR
+from forkflow.conflicts import records as crecords
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.engine import resolve_case
+from forkflow.conflicts.resolvers.agent import Attempt
+from forkflow.context import Context
+from forkflow.errors import UserError
+from forkflow.landing import records
+from forkflow.landing.casework import build_case, build_resolvers
+from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
+from forkflow.landing.land import advance_ingestion_point, keep_candidate, land
+from forkflow.landing.message import Member, bundle_message, single_message
+from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
+from forkflow.landing.plan import make_plan, resolve_until
+from forkflow.landing.settings import IngestSettings, ingest_settings
+from forkflow.ledger.build import build_ledger, check_repo
+from forkflow.ledger.classify import RecordedDecision
+from forkflow.models import Disposition, Ledger, Sha
+from forkflow.planning.model import Plan, Unit, UnitKind
+from forkflow.store import queries
+
+MAX_CAS_TRIES = 5
+
+
+class Mode(str, enum.Enum):
+    DRY_RUN = "dry-run"  # plan and pick in memory; write nothing
+    VALIDATE = "validate"  # pick, run L1, keep candidates under refs/forkflow/candidates/
+    LAND = "land"  # ... and land passing units on the fork branch
+
+
+class UnitStatus(str, enum.Enum):
+    LANDED = "landed"
+    VALIDATED = "validated"  # passed L1, not landed (no --land)
+    WOULD_PICK = "would-pick"  # dry run
+    FAILED = "failed"  # L1 failed: deferred
+    CONFLICT = "conflict"  # nothing pickable without a person: deferred
+    EMPTY = "empty"  # everything already applied: skipped
+    WAITING = "waiting"  # a chain link behind a deferred one
+    ABANDONED = "abandoned"  # the branch kept moving, or L1 could not run: left pending
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    mode: Mode = Mode.VALIDATE
+    push: bool = False
+    max_units: int | None = None
+    until: str | None = None
+    max_bundle: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnitResult:
+    name: str
+    kind: str
+    status: UnitStatus
+    summary: str
+    picked: tuple[Sha, ...] = ()
+    skipped: tuple[Sha, ...] = ()
+    deferred: tuple[Sha, ...] = ()
+    fork_sha: Sha | None = None
+    resolved_by: dict[str, str] = field(default_factory=dict)  # "sha12 path" -> resolver
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    mode: Mode
+    base: Sha
+    tip: Sha
+    plan: Plan
+    results: tuple[UnitResult, ...]
+    ingestion_point: Sha | None
+    notes: tuple[str, ...] = ()
+
+    def count(self, status: UnitStatus) -> int:
+        return sum(1 for r in self.results if r.status is status)
+
+
+class Reporter(Protocol):
+    def phase(self, text: str) -> None: ...
+    def start_units(self, total: int) -> None: ...
+    def unit_done(self, result: UnitResult) -> None: ...
+
+
+class QuietReporter:
+    def phase(self, text: str) -> None:
+        pass
+
+    def start_units(self, total: int) -> None:
+        pass
+
+    def unit_done(self, result: UnitResult) -> None:
+        pass
+
+
+def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
+    """The L1 tier when `[[suite]]` declares L1 suites and it is installed, else `[ingest] l1_command`."""
+    if settings.has_l1_suites:
+        try:
+            module = importlib.import_module("forkflow.tiers.gate")
+        except ImportError:
+            module = None
+        tier_gate = getattr(module, "TierGate", None)
+        if tier_gate is not None:
+            factory = getattr(tier_gate, "from_context", None)
+            return factory(ctx) if factory is not None else tier_gate(ctx)  # type: ignore[no-any-return]
+    if settings.l1_command:
+        return CommandGate(ctx.repo, settings.l1_command, settings.l1_timeout,
+                           log_dir=ctx.config.root / STATE_DIR / "logs")
+    raise UserError("no L1 gate: set [ingest] l1_command = \"your test command\" in forkflow.toml (or declare "
+                    "[[suite]] entries with tier = \"L1\"); `l1_command = \"true\"` lands without tests")
+
+
+class Ingestor:
+    """One ingest run; each public method is one step."""
+
+    def __init__(self, ctx: Context, options: IngestOptions, gate: Gate | None,
+                 reporter: Reporter | None = None, settings: IngestSettings | None = None) -> None:
+        self.ctx = ctx
+        self.repo = ctx.repo
+        self.options = options
+        self.settings = settings or ingest_settings(ctx.config)
+        self.gate = gate
+        self.reporter = reporter or QuietReporter()
+        self.picker = MemoryPicker(ctx.repo.path)
+        self.notes: list[str] = []
+        self.decided: set[Sha] = set()
+        self.order: list[Sha] = []
+        self.subjects: dict[Sha, tuple[str, int | None]] = {}
+        self.run_id = 0
+        self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
+        self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
+        self._virtual: dict[str, Sha] = {}  # chain -> last validated link (without --land)
+        self._stop = ""
+        self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
+                                         self._log_attempt, dict(os.environ),
+                                         with_agent=options.mode is not Mode.DRY_RUN)
+
+    @property
+    def writes(self) -> bool:
+        return self.options.mode is not Mode.DRY_RUN
+
+    # -- steps ---------------------------------------------------------------
+    def run(self) -> IngestReport:
+        if self.writes:
+            self.recover()
+        ledger = self.load_ledger()
+        plan = self.plan(ledger)
+        results = self.ingest_units(plan)
+        point = self.advance_point() if self.options.mode is Mode.LAND else None
+        if self.options.push and self.options.mode is Mode.LAND:
+            self.push()
+        tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
+        if self.writes:
+            with self.ctx.store.session_scope() as s:
+                records.finish_run(s, self.run_id)
+        return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
+                            tuple(self.notes))
+
+    def recover(self) -> None:
+        """Settle what a killed run left: landed units get their decisions, the rest are abandoned."""
+        prune_stale_worktrees(self.repo)
+        tip = self.repo.read_ref(self.ctx.config.fork_ref)
+        with self.ctx.store.session_scope() as s:
+            records.interrupt_running(s, self.ctx.fork_id)
+            for u in records.units(s, self.ctx.fork_id, records.OPEN_STATUSES):
+                if u.candidate_sha and tip and u.status == "passed" and self.repo.is_ancestor(u.candidate_sha, tip):
+                    self._record_landing(s, u.candidate_sha, u.members, u.base_sha)
+                    records.set_unit(s, u.id, "landed", u.summary + " (recorded after an interrupted run)")
+                else:
+                    records.set_unit(s, u.id, "abandoned", "interrupted before landing")
+
+    def load_ledger(self) -> Ledger:
+        self.reporter.phase("reading the ledger")
+        fork_tip, upstream_tip = check_repo(self.repo, self.ctx.config)
+        ledger = build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
+        self.order = [e.commit.sha for e in ledger.entries]
+        self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
+        self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
+        if self.writes:
+            with self.ctx.store.session_scope() as s:
+                self.run_id = records.start_run(s, self.ctx.fork_id, self.options.mode.value, fork_tip)
+        return ledger
+
+    def plan(self, ledger: Ledger) -> Plan:
+        self.reporter.phase("planning")
+        until = resolve_until(self.ctx, ledger, self.options.until)
+        result = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
+                           picker=self.picker)
+        return result.plan
+
+    def ingest_units(self, plan: Plan) -> list[UnitResult]:
+        units = list(plan.units)
+        if self.options.max_units is not None:
+            units = units[: self.options.max_units]
+        self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
+        out: list[UnitResult] = []
+        for unit in units:
+            if self._stop:
+                break
+            for r in self.process_unit(unit, plan.base):
+                out.append(r)
+                self.reporter.unit_done(r)
+        if self._stop:
+            self.notes.append(self._stop)
+        return out
+
+    def advance_point(self) -> Sha | None:
+        return advance_ingestion_point(self.repo, self.ctx.config, self.order, self.decided)
+
+    def push(self) -> None:
+        remote, ref = self.settings.push_remote, self.ctx.config.fork_ref
+        if remote not in self.repo.remotes():
+            raise UserError(f"cannot push: no remote '{remote}'; set [ingest] push_remote in forkflow.toml")
+        rc = self.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}", check=False)
+        if "[rejected]" in rc or "error" in rc.lower():
+            raise UserError(f"push to '{remote}' was rejected (its {ref} moved); run ingest again to "
+                            "rebase on it, then push")
+        self.notes.append(f"pushed {ref} to {remote}")
+
+    # -- one unit ------------------------------------------------------------
+    def process_unit(self, unit: Unit, start_tip: Sha) -> list[UnitResult]:
+        if unit.kind is UnitKind.BUNDLE:
+            return [self.land_unit(unit.name, unit, unit.commits, start_tip)]
+        out: list[UnitResult] = []
+        blocked: Sha | None = None
+        for i, sha in enumerate(unit.commits):
+            name = f"{unit.name}#{i + 1}"
+            if blocked is not None:
+                reason = f"chain {unit.name}: waits for {blocked[:12]}"
+                self._decide(Disposition.DEFERRED, [sha], reason)
+                out.append(UnitResult(name, "chain", UnitStatus.WAITING, reason, deferred=(sha,)))
+                continue
+            r = self.land_unit(name, unit, (sha,), start_tip)
+            out.append(r)
+            if r.status in (UnitStatus.FAILED, UnitStatus.CONFLICT, UnitStatus.ABANDONED):
+                blocked = sha
+        return out
+
+    def _base(self, unit: Unit, start_tip: Sha) -> Sha:
+        if self.options.mode is Mode.LAND:
+            tip = self.repo.read_ref(self.ctx.config.fork_ref)
+            if tip is None:
+                raise UserError(f"the fork branch {self.ctx.config.fork_ref} was deleted during ingest")
+            return tip
+        return self._virtual.get(unit.name, start_tip)
+
+    def land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
+        is_chain = unit.kind is UnitKind.CHAIN
+        for _ in range(MAX_CAS_TRIES):
+            base = self._base(unit, start_tip)
+            pick = self.picker.pick_sequence(self.picker.commit_tree(base), shas, resolve=self._resolve,
+                                             stop_on_conflict=is_chain)
+            conflicted = tuple(step.sha for step in pick.conflicted)
+            conflict_chain = unit.name if is_chain else None
+            if not pick.applied or not self.writes:
+                return self._without_commit(name, unit, base, pick.applied, pick.empty, pick.conflicted,
+                                            conflict_chain)
+            message, author, encoding = self._message(pick.applied)
+            candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
+            members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
+                       + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
+            with self.ctx.store.session_scope() as s:
+                unit_id = records.add_unit(s, self.run_id, self.ctx.fork_id, unit.kind.value, name, base,
+                                           candidate, "picking", members)
+                self._store_conflicts(s, pick.conflicted, conflict_chain, base)
+            assert self.gate is not None
+            verdict = self.gate.check(candidate, base)
+            with self.ctx.store.session_scope() as s:
+                records.set_unit(s, unit_id, "passed" if verdict.passed else "failed", verdict.summary)
+            if not verdict.passed:
+                return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base)
+            if self.options.mode is Mode.VALIDATE:
+                ref = keep_candidate(self.repo, name, candidate)
+                self._virtual[unit.name] = candidate
+                return UnitResult(name, unit.kind.value, UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}",
+                                  pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied))
+            if land(self.repo, self.ctx.config, candidate, base, name):
+                with self.ctx.store.session_scope() as s:
+                    self._record_landing(s, candidate, members, base)
+                    records.set_unit(s, unit_id, "landed")
+                self._defer_conflicts(pick.conflicted, conflict_chain)
+                self.advance_point()
+                return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
+                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied))
+            with self.ctx.store.session_scope() as s:
+                records.set_unit(s, unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
+        return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
+                          f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
+
+    def _without_commit(self, name: str, unit: Unit, base: Sha, applied: Sequence[Sha], empty: Sequence[Sha],
+                        conflicted: Sequence[PickStep], chain: str | None) -> UnitResult:
+        shas = tuple(step.sha for step in conflicted)
+        if not self.writes:
+            summary = f"would pick {len(applied)}, skip {len(empty)} already applied, defer {len(shas)} conflicting"
+            return UnitResult(name, unit.kind.value, UnitStatus.WOULD_PICK, summary, tuple(applied), tuple(empty),
+                              shas, resolved_by=self._resolved_by(applied))
+        with self.ctx.store.session_scope() as s:
+            self._store_conflicts(s, conflicted, chain, base)
+        if self.options.mode is Mode.LAND:
+            self._skip_empty(empty, base)
+            self._defer_conflicts(conflicted, chain)
+        status = UnitStatus.CONFLICT if shas else UnitStatus.EMPTY
+        summary = (f"conflict in {', '.join(c.path for step in conflicted for c in step.conflicts)[:200]}; "
+                   "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
+        return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas)
+
+    def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
+                conflicted: Sequence[PickStep], base: Sha) -> UnitResult:
+        if verdict.infra:
+            self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
+            return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary)
+        chain = unit.name
+        if self.options.mode is Mode.LAND:
+            self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}")
+            self._skip_empty(empty, base)
+            self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
+        return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
+                          tuple(applied) + tuple(s.sha for s in conflicted))
+
+    # -- decisions -------------------------------------------------------------
+    def _decide(self, disposition: Disposition, shas: Sequence[Sha], reason: str,
+                fork_shas: tuple[Sha, ...] = ()) -> None:
+        if not shas or self.options.mode is not Mode.LAND:
+            return
+        with self.ctx.store.session_scope() as s:
+            for sha in shas:
+                queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, disposition, reason, fork_shas))
+        self.decided |= set(shas)
+
+    def _skip_empty(self, empty: Sequence[Sha], base: Sha) -> None:
+        self._decide(Disposition.SKIPPED, empty, f"already applied: picking it onto {base[:12]} changes nothing")
+
+    def _defer_conflicts(self, conflicted: Sequence[PickStep], chain: str | None) -> None:
+        for step in conflicted:
+            paths = ", ".join(c.path for c in step.conflicts)[:200]
+            name = chain or f"resolve-{step.sha[:10]}"
+            self._decide(Disposition.DEFERRED, [step.sha],
+                         f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
+
+    def _record_landing(self, s: object, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha) -> None:
+        from sqlalchemy.orm import Session
+
+        assert isinstance(s, Session)
+        picked = [sha for sha, outcome in members if outcome in ("applied", "resolved")]
+        for sha in picked:
+            queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.PICKED, "", (candidate,)))
+        for sha, outcome in members:
+            if outcome == "empty":
+                queries.record_decision(s, self.ctx.fork_id, RecordedDecision(
+                    sha, Disposition.SKIPPED, f"already applied: picking it onto {base[:12]} changes nothing"))
+        crecords.close_conflicts(s, self.ctx.fork_id, picked)
+        for sha in picked:
+            for case, regions, resolver in self._used.get(sha, []):
+                if resolver != "recorded" and case.key:
+                    crecords.save_resolution(s, case.key, case.path, regions, resolver)
+        self.decided |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
+
+    def _store_conflicts(self, s: object, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
+        from sqlalchemy.orm import Session
+
+        assert isinstance(s, Session)
+        for step in conflicted:
+            for case, tried in self._unresolved.get(step.sha, []):
+                crecords.upsert_conflict(
+                    s, self.ctx.fork_id, upstream_sha=step.sha, subject=case.subject, path=case.path,
+                    kind=case.kind.value, chain=chain or f"resolve-{step.sha[:10]}", base_sha=base, key=case.key,
+                    marked=case.marked if case.segments else "", tried=tried)
+
+    # -- resolving and messages ------------------------------------------------
+    def _resolve(self, step: PickStep, onto_tree: str) -> Resolutions | None:
+        out: dict[str, bytes | None] = {}
+        used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
+        unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
+        for conflict in step.conflicts:
+            case = build_case(self.repo, self.picker, step.sha, conflict)
+            outcome = resolve_case(case, self.resolvers)
+            if outcome.resolved:
+                out[case.path] = outcome.content
+                used.append((case, outcome.regions, outcome.resolver))
+            else:
+                unresolved.append((case, outcome.tried))
+        if unresolved:
+            self._unresolved[step.sha] = unresolved
+            return None
+        self._used[step.sha] = used
+        return out
+
+    def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
+        return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}
+
+    def _lookup(self, key: str) -> tuple[list[str], str] | None:
+        with self.ctx.store.session_scope() as s:
+            return crecords.lookup_resolution(s, key)
+
+    def _log_attempt(self, attempt: Attempt) -> None:
+        with self.ctx.store.session_scope() as s:
+            crecords.add_attempt(s, self.ctx.fork_id, attempt)
+
+    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, object, str | None]:
+        if len(applied) == 1:
+            raw, encoding = self.picker.raw_message(applied[0])
+            return single_message(applied[0], raw), self.picker.author(applied[0]), encoding
+        members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
+        return bundle_message(members).encode("utf-8"), None, None
+
+
+def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = None,
+           gate: Gate | None = None) -> IngestReport:
+    """Run the ingest steps; the gate defaults to the configured L1 (not needed for a dry run)."""
+    settings = ingest_settings(ctx.config)
+    if gate is None and options.mode is not Mode.DRY_RUN:
+        gate = select_gate(ctx, settings)
+    return Ingestor(ctx, options, gate, reporter, settings).run()

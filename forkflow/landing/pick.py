@@ -1,0 +1,209 @@
+"""In-memory cherry-picking with libgit2's three-way tree merge: no work tree, no index file.
+
+Picking upstream commit C onto tree T is the merge of T and C's tree with C's mainline parent
+as the ancestor (what `git cherry-pick -m 1` does), computed by `Repository.merge_trees`.
+Results are tree ids; commits are written only for a unit that is ready to be validated.
+"""
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+
+from forkflow.errors import UserError
+from forkflow.models import Sha
+
+GITLINK = 0o160000
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+class PickStatus(str, enum.Enum):
+    APPLIED = "applied"
+    EMPTY = "empty"  # the change is already in the tree: nothing to pick
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a conflicted path: blob (or gitlink) id, file mode and path on that side."""
+
+    oid: str
+    mode: int
+    path: str
+
+    @property
+    def is_submodule(self) -> bool:
+        return self.mode == GITLINK
+
+
+@dataclass(frozen=True, slots=True)
+class PathConflict:
+    """A path the merge could not settle; a missing side means deleted (or never there)."""
+
+    path: str
+    base: Side | None
+    ours: Side | None  # the fork
+    theirs: Side | None  # the upstream commit
+
+
+@dataclass(frozen=True, slots=True)
+class PickStep:
+    sha: Sha
+    status: PickStatus
+    tree: str  # the tree after the step (unchanged for EMPTY and CONFLICT)
+    conflicts: tuple[PathConflict, ...] = ()
+
+
+# path -> resolved content, or None to delete the path
+Resolutions = Mapping[str, bytes | None]
+
+
+@dataclass(frozen=True, slots=True)
+class UnitPick:
+    """Picking a sequence of upstream commits onto one base tree."""
+
+    base_tree: str
+    tree: str
+    applied: tuple[Sha, ...] = ()
+    empty: tuple[Sha, ...] = ()
+    conflicted: tuple[PickStep, ...] = ()
+    resolved: dict[Sha, Resolutions] = field(default_factory=dict)
+
+
+def _side(entry: pygit2.IndexEntry | None) -> Side | None:
+    if entry is None:
+        return None
+    return Side(str(entry.id), int(entry.mode), entry.path)
+
+
+class MemoryPicker:
+    """Picks upstream commits onto trees of one repository's object database."""
+
+    def __init__(self, path: Path | str) -> None:
+        try:
+            self.repo = pygit2.Repository(str(path))
+        except pygit2.GitError as e:
+            raise UserError(f"{path} is not a git repository ({e}); pass --repo PATH") from e
+        self._trees: dict[str, str] = {}
+
+    def commit_tree(self, sha: str) -> str:
+        cached = self._trees.get(sha)
+        if cached is None:
+            cached = str(self._commit(sha).tree_id)
+            self._trees[sha] = cached
+        return cached
+
+    def _commit(self, sha: str) -> pygit2.Commit:
+        obj = self.repo.get(sha)
+        if not isinstance(obj, pygit2.Commit):
+            raise UserError(f"{sha} is not a commit in {self.repo.path}; fetch upstream and retry")
+        return obj
+
+    def mainline_tree(self, sha: str) -> str:
+        """The tree a pick diffs against: the first parent's (the mainline of a merge)."""
+        c = self._commit(sha)
+        return str(c.parents[0].tree_id) if c.parents else EMPTY_TREE
+
+    def pick(self, onto_tree: str, sha: Sha) -> PickStep:
+        """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        index = self._merge(onto_tree, sha)
+        if index.conflicts is not None:
+            conflicts = tuple(
+                PathConflict(next(e.path for e in (b, o, t) if e is not None), _side(b), _side(o), _side(t))
+                for b, o, t in index.conflicts)
+            return PickStep(sha, PickStatus.CONFLICT, onto_tree, conflicts)
+        tree = str(index.write_tree(self.repo))
+        status = PickStatus.EMPTY if tree == onto_tree else PickStatus.APPLIED
+        return PickStep(sha, status, tree)
+
+    def _merge(self, onto_tree: str, sha: str) -> pygit2.Index:
+        ancestor = self.mainline_tree(sha)
+        return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha))
+
+    def resolve(self, onto_tree: str, sha: Sha, resolutions: Resolutions) -> str:
+        """The tree of a conflicted pick with each conflicted path set to its resolution."""
+        index = self._merge(onto_tree, sha)
+        conflicts = index.conflicts
+        if conflicts is None:
+            return str(index.write_tree(self.repo))
+        pending = {next(e.path for e in trio if e is not None): trio for trio in conflicts}
+        missing = sorted(set(pending) - set(resolutions))
+        if missing:
+            raise ValueError(f"no resolution for {', '.join(missing)}")
+        for path, (b, o, t) in pending.items():
+            content = resolutions[path]
+            del conflicts[path]
+            if content is None:
+                if path in index:
+                    index.remove(path)
+                continue
+            mode = next(e.mode for e in (o, t, b) if e is not None)
+            oid = self.repo.create_blob(content)
+            index.add(pygit2.IndexEntry(path, oid, mode))
+        return str(index.write_tree(self.repo))
+
+    def blob(self, oid: str) -> bytes:
+        obj = self.repo.get(oid)
+        return obj.data if isinstance(obj, pygit2.Blob) else b""
+
+    def pick_sequence(self, base_tree: str, shas: Sequence[Sha],
+                      resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
+                      stop_on_conflict: bool = False) -> UnitPick:
+        """Pick commits in order onto a tree; conflicted ones are resolved or left out."""
+        tree = base_tree
+        applied: list[Sha] = []
+        empty: list[Sha] = []
+        conflicted: list[PickStep] = []
+        resolved: dict[Sha, Resolutions] = {}
+        for sha in shas:
+            step = self.pick(tree, sha)
+            if step.status is PickStatus.CONFLICT and resolve is not None:
+                fix = resolve(step, tree)
+                if fix is not None:
+                    tree = self.resolve(tree, sha, fix)
+                    resolved[sha] = fix
+                    applied.append(sha)
+                    continue
+            if step.status is PickStatus.CONFLICT:
+                conflicted.append(step)
+                if stop_on_conflict:
+                    break
+            elif step.status is PickStatus.EMPTY:
+                empty.append(sha)
+            else:
+                applied.append(sha)
+                tree = step.tree
+        return UnitPick(base_tree, tree, tuple(applied), tuple(empty), tuple(conflicted), resolved)
+
+    # -- writing commits ---------------------------------------------------
+    def committer(self) -> pygit2.Signature:
+        name = os.environ.get("GIT_COMMITTER_NAME")
+        email = os.environ.get("GIT_COMMITTER_EMAIL")
+        if not (name and email):
+            try:
+                sig = self.repo.default_signature
+                name, email = name or sig.name, email or sig.email
+            except (KeyError, pygit2.GitError):
+                name, email = name or "forkflow", email or "forkflow@localhost"
+        return pygit2.Signature(name, email)
+
+    def author(self, sha: str) -> pygit2.Signature:
+        return self._commit(sha).author
+
+    def raw_message(self, sha: str) -> tuple[bytes, str | None]:
+        c = self._commit(sha)
+        return c.raw_message, c.message_encoding
+
+    def write_commit(self, tree: str, parent: Sha, message: bytes, author: pygit2.Signature | None = None,
+                     encoding: str | None = None) -> Sha:
+        """Write a commit object (no ref moves); returns its sha."""
+        committer = self.committer()
+        args: list[object] = [None, author or committer, committer, message, pygit2.Oid(hex=tree),
+                              [pygit2.Oid(hex=parent)]]
+        if encoding:
+            args.append(encoding)
+        return Sha(str(self.repo.create_commit(*args)))

@@ -1,0 +1,109 @@
+"""Store reads and writes of ingestion runs and landing units; returns dataclasses, never rows."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from forkflow.landing.touches import TOUCH_VERSION, touch_from_json, touch_to_json
+from forkflow.models import Sha
+from forkflow.planning.model import Touch
+from forkflow.store.schema_ingest import (
+    IngestRunRow,
+    LandingUnitRow,
+    TouchCacheRow,
+    UnitMemberRow,
+)
+
+OPEN_STATUSES = ("picking", "passed")  # a unit a crash may have left half-way
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRecord:
+    id: int
+    run_id: int
+    kind: str
+    name: str
+    base_sha: Sha
+    candidate_sha: Sha | None
+    status: str
+    summary: str
+    members: tuple[tuple[Sha, str], ...]  # (upstream sha, outcome) in order
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def start_run(s: Session, fid: int, mode: str, base: Sha) -> int:
+    row = IngestRunRow(fork_id=fid, mode=mode, base_sha=base, status="running")
+    s.add(row)
+    s.flush()
+    return row.id
+
+
+def finish_run(s: Session, run_id: int, status: str = "done") -> None:
+    s.execute(update(IngestRunRow).where(IngestRunRow.id == run_id)
+              .values(status=status, finished_at=_now()))
+
+
+def interrupt_running(s: Session, fid: int) -> int:
+    """Mark runs a crash left `running` as interrupted; returns how many."""
+    res = s.execute(update(IngestRunRow).where(IngestRunRow.fork_id == fid,
+                                               IngestRunRow.status == "running")
+                    .values(status="interrupted", finished_at=_now()))
+    return int(res.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
+             status: str, members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
+    row = LandingUnitRow(run_id=run_id, fork_id=fid, kind=kind, name=name, base_sha=base,
+                         candidate_sha=candidate, status=status, summary=summary)
+    s.add(row)
+    s.flush()
+    for i, (sha, outcome) in enumerate(members):
+        s.add(UnitMemberRow(unit_id=row.id, upstream_sha=sha, position=i, outcome=outcome))
+    return row.id
+
+
+def set_unit(s: Session, unit_id: int, status: str, summary: str | None = None) -> None:
+    values: dict[str, object] = {"status": status, "updated_at": _now()}
+    if summary is not None:
+        values["summary"] = summary
+    s.execute(update(LandingUnitRow).where(LandingUnitRow.id == unit_id).values(**values))
+
+
+def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
+    members = s.execute(select(UnitMemberRow.upstream_sha, UnitMemberRow.outcome)
+                        .where(UnitMemberRow.unit_id == row.id).order_by(UnitMemberRow.position)).all()
+    return UnitRecord(row.id, row.run_id, row.kind, row.name, Sha(row.base_sha),
+                      Sha(row.candidate_sha) if row.candidate_sha else None, row.status, row.summary,
+                      tuple((Sha(a), b) for a, b in members))
+
+
+def units(s: Session, fid: int, statuses: Iterable[str] | None = None,
+          run_id: int | None = None) -> list[UnitRecord]:
+    q = select(LandingUnitRow).where(LandingUnitRow.fork_id == fid)
+    if statuses is not None:
+        q = q.where(LandingUnitRow.status.in_(list(statuses)))
+    if run_id is not None:
+        q = q.where(LandingUnitRow.run_id == run_id)
+    return [_record(s, r) for r in s.scalars(q.order_by(LandingUnitRow.id)).all()]
+
+
+def cached_touches(s: Session, shas: Sequence[Sha]) -> dict[Sha, Touch]:
+    out: dict[Sha, Touch] = {}
+    for i in range(0, len(shas), 500):
+        q = select(TouchCacheRow).where(TouchCacheRow.sha.in_(list(shas[i:i + 500])),
+                                        TouchCacheRow.version == TOUCH_VERSION)
+        for r in s.scalars(q):
+            out[Sha(r.sha)] = touch_from_json(r.payload)
+    return out
+
+
+def save_touches(s: Session, touches: dict[Sha, Touch]) -> None:
+    for sha, t in touches.items():
+        s.merge(TouchCacheRow(sha=sha, version=TOUCH_VERSION, payload=touch_to_json(t)))

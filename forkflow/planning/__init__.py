@@ -1,0 +1,1 @@
+"""Planning: what each upstream commit touches, risk chains and low-risk bundles.  [pure]"""

@@ -1,0 +1,109 @@
+"""Tables of ingestion: runs, landing units and their members, conflicts, recorded resolutions,
+agent attempts, and a cache of what each commit touches."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from forkflow.store.schema import Base, utcnow
+
+
+class IngestRunRow(Base):
+    __tablename__ = "ingest_runs"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    mode: Mapped[str] = mapped_column(String(16))  # dry-run | validate | land
+    base_sha: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | done
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class LandingUnitRow(Base):
+    """One landing unit of one run: picked, validated, landed (or why not)."""
+
+    __tablename__ = "ingest_units"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("ingest_runs.id"), index=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))  # bundle | chain
+    name: Mapped[str] = mapped_column(String(400))
+    base_sha: Mapped[str] = mapped_column(String(64))
+    candidate_sha: Mapped[str | None] = mapped_column(String(64), nullable=True, index=True)
+    # picking | passed | failed | landed | abandoned | conflict | empty | candidate
+    status: Mapped[str] = mapped_column(String(16))
+    summary: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class UnitMemberRow(Base):
+    __tablename__ = "ingest_unit_members"
+    __table_args__ = (UniqueConstraint("unit_id", "upstream_sha"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    unit_id: Mapped[int] = mapped_column(ForeignKey("ingest_units.id"), index=True)
+    upstream_sha: Mapped[str] = mapped_column(String(64), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    outcome: Mapped[str] = mapped_column(String(16))  # applied | resolved | empty | conflict
+
+
+class ConflictRow(Base):
+    """A conflict no resolver settled (or one that was settled), kept for a person."""
+
+    __tablename__ = "ingest_conflicts"
+    __table_args__ = (UniqueConstraint("fork_id", "upstream_sha", "path"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    upstream_sha: Mapped[str] = mapped_column(String(64))
+    subject: Mapped[str] = mapped_column(Text, default="")
+    path: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(32))
+    chain: Mapped[str] = mapped_column(String(400), default="")
+    base_sha: Mapped[str] = mapped_column(String(64))  # the fork tip it was picked onto
+    key: Mapped[str] = mapped_column(String(64), default="")  # recorded-resolution key
+    marked: Mapped[str] = mapped_column(Text, default="")  # diff3 text with conflict markers
+    tried: Mapped[str] = mapped_column(Text, default="")  # what each resolver said
+    status: Mapped[str] = mapped_column(String(16), default="open")  # open | resolved
+    seen: Mapped[int] = mapped_column(Integer, default=1)
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ResolutionRow(Base):
+    """A resolution of conflict regions, keyed by the regions' content (like git rerere)."""
+
+    __tablename__ = "ingest_resolutions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(String(64), unique=True)
+    path: Mapped[str] = mapped_column(Text, default="")
+    regions: Mapped[str] = mapped_column(Text)  # JSON list of resolved region texts
+    source: Mapped[str] = mapped_column(String(16))  # person | trivial | agent
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AgentAttemptRow(Base):
+    """Every agent call: what it was given, what it answered, and the guardrails' verdict."""
+
+    __tablename__ = "ingest_agent_attempts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    upstream_sha: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str] = mapped_column(Text)
+    backend: Mapped[str] = mapped_column(String(16))  # command | http
+    request: Mapped[str] = mapped_column(Text)
+    response: Mapped[str] = mapped_column(Text)
+    outcome: Mapped[str] = mapped_column(String(16))  # accepted | rejected | error | timeout
+    reason: Mapped[str] = mapped_column(Text, default="")
+    duration_ms: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TouchCacheRow(Base):
+    """What a commit touches (files, symbols); never changes for its sha and parser version."""
+
+    __tablename__ = "ingest_touch_cache"
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[str] = mapped_column(Text)
