@@ -1,0 +1,91 @@
+"""Values of triage: failure kinds, signatures, failures, groups and their classifications."""
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+
+
+class FailureKind(str, enum.Enum):
+    """Where in a log the signature was taken from, strongest evidence first in `PRIORITY`."""
+
+    INFRA = "INFRA"                    # runner or machine fault, missing resource
+    TIMEOUT = "TIMEOUT"
+    OOM = "OOM"                        # host or device out of memory
+    CUDA_ERROR = "CUDA_ERROR"          # CUDA / HIP / NCCL / cuBLAS runtime error
+    CRASH = "CRASH"                    # assertion, LLVM ERROR, signal, stack dump
+    COMPILER_ERROR = "COMPILER_ERROR"  # `file:line:col: error: ...` diagnostics
+    FILECHECK = "FILECHECK"            # lit / FileCheck mismatch
+    EXCEPTION = "EXCEPTION"            # the last Python exception (traceback or pytest E lines)
+    GENERIC = "GENERIC"                # the last line that says error / failed
+    NO_OUTPUT = "NO_OUTPUT"            # an empty log
+
+
+PRIORITY: tuple[FailureKind, ...] = tuple(FailureKind)
+
+
+class Classification(str, enum.Enum):
+    """What a failure in a landing unit's run means for its author."""
+
+    NEW = "NEW"                    # caused by this unit: blocks landing
+    BROKEN_TRUNK = "BROKEN_TRUNK"  # already failing on the fork base or the latest trunk run
+    FLAKY = "FLAKY"                # passes on rerun, or flips in history with this signature
+    INFRA = "INFRA"                # runner or machine fault, not the unit's
+
+    @property
+    def order(self) -> int:
+        """Authors see NEW first."""
+        return list(Classification).index(self)
+
+
+def signature_key(text: str) -> str:
+    """The short stable id of a signature text (16 hex digits)."""
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """A failure's normalized error text, and where in the log it came from."""
+
+    kind: FailureKind
+    text: str       # normalized, e.g. "EXCEPTION: RuntimeError: CUDA error ... @ ops.py:launch"
+    excerpt: str    # the raw lines around the error (decoded, capped), for people
+    line: int = 0   # 1-based line of the error in the log, 0 when unknown
+
+    @property
+    def key(self) -> str:
+        return signature_key(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """One failing test (or job) of a run, with its signature."""
+
+    test: str
+    signature: Signature
+    run_id: int | None = None
+    job: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroup:
+    """Failures that share one signature."""
+
+    key: str
+    signature: str
+    kind: FailureKind
+    failures: tuple[Failure, ...]
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return tuple(sorted({f.test for f in self.failures}))
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A failure's classification and why."""
+
+    failure: Failure
+    classification: Classification
+    reason: str
+    reruns: tuple[bool, ...] = field(default=())  # True = passed on that rerun

@@ -1,0 +1,207 @@
+"""Per-kind parsers: given the text before and after a trigger hit, the key lines.  [pure]
+
+Each parser returns the raw key text (normalized later by `signature.normalize`), or None when
+it finds nothing better than the hit's own line.  `after` starts at the hit.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from forkflow.triage.models import FailureKind
+
+Parser = Callable[[str, str], "str | None"]
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)', re.M)
+_PYTEST_LOC = re.compile(r"^(\S+?\.py):\d+: (?:in )?([\w.]+)\s*$", re.M)
+_SYMBOL = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(?:in\s+)?(.+?)(?:\s+\(/|\s+/|\s+\(\S*\+0x|$)")
+_SKIP_FRAME = re.compile(r"llvm::sys::|SignalHandler|__restore_rt|\braise\b|\babort\b|__assert_fail|"
+                         r"libc\.so|__GI_|_start\b|__libc_start|PrintStackTrace|RunSignalHandlers|"
+                         r"^\?\?|0x[0-9a-f]+$|pthread_kill")
+_INNER_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b")
+_GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b")
+_SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*\d+ (?:failed|passed)|"
+                          r"\b(?i:0|no) (?i:errors?|failures?|failed)\b")
+
+
+def _basename(path: str) -> str:
+    return re.split(r"[/\\]", path)[-1]
+
+
+def _hit_line(before: str, after: str) -> str:
+    return before[before.rfind("\n") + 1:] + after.split("\n", 1)[0]
+
+
+def _from_hit(after: str) -> str:
+    return after.lstrip("\n").split("\n", 1)[0]
+
+
+def _first_sentence(text: str) -> str:
+    cut = re.search(r"\.\s", text)
+    return text[: cut.start() + 1] if cut else text
+
+
+def parse_traceback(before: str, after: str) -> str | None:
+    """The exception line of the last Python traceback, and its innermost frame."""
+    frames: list[tuple[str, str]] = []
+    for line in after.split("\n")[1:]:
+        m = _FRAME.match(line)
+        if m:
+            frames.append((_basename(m[1]), m[2]))
+            continue
+        if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback"):
+            continue
+        # import-time errors name the importing module: the message is the signature
+        where = f" @ {frames[-1][0]}:{frames[-1][1]}" if frames and frames[-1][1] != "<module>" else ""
+        return _exception_message(line.strip(), after[after.find(line) + len(line):]) + where
+    return None
+
+
+def _exception_message(first: str, rest: str) -> str:
+    """`Type: message`; when the message only introduces a block (`at 12:8:`), the error in it."""
+    _type, _, msg = first.partition(": ")
+    if msg and not msg.rstrip().endswith(":"):
+        return _first_sentence(first)[:300]
+    for line in rest.split("\n")[1:40]:
+        if not line.strip():
+            break
+        if _INNER_ERROR.match(line):
+            return f"{first} {_first_sentence(line.strip())}"[:300]
+    return first[:300]
+
+
+def parse_pytest(before: str, after: str) -> str | None:
+    """pytest's `E` lines: the first of the last block, the failing statement, its location."""
+    lines = before.split("\n") + [_from_hit(after)]
+    end = len(lines) - 1
+    start = end
+    while start > 0 and lines[start - 1].startswith("E "):
+        start -= 1
+    first = lines[start][1:].strip()
+    stmt = ""
+    for j in range(start - 1, max(-1, start - 40), -1):
+        if lines[j].startswith(">"):
+            stmt = lines[j][1:].strip()
+            break
+    loc = _PYTEST_LOC.search(after[:4000])
+    where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
+    return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
+
+
+def parse_filecheck(before: str, after: str) -> str | None:
+    """The FileCheck diagnostic and the check line it could not match."""
+    hit = _hit_line(before, after)
+    rest = [ln.strip() for ln in after.split("\n")[1:6] if ln.strip()]
+    if "is empty" in hit:
+        cmd = next((ln for ln in after.split("\n")[:20] if "FileCheck command line" in ln), "")
+        return f"{hit} | {_basename(cmd.split()[-1])}" if cmd else hit
+    return f"{hit} | {rest[0]}" if rest else hit
+
+
+def parse_compiler(before: str, after: str) -> str | None:
+    """The first `error:` line of the last burst of compiler diagnostics."""
+    hit = _hit_line(before, after)
+    for line in before.split("\n")[-50:-1]:
+        if ": error: " in line and not re.search(r"CHECK[-\w]*:", line):
+            return line
+    return hit
+
+
+def parse_crash(before: str, after: str) -> str | None:
+    """The assertion, fatal error or top stack frames of a native crash."""
+    text = before[-16000:] + after[:16000]
+    rules = (
+        r"([^\s:]*:\d+: [^\n]*Assertion `.*' failed)",
+        r"(Assertion failed: [^\n]*)",
+        r"(LLVM ERROR: [^\n]*)",
+        r"(UNREACHABLE executed at [^\n]*)",
+        r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
+    )
+    for rule in rules:
+        found = re.findall(rule, text)
+        if found:
+            last = found[-1]
+            return " ".join(last) if isinstance(last, tuple) else last
+    frames: list[str] = []
+    for line in text.split("\n"):
+        m = _SYMBOL.match(line)
+        if m and not _SKIP_FRAME.search(m[1]):
+            frames.append(re.sub(r"\(.*", "", m[1]).strip())
+        if len(frames) == 3:
+            break
+    if frames:
+        return "crash in " + " < ".join(frames)
+    fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
+    if fatal:
+        py = _FRAME.findall(after[:8000])
+        return f"Fatal Python error: {fatal[-1]}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
+    return None
+
+
+def parse_cuda(before: str, after: str) -> str | None:
+    """The CUDA error text; for device-side asserts, the assertion too."""
+    key = _from_hit(after)
+    if "device-side assert" in key:
+        asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
+        if asserts:
+            key += " | " + "".join(asserts[-1])
+    return key
+
+
+def parse_oom(before: str, after: str) -> str | None:
+    return _first_sentence(_hit_line(before, after).strip())
+
+
+def parse_timeout(before: str, after: str) -> str | None:
+    """Where the test hung: the innermost frame of the main thread, when a dump shows it."""
+    text = before[-24000:] + after[:8000]
+    main = text.rfind("Stack of MainThread")
+    frames = _FRAME.findall(text[main:] if main >= 0 else text[-8000:])
+    if main >= 0:
+        section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
+        frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
+    if frames:
+        return f"timeout in {_basename(frames[-1][0])}:{frames[-1][1]}"
+    locs = _PYTEST_LOC.findall(before[-8000:])
+    if locs:
+        return f"timeout in {_basename(locs[-1][0])}:{locs[-1][1]}"
+    line = _hit_line(before, after)
+    return "timeout" if re.search(r"(?i)timeout|timed out", line) else line
+
+
+def parse_infra(before: str, after: str) -> str | None:
+    return _first_sentence(_from_hit(after))
+
+
+def generic_key(text: str) -> tuple[str, int]:
+    """The last line that says error/failed (or the last line at all), and its index."""
+    lines = text.split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i].strip()
+        if not line or _SUMMARY_BAR.search(line) or not _GENERIC.search(line):
+            continue
+        if line.startswith("FAILED ") and " - " in line:
+            return line.split(" - ", 1)[1], i
+        return line, i
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].strip():
+            return lines[i].strip(), i
+    return "", -1
+
+
+def _dispatch_exception(before: str, after: str) -> str | None:
+    if after.startswith("Traceback"):
+        return parse_traceback(before, after)
+    return parse_pytest(before, after)
+
+
+PARSERS: dict[FailureKind, Parser] = {
+    FailureKind.INFRA: parse_infra,
+    FailureKind.TIMEOUT: parse_timeout,
+    FailureKind.OOM: parse_oom,
+    FailureKind.CUDA_ERROR: parse_cuda,
+    FailureKind.CRASH: parse_crash,
+    FailureKind.COMPILER_ERROR: parse_compiler,
+    FailureKind.FILECHECK: parse_filecheck,
+    FailureKind.EXCEPTION: _dispatch_exception,
+}

@@ -1,0 +1,274 @@
+"""A failure's signature: the right place in a (long) log, normalized.  [pure]
+
+The log is read once, forward, in chunks (a pipe works, a 1 GB log needs no more than a few
+hundred KB of memory).  Every chunk is searched once for all literal trigger strings (an
+Aho-Corasick automaton, in Rust); only the last hit of each kind is kept, with some context before and after it.
+At the end the kinds found near the last hit compete by priority (an out-of-memory beats the
+exception that reports it, a compiler crash beats the FileCheck that saw empty input), and the
+winner's parser picks the key lines, which `normalize` turns into the signature text.
+"""
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import ahocorasick_rs
+
+from forkflow.triage.models import PRIORITY, FailureKind, Signature
+from forkflow.triage.parsers import PARSERS, generic_key
+
+CHUNK = 1 << 20
+BEFORE = 32 * 1024   # context kept before a hit
+AFTER = 32 * 1024    # context kept after a hit
+TAIL = 64 * 1024     # the end of the log, for the generic fallback
+EXCERPT_LINES = 60
+EXCERPT_CHARS = 8000
+MAX_SIGNATURE = 600
+
+K = FailureKind
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    literal: bytes
+    kind: FailureKind
+    verify: re.Pattern[str] | None = None  # must match the hit's line, else the hit is ignored
+
+
+def _t(kind: FailureKind, *literals: str, verify: str | None = None) -> list[Trigger]:
+    rx = re.compile(verify) if verify else None
+    return [Trigger(lit.encode(), kind, rx) for lit in literals]
+
+
+_FILECHECK_PHRASES = (
+    "expected string not found in input", "excluded string found in input",
+    "is not on the line after the previous match", "is not on the same line as previous match",
+    "FileCheck error:", "no check strings found with prefix", "found empty check string",
+)
+_NOT_FILECHECK = "^(?!.*(?:" + "|".join(re.escape(p) for p in _FILECHECK_PHRASES) + "))"
+
+TRIGGERS: tuple[Trigger, ...] = tuple([
+    *_t(K.INFRA, "No space left on device", "Connection refused", "Connection reset by peer",
+        "Could not resolve host", "Temporary failure in name resolution",
+        "no CUDA-capable device is detected", "CUDA driver version is insufficient",
+        "Found no NVIDIA driver", "NVIDIA-SMI has failed", "has received a shutdown signal",
+        "lost communication with the server", "runner lost", "Network is unreachable",
+        "NodeDiedError", "node was preempted", "Read-only file system",
+        "Cannot connect to the Docker daemon", "Failed to pull image", "Connection timed out",
+        "uncorrectable ECC error", "GPU has fallen off the bus", "Remote end closed connection"),
+    *_t(K.TIMEOUT, "Timeout", "timed out", "TIMEOUT", "Timed out", "Reached timeout",
+        "deadline exceeded", "DeadlineExceeded",
+        verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"),
+    *_t(K.OOM, "out of memory", "OutOfMemoryError", "MemoryError", "bad_alloc",
+        "Out of memory", "oom-kill", "OOMKilled"),
+    *_t(K.OOM, "Killed", verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
+    *_t(K.CUDA_ERROR, "CUDA error", "cudaError", "CUDA_ERROR_", "illegal memory access",
+        "device-side assert", "misaligned address", "unspecified launch failure",
+        "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
+        "HIP error", "illegal instruction was encountered", "too many resources requested"),
+    *_t(K.CRASH, "Assertion `", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
+        "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
+        "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
+        "Bus error", "AddressSanitizer", "core dumped"),
+    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", verify=_NOT_FILECHECK),
+    *_t(K.FILECHECK, *_FILECHECK_PHRASES),
+    *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
+])
+
+_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS])
+_KINDS = {t.kind for t in TRIGGERS}
+
+
+def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
+    lo = buf.rfind(b"\n", 0, pos) + 1
+    hi = buf.find(b"\n", pos)
+    return rx.search(buf[lo: hi if hi >= 0 else len(buf)].decode("utf-8", "replace")) is not None
+
+
+# A kind counts only when its last hit is within this many lines before the last hit of all.
+DEFAULT_REACH = 400
+REACH_BYTES = 64 * 1024
+# A runner fault is the failure only when it is the last thing that happened: a "Connection
+# reset ... retrying" early in a job, before a real traceback, is not.
+INFRA_REACH = 3        # lines before the last other hit
+INFRA_TO_END = 40      # lines before the end of the log
+
+
+@dataclass(slots=True)
+class _Hit:
+    kind: FailureKind
+    line: int               # 1-based line of the hit
+    pos: int                # byte offset of the hit
+    before: bytes
+    after: bytearray
+    need: int               # bytes of `after` still to come from later chunks
+
+
+@dataclass(slots=True)
+class Scanner:
+    """Feed chunks of a log; `finish()` returns its signature.  Memory stays bounded."""
+
+    hits: dict[FailureKind, _Hit] = field(default_factory=dict)
+    carry: bytes = b""
+    lines_before_carry: int = 0  # newlines before the start of `carry`
+    size: int = 0
+    held: bytes = b""  # an ANSI escape cut by the chunk boundary
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self.size += len(chunk)
+        chunk = self._strip_colours(self.held + chunk)
+        for hit in self.hits.values():
+            if hit.need:
+                take = chunk[: hit.need]
+                hit.after += take
+                hit.need -= len(take)
+        buf = self.carry + chunk
+        seen = len(self.carry)  # matches that end inside the carry were found last time
+        found: dict[FailureKind, int] = {}
+        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf)):
+            if end <= seen:
+                break
+            trig = TRIGGERS[idx]
+            if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
+                continue
+            found[trig.kind] = start
+            if len(found) == len(_KINDS):
+                break
+        for kind, pos in found.items():
+            line = self.lines_before_carry + buf.count(b"\n", 0, pos) + 1
+            after = bytearray(buf[pos:pos + AFTER])
+            self.hits[kind] = _Hit(kind, line, self.size - len(buf) + pos,
+                                   buf[max(0, pos - BEFORE):pos], after,
+                                   AFTER - len(after))
+        keep = max(BEFORE, TAIL)
+        if len(buf) > keep:
+            self.lines_before_carry += buf.count(b"\n", 0, len(buf) - keep)
+            self.carry = buf[-keep:]
+        else:
+            self.carry = buf
+
+    def _strip_colours(self, chunk: bytes) -> bytes:
+        # coloured pytest output (`E` lines in red) must match the same triggers as plain
+        self.held = b""
+        if b"\x1b" not in chunk:
+            return chunk
+        cut = chunk.rfind(b"\x1b", max(0, len(chunk) - 32))
+        if cut >= 0 and not _ANSI_BYTES.match(chunk, cut):
+            chunk, self.held = chunk[:cut], chunk[cut:]
+        return _ANSI_BYTES.sub(b"", chunk)
+
+    def finish(self) -> Signature:
+        if not self.hits:
+            return _fallback(self.carry, self.lines_before_carry)
+        total = self.lines_before_carry + self.carry.count(b"\n") + 1
+        infra = self.hits.get(K.INFRA)
+        others = [h for h in self.hits.values() if h.kind is not K.INFRA]
+        if infra and (total - infra.line > INFRA_TO_END
+                      or any(h.line > infra.line + INFRA_REACH for h in others)):
+            infra = None
+        if not others and infra is None:
+            return _fallback(self.carry, self.lines_before_carry)
+        last = max(others, key=lambda h: h.pos) if others else None
+        near = [h for h in others if last and h.line >= last.line - DEFAULT_REACH
+                and h.pos >= last.pos - REACH_BYTES] + ([infra] if infra else [])
+        best = min(near, key=lambda h: PRIORITY.index(h.kind))
+        before = best.before.decode("utf-8", "replace")
+        after = best.after.decode("utf-8", "replace")
+        key = PARSERS[best.kind](before, after)
+        if key is None:  # the parser found nothing usable: take the hit's own line
+            key = _line_at(before, after)
+        excerpt = _excerpt(before, after)
+        return Signature(best.kind, _signature_text(best.kind, key), excerpt, best.line)
+
+
+def _line_at(before: str, after: str) -> str:
+    return before[before.rfind("\n") + 1:] + after.split("\n", 1)[0]
+
+
+def _excerpt(before: str, after: str) -> str:
+    head = before.split("\n")[-(EXCERPT_LINES // 2):]
+    tail = after.split("\n")[: EXCERPT_LINES // 2]
+    text = "\n".join(head)[-EXCERPT_CHARS // 2:] + "\n".join(tail)[: EXCERPT_CHARS // 2]
+    return strip_ansi(text).strip("\n")
+
+
+def _fallback(tail: bytes, lines_before: int) -> Signature:
+    text = tail.decode("utf-8", "replace")
+    if not text.strip():
+        return Signature(K.NO_OUTPUT, f"{K.NO_OUTPUT.value}: the log is empty", "", 0)
+    key, offset = generic_key(strip_ansi(text))
+    lines = text.split("\n")
+    line = lines_before + (offset + 1 if offset >= 0 else len(lines))
+    excerpt = "\n".join(lines[-EXCERPT_LINES // 2:])[-EXCERPT_CHARS:]
+    return Signature(K.GENERIC, _signature_text(K.GENERIC, key), strip_ansi(excerpt).strip("\n"),
+                     line)
+
+
+def _signature_text(kind: FailureKind, key: str) -> str:
+    return f"{kind.value}: {normalize(key)}"[:MAX_SIGNATURE]
+
+
+# ----- normalization -------------------------------------------------------------------------
+
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<ts>"),
+    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
+    (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
+    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b", "<hex>"),
+    # absolute paths keep their last part only: runners check out in different folders
+    (r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]([\w.+@-]+)", r"\1"),
+    (r"\b(?:tmp|pytest-)[\w-]{5,}", "tmp*"),
+    (r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?", "N"),
+    (r"\s+", " "),
+))
+
+
+def strip_ansi(text: str) -> str:
+    """Text without ANSI colour codes and control characters (newlines and tabs kept)."""
+    return _ANSI.sub("", text)
+
+
+def normalize(text: str) -> str:
+    """Error text without what changes between runs: addresses, numbers, paths, times, colours."""
+    text = strip_ansi(text)
+    for rx, repl in _RULES:
+        text = rx.sub(repl, text)
+    return text.strip()
+
+
+# ----- entry points --------------------------------------------------------------------------
+
+def iter_chunks(source: BinaryIO, size: int = CHUNK) -> Iterator[bytes]:
+    while chunk := source.read(size):
+        yield chunk
+
+
+def scan(chunks: Iterable[bytes]) -> Signature:
+    """The signature of a log given as chunks of bytes (any encoding; invalid UTF-8 is fine)."""
+    scanner = Scanner()
+    for chunk in chunks:
+        scanner.feed(chunk)
+    return scanner.finish()
+
+
+def signature_of(log: bytes | str | BinaryIO) -> Signature:
+    """The signature of a whole log: bytes, text or a binary stream."""
+    if isinstance(log, str):
+        log = log.encode("utf-8", "surrogateescape")
+    if isinstance(log, bytes):
+        log = io.BytesIO(log)
+    return scan(iter_chunks(log))
+
+
+def signature_of_file(path: Path) -> Signature:
+    with path.open("rb") as f:
+        return scan(iter_chunks(f))
