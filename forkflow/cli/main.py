@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.ledger_cmds",
     "forkflow.cli.tiers_cmds",
     "forkflow.cli.ingest_cmds",
+    "forkflow.cli.regress_cmds",
 )
 
 

@@ -1,0 +1,155 @@
+"""Two-stage bisection on a fork: over landing units, then inside a guilty bundle."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from forkflow.bisect.bisector import BisectOutcome, Bisector, Candidate, Mode, Reporter, Status
+from forkflow.bisect.probes import Measurement, MeasureStatus, Probe
+from forkflow.bisect.units import (
+    CONFLICT_PREFIX,
+    LandingUnit,
+    landing_units,
+    replay_prefixes,
+    resolve_range,
+    upstream_pr,
+)
+from forkflow.bisect.verdict import VerdictPolicy
+from forkflow.errors import UserError
+from forkflow.git.repo import Repo
+from forkflow.ledger.evidence import pr_number
+from forkflow.models import Better, Sha
+
+
+@dataclass(frozen=True, slots=True)
+class Culprit:
+    """Who is to blame: the fork commit, its landing unit, the upstream commit and its PR."""
+
+    fork_sha: Sha
+    unit_sha: Sha
+    subject: str
+    upstream_sha: Sha | None = None
+    pr: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str                       # "landing units" | "bundle <sha>"
+    candidates: tuple[Candidate, ...]
+    outcome: BisectOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class BisectReport:
+    metric: str
+    mode: Mode
+    good: Sha
+    bad: Sha
+    status: Status
+    culprit: Culprit | None
+    confidence: float
+    message: str
+    stages: tuple[Stage, ...]
+
+    @property
+    def rounds(self) -> int:
+        return sum(len(s.outcome.rounds) for s in self.stages)
+
+    @property
+    def measurements(self) -> int:
+        return sum(s.outcome.measurements for s in self.stages)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.culprit
+        return {
+            "metric": self.metric, "mode": self.mode.value, "good": self.good, "bad": self.bad,
+            "status": self.status.value, "confidence": self.confidence, "message": self.message,
+            "culprit": None if c is None else {
+                "fork_commit": c.fork_sha, "landing_unit": c.unit_sha, "subject": c.subject,
+                "upstream_commit": c.upstream_sha, "pr": c.pr},
+            "rounds": self.rounds, "measurements": self.measurements,
+            "stages": [_stage_dict(s) for s in self.stages],
+        }
+
+
+def _stage_dict(s: Stage) -> dict[str, Any]:
+    o = s.outcome
+    return {
+        "name": s.name, "status": o.status.value, "message": o.message, "confidence": o.confidence,
+        "unit": o.unit, "better": o.better.value if o.better else None,
+        "suspects": [s.candidates[i].sha for i in o.suspects],
+        "skipped": {s.candidates[i].sha: why for i, why in o.skipped.items()},
+        "rounds": [{"round": r.number, "probes": [s.candidates[i].sha for i in r.probes],
+                    "measurements": r.measurements,
+                    "verdicts": {s.candidates[i].sha: v.value for i, v, _ in r.verdicts}}
+                   for r in o.rounds],
+        "measurements": {s.candidates[i].sha: list(v) for i, v in o.samples.items()},
+        "runs": {s.candidates[i].sha: list(v) for i, v in o.runs.items()},
+    }
+
+
+class _ConflictAware:
+    """A probe that answers UNTESTABLE for bundle prefixes that could not be replayed."""
+
+    def __init__(self, inner: Probe) -> None:
+        self.inner = inner
+
+    def measure(self, rev: Sha) -> Measurement:
+        if rev.startswith(CONFLICT_PREFIX):
+            return Measurement(MeasureStatus.UNTESTABLE, detail=rev[len(CONFLICT_PREFIX):])
+        return self.inner.measure(rev)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bisect_fork(repo: Repo, metric: str, good: str, bad: str, probe: Probe, reporter: Reporter | None = None,
+                *, mode: Mode = Mode.PERF, policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
+                better: Better | None = None, descend: bool = True) -> BisectReport:
+    """Find the landing unit, then the upstream commit inside a bundle, that changed `metric`."""
+    g, b = resolve_range(repo, good, bad)
+    units = landing_units(repo, g, b)
+    if not units:
+        raise UserError(f"no commits between --good {good} and --bad {bad} on the first-parent line")
+    cands = (Candidate(g, "(good end)"), *(Candidate(u.sha, u.subject) for u in units))
+    first = Bisector(cands, probe, reporter, mode=mode, policy=policy, parallel=parallel, better=better).run()
+    stages = [Stage("landing units", cands, first)]
+    if first.status is not Status.FOUND or first.culprit is None:
+        return BisectReport(metric, mode, g, b, first.status, None, first.confidence, first.message,
+                            tuple(stages))
+    unit = units[first.culprit - 1]
+    culprit = _unit_culprit(repo, unit)
+    conf, message = first.confidence, first.message
+    if descend and unit.is_bundle and unit.parent is not None:
+        second, cands2 = _inside_bundle(repo, unit, probe, reporter, mode, policy, parallel,
+                                        better or first.better)
+        stages.append(Stage(f"bundle {unit.sha[:12]}", cands2, second))
+        if second.status is Status.FOUND and second.culprit is not None:
+            up = unit.upstream[second.culprit - 1]
+            subject, pr = upstream_pr(repo, up)
+            culprit = Culprit(unit.sha, unit.sha, subject or unit.subject, up, pr)
+            conf = round(conf * second.confidence, 4)
+            message = f"{message}; inside the bundle: upstream {up[:12]} {subject}".rstrip()
+        else:
+            message = f"{message}; inside the bundle: {second.message}"
+    return BisectReport(metric, mode, g, b, Status.FOUND, culprit, conf, message, tuple(stages))
+
+
+def _unit_culprit(repo: Repo, unit: LandingUnit) -> Culprit:
+    if len(unit.upstream) == 1:
+        subject, pr = upstream_pr(repo, unit.upstream[0])
+        return Culprit(unit.sha, unit.sha, unit.subject, unit.upstream[0], pr or pr_number(unit.subject))
+    return Culprit(unit.sha, unit.sha, unit.subject, None, None if unit.is_bundle else pr_number(unit.subject))
+
+
+def _inside_bundle(repo: Repo, unit: LandingUnit, probe: Probe, reporter: Reporter | None, mode: Mode,
+                   policy: VerdictPolicy, parallel: int,
+                   better: Better | None) -> tuple[BisectOutcome, tuple[Candidate, ...]]:
+    assert unit.parent is not None
+    prefixes = replay_prefixes(repo, unit)
+    cands = (Candidate(unit.parent, "(bundle base)"),
+             *(Candidate(p.sha, f"+ {p.upstream[:12]} (prefix {p.k})") for p in prefixes),
+             Candidate(unit.sha, unit.subject))
+    outcome = Bisector(cands, _ConflictAware(probe), reporter, mode=mode, policy=policy,
+                       parallel=parallel, better=better).run()
+    return outcome, cands

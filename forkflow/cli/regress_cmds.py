@@ -1,0 +1,174 @@
+"""`forkflow detect` (change points on L2 series -> alerts) and `forkflow bisect` (the culprit)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from forkflow.bisect.bisector import Candidate, Mode, RoundRecord, Status
+from forkflow.bisect.probes import CommandProbe, Measurement
+from forkflow.bisect.verdict import VerdictPolicy
+from forkflow.bisect.workflow import BisectReport, bisect_fork
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.context import Context, open_context
+from forkflow.errors import UserError
+from forkflow.models import Better
+from forkflow.regress import records
+from forkflow.regress.detect import DetectConfig
+from forkflow.regress.records import Alert
+from forkflow.regress.service import detect_alerts
+from forkflow.store import queries
+
+
+def detect(
+    metric: Annotated[str, typer.Option("--metric", help="Shell glob of metric names.")] = "*",
+    max_pvalue: Annotated[float, typer.Option(help="Significance a change must reach.")] = 0.001,
+    min_magnitude: Annotated[float, typer.Option(help="Smallest relative change (0.02 = 2%).")] = 0.0,
+    json_out: JsonOpt = False,
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """Find change points on the stored L2 series and open alerts (one per commit range)."""
+    if not 0 < max_pvalue < 1 or min_magnitude < 0:
+        raise UserError("--max-pvalue must be in (0, 1) and --min-magnitude at least 0")
+    ctx = open_context(repo, store)
+    cfg = DetectConfig(max_pvalue=max_pvalue, min_magnitude=min_magnitude)
+    with ctx.store.session_scope() as s:
+        names, found = detect_alerts(s, ctx.fork_id, metric, cfg)
+    if not names:
+        raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
+                        "--metric with a glob of stored names")
+    if json_out:
+        print_json({"metrics": len(names), "alerts": [_alert_dict(a) for a in found]})
+        return 0
+    console.print(f"{len(names)} metric(s) examined, {len(found)} alert(s)")
+    for a in found:
+        _render_alert(a)
+    return 0
+
+
+def _alert_dict(a: Alert) -> dict[str, Any]:
+    return {
+        "id": a.id, "good": a.good_rev, "bad": a.bad_rev, "direction": a.direction.value,
+        "status": a.status, "bisection": a.bisection_id,
+        "members": [{"metric": m.metric, "unit": m.unit, "better": m.better.value, "before": m.before,
+                     "after": m.after, "magnitude": round(m.magnitude, 6), "pvalue": m.pvalue,
+                     "direction": m.direction.value, "good": m.good_rev, "bad": m.bad_rev}
+                    for m in a.members],
+    }
+
+
+def _render_alert(a: Alert) -> None:
+    t = Table(title=f"alert {a.id}: {a.direction.value} after {short(a.good_rev)} .. at {short(a.bad_rev)}"
+              f" ({a.status})")
+    for col in ("metric", "before", "after", "change", "p-value", "direction"):
+        t.add_column(col)
+    for m in a.members:
+        t.add_row(escape(m.metric), f"{m.before:.4g} {escape(m.unit)}", f"{m.after:.4g}",
+                  f"{m.magnitude:+.2%}", f"{m.pvalue:.2g}", m.direction.value)
+    console.print(t)
+    if a.direction.value == "regression":
+        console.print(f"next: forkflow bisect --alert {a.id}")
+
+
+class _Reporter:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+
+    def round_started(self, number: int, probes: Sequence[Candidate]) -> None:
+        if not self.quiet:
+            err_console.print(f"round {number}: measuring {', '.join(short(c.sha) for c in probes)}")
+
+    def measured(self, candidate: Candidate, measurement: Measurement) -> None:
+        pass
+
+    def round_finished(self, record: RoundRecord) -> None:
+        if not self.quiet:
+            got = ", ".join(f"#{i} {v.value}" for i, v, _ in record.verdicts)
+            err_console.print(f"  {record.measurements} measurements; {got or 'ends compared'}")
+
+
+def bisect(
+    metric: Annotated[str | None, typer.Option("--metric", help="The metric that changed.")] = None,
+    good: Annotated[str | None, typer.Option("--good", help="A commit without the change.")] = None,
+    bad: Annotated[str | None, typer.Option("--bad", help="A later commit with it.")] = None,
+    alert_id: Annotated[int | None, typer.Option("--alert", help="Bisect a stored alert.")] = None,
+    parallel: Annotated[int, typer.Option("--parallel", help="Commits measured per round (K).")] = 1,
+    command: Annotated[str | None, typer.Option("--command", help="Measurement command "
+                                                "(default: [bisect] command in forkflow.toml).")] = None,
+    pass_fail: Annotated[bool, typer.Option("--pass-fail", help="Exit code 0 = pass, else fail.")] = False,
+    max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
+    timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
+    json_out: JsonOpt = False,
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """Name the landing unit and upstream commit that changed a metric (exit 2: inconclusive)."""
+    if parallel < 1 or max_repeats < 2:
+        raise UserError("--parallel must be at least 1 and --max-repeats at least 2")
+    ctx = open_context(repo, store)
+    metric, good, bad, better = _target(ctx, metric, good, bad, alert_id, pass_fail)
+    cmd = command or ctx.config.section("bisect").get("command")
+    if not isinstance(cmd, str) or not cmd.strip():
+        raise UserError("no measurement command; pass --command CMD or set `command` under [bisect] "
+                        "in forkflow.toml")
+    policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats))
+    probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout)
+    try:
+        report = bisect_fork(ctx.repo, metric, good, bad, probe, _Reporter(json_out),
+                             mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,
+                             parallel=parallel, better=better)
+    finally:
+        probe.close()
+    doc = report.to_dict()
+    with ctx.store.session_scope() as s:
+        doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
+    if json_out:
+        print_json(doc)
+    else:
+        _render_report(report, doc["id"])
+    return 0 if report.status in (Status.FOUND, Status.NO_DIFFERENCE, Status.NOT_A_REGRESSION) else 2
+
+
+def _target(ctx: Context, metric: str | None, good: str | None, bad: str | None, alert_id: int | None,
+            pass_fail: bool) -> tuple[str, str, str, Better | None]:
+    """The metric and range to bisect, from the options or from a stored alert."""
+    if alert_id is not None:
+        with ctx.store.session_scope() as s:
+            a = records.alert(s, ctx.fork_id, alert_id)
+        if a is None:
+            raise UserError(f"no alert {alert_id}; list alerts with: forkflow detect")
+        metric = metric or a.worst.metric
+        good, bad = good or a.good_rev, bad or a.bad_rev
+    if pass_fail:
+        metric = metric or "pass-fail"
+    if not metric or not good or not bad:
+        raise UserError("say what to bisect: --metric NAME --good A --bad B, or --alert ID")
+    with ctx.store.session_scope() as s:
+        series = queries.metric_series(s, ctx.fork_id, metric)
+    return metric, good, bad, series[-1].better if series else None
+
+
+def _render_report(r: BisectReport, bisection_id: int) -> None:
+    console.print(f"bisection {bisection_id}: {r.status.value} ({r.rounds} rounds, {r.measurements} "
+                  f"measurements, confidence {r.confidence:.1%})")
+    for stage in r.stages:
+        for rec in stage.outcome.rounds:
+            console.print(f"  {stage.name} round {rec.number}: {len(rec.probes)} commit(s), "
+                          f"{rec.measurements} measurements")
+    c = r.culprit
+    if c is not None:
+        console.print(f"[bold]culprit:[/] fork commit {short(c.fork_sha)} {escape(c.subject)}")
+        if c.upstream_sha:
+            pr = f" (PR #{c.pr})" if c.pr else ""
+            console.print(f"[bold]upstream commit:[/] {short(c.upstream_sha)}{pr}")
+    console.print(escape(r.message))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(detect)
+    app.command()(bisect)

@@ -1,0 +1,116 @@
+"""From stored series to alerts: per-metric change points grouped by commit range.  [pure]
+
+A change point on a metric becomes a `SeriesChange` over the commit range (last commit
+before it, first commit after it).  Changes of several metrics whose ranges overlap form one
+`AlertDraft`: a matmul sweep that regressed on 12 shapes at the same landing is one alert.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from forkflow.models import Better, MetricPoint, Sha
+from forkflow.regress.detect import DetectConfig, detect_change_points
+
+
+class Direction(str, enum.Enum):
+    """Whether a change is good or bad news, judged against the metric's `better`."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesPoint:
+    """One commit of a series: the median of every value stored for it."""
+
+    rev: Sha
+    value: float
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesChange:
+    """A change point on one metric, as a commit range."""
+
+    metric: str
+    unit: str
+    better: Better
+    good_rev: Sha      # last commit before the change
+    bad_rev: Sha       # first commit after it
+    before: float
+    after: float
+    magnitude: float   # relative, +0.05 = 5 % higher
+    pvalue: float
+
+    @property
+    def direction(self) -> Direction:
+        worse = self.after < self.before if self.better is Better.HIGHER else self.after > self.before
+        return Direction.REGRESSION if worse else Direction.IMPROVEMENT
+
+
+@dataclass(frozen=True, slots=True)
+class AlertDraft:
+    """Changes of one or more metrics over the same commit range."""
+
+    good_rev: Sha
+    bad_rev: Sha
+    members: tuple[SeriesChange, ...]
+
+    @property
+    def direction(self) -> Direction:
+        regress = any(m.direction is Direction.REGRESSION for m in self.members)
+        return Direction.REGRESSION if regress else Direction.IMPROVEMENT
+
+    @property
+    def worst(self) -> SeriesChange:
+        """The member to bisect: the largest regression, else the largest change."""
+        pool = [m for m in self.members if m.direction is Direction.REGRESSION] or list(self.members)
+        return max(pool, key=lambda m: abs(m.magnitude))
+
+
+def collapse(points: Sequence[MetricPoint]) -> list[SeriesPoint]:
+    """One point per commit, in series order; re-measured commits give their median."""
+    by_rev: dict[Sha, list[float]] = {}
+    for p in points:
+        by_rev.setdefault(p.rev, []).append(p.value)
+    return [SeriesPoint(rev, float(np.median(v)), len(v)) for rev, v in by_rev.items()]
+
+
+def series_changes(points: Sequence[MetricPoint], cfg: DetectConfig = DetectConfig()) -> list[SeriesChange]:
+    """Change points of one metric's stored series."""
+    if not points:
+        return []
+    series = collapse(points)
+    last = points[-1]
+    found = detect_change_points([s.value for s in series], cfg)
+    return [SeriesChange(metric=last.name, unit=last.unit, better=last.better,
+                         good_rev=series[c.index - 1].rev, bad_rev=series[c.index].rev,
+                         before=c.before, after=c.after, magnitude=c.magnitude, pvalue=c.pvalue)
+            for c in found]
+
+
+def group_changes(changes: Iterable[SeriesChange], order: Mapping[Sha, int]) -> list[AlertDraft]:
+    """Group changes whose commit ranges overlap into alerts, oldest range first.
+
+    Args:
+        changes: change points of any number of metrics.
+        order: position of each commit on the fork branch (older is smaller).
+    Returns:
+        Alerts whose range is the intersection of their members' ranges.
+    """
+    spans = sorted(((order[c.good_rev], order[c.bad_rev], c) for c in changes
+                    if c.good_rev in order and c.bad_rev in order), key=lambda t: (t[0], t[1]))
+    groups: list[tuple[int, int, list[SeriesChange]]] = []
+    for lo, hi, change in spans:
+        if groups and lo < groups[-1][1]:  # overlaps the group's common range
+            glo, ghi, members = groups[-1]
+            groups[-1] = (max(glo, lo), min(ghi, hi), [*members, change])
+        else:
+            groups.append((lo, hi, [change]))
+    by_pos = {pos: sha for sha, pos in order.items()}
+    return [AlertDraft(by_pos[lo], by_pos[hi], tuple(sorted(ms, key=lambda m: m.metric)))
+            for lo, hi, ms in groups]
