@@ -93,8 +93,9 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
 
     dirs = ["lib/Dialect/TritonGPU", "lib/Conversion", "python/triton/language", "python/test/unit",
             "third_party/nvidia/backend", "include/triton/Dialect", "test/TritonGPU"]
-    files = [f"{dirs[i % len(dirs)]}/file{i}.{'py' if 'python' in dirs[i % len(dirs)] else 'cpp'}"
-             for i in range(spec.base_files)]
+    # about 40 files per folder, as in real trees: small tree objects keep fast-import fast
+    files = [f"{dirs[i % len(dirs)]}/d{(i // len(dirs)) // 40}/file{i}."
+             f"{'py' if 'python' in dirs[i % len(dirs)] else 'cpp'}" for i in range(spec.base_files)]
     contents = {f: f"// {f}\nint v = 0;\n".encode() for f in files}
     head = imp.commit(next(counter), "refs/heads/main", None, "Initial import", dict(contents))
     for i in range(spec.history_before_fork):
@@ -110,7 +111,7 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
     up = fork_point
     pr = spec.history_before_fork + 1000
     for i in range(spec.upstream_commits):
-        f = rng.choice(files) if rng.random() < 0.7 else f"python/triton/new/mod{i}.py"
+        f = rng.choice(files) if rng.random() < 0.7 else f"python/triton/new/g{i // 40}/mod{i}.py"
         new = up_state.get(f, b"") + f"value_{i} = {i}\n".encode()
         up_state[f] = new
         pr += 1
