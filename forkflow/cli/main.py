@@ -35,9 +35,37 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def _mount() -> None:
+def _registered(typer_app: typer.Typer) -> set[str]:
+    names = set()
+    for c in typer_app.registered_commands:
+        if c.name:
+            names.add(c.name)
+        elif c.callback is not None:
+            names.add(c.callback.__name__.replace("_", "-"))
+    for g in typer_app.registered_groups:
+        name = g.name or (g.typer_instance.info.name if g.typer_instance else None)
+        if isinstance(name, str):
+            names.add(name)
+    return names
+
+
+def _mount(argv: list[str] | None = None) -> None:
+    """Import command modules until the one that defines the invoked command is mounted.
+
+    `forkflow status` then never pays for the dashboard's or the Ray runner's imports;
+    `--help` and unknown commands mount everything.
+    """
+    wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
     for name in COMMAND_MODULES:
+        if name in _MOUNTED:
+            continue
         importlib.import_module(name).register(app)
+        _MOUNTED.add(name)
+        if wanted is not None and wanted in _registered(app):
+            return
+
+
+_MOUNTED: set[str] = set()
 
 
 def _version_callback(value: bool) -> None:
@@ -71,7 +99,7 @@ def one_line(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; UserError -> 1, interrupted -> 130, a bug -> 3 with a crash log."""
-    _mount()
+    _mount(sys.argv[1:] if argv is None else argv)
     try:
         rv = app(args=argv, prog_name="forkflow", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
