@@ -1,0 +1,205 @@
+"""In-memory picking on real repositories: the same trees as `git cherry-pick`, and every odd case."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from forkflow.conflicts.classify import ConflictKind, classify
+from forkflow.git.run import run_git
+from forkflow.landing.message import Member, bundle_message, single_message
+from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.models import Sha
+from forkflow.testing.gitrepo import ForkBuilder
+
+
+def cherry_pick_tree(fork: Path, onto: str, sha: str, tmp: Path) -> str:
+    """What plain `git cherry-pick` in a work tree gives."""
+    wt = tmp / "wt"
+    run_git("worktree", "add", "--detach", "-q", str(wt), onto, cwd=fork)
+    try:
+        run_git("cherry-pick", "--allow-empty", "-m", "1", sha, cwd=wt) if _is_merge(fork, sha) else \
+            run_git("cherry-pick", "--allow-empty", sha, cwd=wt)
+        return run_git("rev-parse", "HEAD^{tree}", cwd=wt).strip()
+    finally:
+        run_git("worktree", "remove", "--force", str(wt), cwd=fork)
+
+
+def _is_merge(repo: Path, sha: str) -> bool:
+    return len(run_git("show", "-s", "--format=%P", sha, cwd=repo).split()) > 1
+
+
+@pytest.fixture
+def fork(builder: ForkBuilder) -> ForkBuilder:
+    builder.upstream_commit({"k.py": "def f():\n    return 1\n\n\ndef g():\n    return 2\n",
+                             "doc.txt": "a\nb\nc\n", "blob.bin": b"\0\1\2\3"}, "Initial")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n\n\ndef g():\n    return 2\n"}, "[fork] f")
+    return builder
+
+
+def _tip(b: ForkBuilder) -> Sha:
+    return Sha(b.f.git("rev-parse", "main").strip())
+
+
+def test_pick_clean_matches_git_cherry_pick(fork: ForkBuilder, tmp_path: Path) -> None:
+    u = fork.upstream_commit({"k.py": "def f():\n    return 1\n\n\ndef g():\n    return 3\n",
+                              "new/a.py": "A = 1\n"}, "Change g (#5)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.APPLIED
+    assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), u, tmp_path)
+
+
+def test_pick_empty_when_already_applied(fork: ForkBuilder) -> None:
+    u = fork.upstream_commit({"doc.txt": "a\nB\nc\n"}, "Fix b (#6)")
+    fork.fork_commit({"doc.txt": "a\nB\nc\n"}, "[fork] the same fix, by hand")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.EMPTY
+    assert step.tree == p.commit_tree(_tip(fork))
+
+
+def test_pick_content_conflict_reports_three_sides(fork: ForkBuilder) -> None:
+    u = fork.upstream_commit({"k.py": "def f():\n    return 100\n\n\ndef g():\n    return 2\n"}, "f 100 (#7)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.CONFLICT
+    (c,) = step.conflicts
+    assert c.path == "k.py" and c.base and c.ours and c.theirs
+    assert b"100" in p.blob(c.theirs.oid) and b"fork" in p.blob(c.ours.oid)
+    kind = classify(*[(s.mode, s.path) for s in (c.base, c.ours, c.theirs)], is_binary=False)
+    assert kind is ConflictKind.CONTENT
+    resolved = p.resolve(p.commit_tree(_tip(fork)), u, {"k.py": b"def f():\n    return 110\n"})
+    assert p.repo.get(resolved)["k.py"].data == b"def f():\n    return 110\n"  # type: ignore[index,union-attr]
+
+
+def test_pick_delete_modify_conflict(fork: ForkBuilder) -> None:
+    u = fork.upstream_commit({"k.py": None}, "Remove k (#8)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.CONFLICT
+    c = step.conflicts[0]
+    assert c.theirs is None and c.ours is not None
+    assert classify((c.base.mode, c.path) if c.base else None, (c.ours.mode, c.path), None,
+                    False) is ConflictKind.DELETE_MODIFY
+    tree = p.resolve(p.commit_tree(_tip(fork)), u, {"k.py": None})  # a person may take the deletion
+    assert "k.py" not in p.repo.get(tree)  # type: ignore[operator]
+
+
+def test_pick_binary_changes_apply_and_conflict(fork: ForkBuilder, tmp_path: Path) -> None:
+    u = fork.upstream_commit({"blob.bin": b"\0\1\2\3\4"}, "Grow blob (#9)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.APPLIED
+    assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), u, tmp_path)
+    fork.fork_commit({"blob.bin": b"\0\x09\x09"}, "[fork] our blob")
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.CONFLICT
+    assert step.conflicts[0].path == "blob.bin"
+
+
+def test_pick_mode_change_and_rename_follow_the_fork_edit(fork: ForkBuilder, tmp_path: Path) -> None:
+    fork.upstream.git("update-index", "--chmod=+x", "doc.txt")
+    mode = fork.upstream.commit({}, "Make doc executable (#10)")
+    fork.upstream.git("mv", "k.py", "kern.py")
+    ren = fork.upstream.commit({}, "Rename k to kern (#11)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    tree = p.commit_tree(_tip(fork))
+    s1 = p.pick(tree, mode)
+    assert s1.status is PickStatus.APPLIED
+    assert p.repo.get(s1.tree)["doc.txt"].filemode == 0o100755  # type: ignore[index,union-attr]
+    s2 = p.pick(s1.tree, ren)
+    assert s2.status is PickStatus.APPLIED
+    t = p.repo.get(s2.tree)
+    assert "k.py" not in t and b"fork" in t["kern.py"].data  # type: ignore[operator,index,union-attr]
+
+
+def test_pick_submodule_pointer_changes(fork: ForkBuilder) -> None:
+    a, b_, c = "1" * 40, "2" * 40, "3" * 40
+    fork.upstream.git("update-index", "--add", "--cacheinfo", f"160000,{a},third_party/sub")
+    fork.upstream.commit({}, "Add submodule (#12)")
+    fork.fetch()
+    fork.f.git("merge", "-q", "--no-edit", "upstream/main", env=fork.f.env())
+    fork.upstream.git("update-index", "--cacheinfo", f"160000,{b_},third_party/sub")
+    bump = fork.upstream.commit({}, "Bump submodule (#13)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), bump)
+    assert step.status is PickStatus.APPLIED
+    assert str(p.repo.get(step.tree)["third_party/sub"].id) == b_  # type: ignore[index,union-attr]
+    fork.f.git("update-index", "--cacheinfo", f"160000,{c},third_party/sub")
+    fork.f.commit({}, "[fork] our own submodule pointer")
+    step = p.pick(p.commit_tree(_tip(fork)), bump)
+    assert step.status is PickStatus.CONFLICT
+    sides = step.conflicts[0]
+    assert sides.ours and sides.ours.is_submodule
+    assert classify(*[(s.mode, s.path) if s else None for s in (sides.base, sides.ours, sides.theirs)],
+                    is_binary=False) is ConflictKind.SUBMODULE
+
+
+def test_pick_upstream_merge_commit_against_its_mainline(fork: ForkBuilder, tmp_path: Path) -> None:
+    up = fork.upstream
+    up.git("checkout", "-q", "-b", "topic")
+    up.commit({"topic.py": "T = 1\n"}, "Topic work")
+    up.git("checkout", "-q", "main")
+    up.commit({"doc.txt": "a\nb\nc\nd\n"}, "Mainline work (#14)")
+    up.git("merge", "-q", "--no-ff", "-m", "Merge pull request #15 from topic", "topic", env=up.env())
+    merge = up.head()
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), merge)
+    assert step.status is PickStatus.APPLIED
+    tree = p.repo.get(step.tree)
+    assert "topic.py" in tree and p.repo.get(step.tree)["doc.txt"].data == b"a\nb\nc\n"  # type: ignore[operator,index,union-attr]
+    assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), merge, tmp_path)
+
+
+def _raw_commit(tree_dir: Path, message: bytes) -> str:
+    """A commit whose message bytes are not UTF-8 and carry no encoding header (legacy history)."""
+    tree = run_git("write-tree", cwd=tree_dir).strip()
+    parent = run_git("rev-parse", "HEAD", cwd=tree_dir).strip()
+    who = b"Ada Upstream <ada@example.com> 1700000000 +0000"
+    body = b"tree %s\nparent %s\nauthor %s\ncommitter %s\n\n" % (tree.encode(), parent.encode(), who, who)
+    from forkflow.git.run import run_git_bytes
+
+    _, out, _ = run_git_bytes("hash-object", "-t", "commit", "-w", "--stdin", cwd=tree_dir, input=body + message)
+    sha = out.decode().strip()
+    run_git("update-ref", "refs/heads/main", sha, cwd=tree_dir)
+    return sha
+
+
+def test_pick_non_utf8_message_and_path(fork: ForkBuilder, tmp_path: Path) -> None:
+    up = fork.upstream
+    name = os.fsdecode(b"caf\xe9.txt")
+    (up.path / name).write_bytes(b"latin-1 name\n")
+    up.git("add", "--", name)
+    u = Sha(_raw_commit(up.path, b"Caf\xe9 fix (#16)\n\nd\xe9tails\n"))
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    step = p.pick(p.commit_tree(_tip(fork)), u)
+    assert step.status is PickStatus.APPLIED
+    assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), u, tmp_path)
+    raw, enc = p.raw_message(u)
+    new = p.write_commit(step.tree, _tip(fork), single_message(u, raw), p.author(u), enc)
+    written = run_git("cat-file", "commit", new, cwd=fork.f.path)
+    assert f"Upstream-Commit: {u}" in written
+    assert p.repo.get(new).raw_message.startswith(b"Caf\xe9 fix (#16)\n\nd\xe9tails")  # type: ignore[union-attr]
+
+
+def test_pick_messages_quote_evidence_lines_and_list_bundles() -> None:
+    raw = b"Fix (#1)\n\nUpstream-Commit: " + b"a" * 40 + b"\n(cherry picked from commit " + b"b" * 40 + b")\n"
+    msg = single_message(Sha("c" * 40), raw).decode()
+    assert msg.endswith(f"\n\nUpstream-Commit: {'c' * 40}\n")
+    assert f"> Upstream-Commit: {'a' * 40}" in msg and "> (cherry picked" in msg
+    text = bundle_message([Member(Sha("1" * 40), "One (#10)", 10), Member(Sha("2" * 40), "Two", None)])
+    assert text.startswith("Cherry-pick 2 upstream (#10)\n")
+    assert f"Upstream-Commit: {'1' * 40}\nUpstream-Commit: {'2' * 40}" in text
+    assert "- 111111111111 One (#10)" in text
