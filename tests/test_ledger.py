@@ -180,3 +180,31 @@ def test_ledger_non_utf8_message_is_read(base: ForkBuilder, cli) -> None:  # typ
     row = [c for c in doc["commits"] if c["pr"] == 70][0]
     assert row["subject"].startswith("Caf")
     assert row["disposition"] == "PENDING"
+
+
+def test_ledger_custom_marker_regex_from_config(base: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    u = base.upstream_commit({"lib/k.py": "K = 1\n"}, "Add k (#80)")
+    base.f.git("cherry-pick", "--no-commit", u)
+    f = base.f.commit({}, "Port k with a house marker", body=f"Picked-From: {u[:10]}")
+    fork = _init(base, cli)
+    doc = cli("status", "--json", "--commits", repo=fork).json()
+    row = _by_subject(doc)["Add k (#80)"]
+    # the same patch: found by patch-id while the marker is unknown
+    assert row["evidence"][0].startswith("patch-id")
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace("infer_threshold = 0.95",
+                                           "infer_threshold = 0.95\nmarkers = ['Picked-From: ([0-9a-f]{7,40})']"))
+    doc = cli("status", "--json", "--commits", repo=fork).json()
+    row = _by_subject(doc)["Add k (#80)"]
+    assert row["evidence"][0].startswith("marker") and row["fork_shas"] == [f]
+
+
+def test_ledger_status_json_commit_rows_have_documented_keys(base: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    u = base.upstream_commit({"lib/z.py": "Z\n"}, "Add z (#90)")
+    base.pick(u)
+    doc = cli("status", "--json", "--commits", repo=_init(base, cli)).json()
+    assert set(doc["upstream_tip"]) == {"sha", "date"}
+    assert set(doc["ingestion_point"]) == {"sha", "date", "inferred"}
+    assert set(doc["counts"]) == {"picked", "skipped", "deferred", "pending", "reverted"}
+    for row in doc["commits"]:
+        assert {"sha", "pr", "date", "subject", "disposition", "fork_shas", "evidence"} <= set(row)
