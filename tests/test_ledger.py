@@ -184,6 +184,7 @@ def test_ledger_non_utf8_message_is_read(base: ForkBuilder, cli) -> None:  # typ
 
 def test_ledger_custom_marker_regex_from_config(base: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
     u = base.upstream_commit({"lib/k.py": "K = 1\n"}, "Add k (#80)")
+    base.fetch()
     base.f.git("cherry-pick", "--no-commit", u)
     f = base.f.commit({}, "Port k with a house marker", body=f"Picked-From: {u[:10]}")
     fork = _init(base, cli)
