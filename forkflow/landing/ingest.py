@@ -166,6 +166,8 @@ class Ingestor:
         if self.options.push and self.options.mode is Mode.LAND:
             self.push()
         tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
+        if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
+            self._note_checked_out(ledger.fork_tip)
         if self.writes:
             with self.ctx.store.session_scope() as s:
                 records.finish_run(s, self.run_id)
@@ -232,6 +234,18 @@ class Ingestor:
             raise UserError(f"push to '{remote}' was rejected (its {ref} moved); run ingest again to "
                             "rebase on it, then push")
         self.notes.append(f"pushed {ref} to {remote}")
+
+    def _note_checked_out(self, old: Sha) -> None:
+        """Say so when the fork branch is checked out somewhere: that work tree now lags the branch."""
+        branch, path = self.ctx.config.fork_ref, None
+        for line in self.repo.git("worktree", "list", "--porcelain", check=False).splitlines():
+            if line.startswith("worktree "):
+                path = line.split(" ", 1)[1]
+            elif line == f"branch {branch}" and path is not None:
+                name = self.ctx.config.fork_branch
+                self.notes.append(
+                    f"{name} is checked out in {path}; its files still show {old[:12]}. To catch up (local "
+                    f"edits are kept): git checkout --detach {old[:12]} && git checkout {name}")
 
     # -- one unit ------------------------------------------------------------
     def process_unit(self, unit: Unit, start_tip: Sha) -> list[UnitResult]:
