@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.tiers_cmds",
     "forkflow.cli.ingest_cmds",
     "forkflow.cli.regress_cmds",
+    "forkflow.cli.triage_cmds",
 )
 
 

@@ -1,0 +1,206 @@
+"""Tracking issues for nightly failures: one per group, updated on recurrence, closed when green.
+
+`plan_tracking` is pure: it decides, from the groups red in the newest nightly and the issues
+already tracked, what to open, update, count as green or close.  `sync_tracking` carries the
+plan out on a sink and records every step in the store as it succeeds, so a forge that fails
+half-way loses nothing: the next sync picks up where this one stopped, and the sink's marker
+search keeps it from ever filing a group twice.
+"""
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from forkflow.context import Context
+from forkflow.errors import GitError, UserError
+from forkflow.tiers import queries as tq
+from forkflow.tiers.tiers import Tier
+from forkflow.triage import store as ts
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, ensure
+from forkflow.triage.sinks.markdown import MarkdownSink
+from forkflow.triage.suggest import (
+    Agent,
+    ChatAgent,
+    CommandAgent,
+    Culprit,
+    fence,
+    owners_for,
+    parse_codeowners,
+    suggest,
+)
+from forkflow.triage.triage import TriageSettings, load_settings
+from forkflow.triage.trunk import RedItem, red_streaks, trunk_runs
+
+
+class Action(str, enum.Enum):
+    OPEN = "open"
+    UPDATE = "update"
+    GREEN = "green"     # one more green nightly, still open
+    CLOSE = "close"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    action: Action
+    key: str
+    items: tuple[RedItem, ...] = ()           # the group's red tests (OPEN / UPDATE)
+    tracked: ts.Tracking | None = None
+
+
+def plan_tracking(red: Sequence[RedItem], tracked: dict[str, ts.Tracking], run_id: int,
+                  close_after: int) -> list[Step]:
+    """What to do with each group for nightly run `run_id`.  [pure]"""
+    by_key: dict[str, list[RedItem]] = {}
+    for item in red:
+        by_key.setdefault(item.failure.signature.key, []).append(item)
+    steps = []
+    for key, items in sorted(by_key.items()):
+        t = tracked.get(key)
+        if t is not None and t.last_run_id >= run_id:
+            continue  # this nightly was already synced
+        steps.append(Step(Action.OPEN if t is None else Action.UPDATE, key, tuple(items), t))
+    for key, t in sorted(tracked.items()):
+        if key in by_key or not t.open or t.last_run_id >= run_id:
+            continue
+        steps.append(Step(Action.CLOSE if t.green_streak + 1 >= close_after else Action.GREEN,
+                          key, (), t))
+    return steps
+
+
+def make_sink(ctx: Context) -> IssueSink:
+    """The sink `[triage] sink` names, with its settings; tokens come from the environment."""
+    raw = ctx.config.section("triage")
+    kind = load_settings(ctx.config).sink
+    if kind == "markdown":
+        return MarkdownSink(ctx.config.root / str(raw.get("markdown_dir", ".forkflow/issues")))
+    env = str(raw.get(f"{kind}_token_env", "GITHUB_TOKEN" if kind == "github" else "GITLAB_TOKEN"))
+    token = os.environ.get(env, "")
+    if not token:
+        raise UserError(f"[triage] sink = \"{kind}\" needs a token in ${env}; export it and retry")
+    if kind == "github":
+        from forkflow.triage.sinks.github import GitHubSink
+
+        repo = raw.get("github_repo")
+        if not isinstance(repo, str) or "/" not in repo:
+            raise UserError("[triage] github_repo must be \"owner/name\"; set it in forkflow.toml")
+        return GitHubSink(repo, token, str(raw.get("github_api", "https://api.github.com")))
+    from forkflow.triage.sinks.gitlab import GitLabSink
+
+    project = raw.get("gitlab_project")
+    if not isinstance(project, (str, int)) or not str(project):
+        raise UserError("[triage] gitlab_project must be \"group/name\" or a project id; set it in "
+                        "forkflow.toml")
+    return GitLabSink(str(project), token, str(raw.get("gitlab_api", "https://gitlab.com/api/v4")))
+
+
+def make_agent(ctx: Context) -> Agent | None:
+    raw = ctx.config.section("triage")
+    if raw.get("agent_command"):
+        return CommandAgent(str(raw["agent_command"]))
+    if raw.get("agent_endpoint"):
+        return ChatAgent(str(raw["agent_endpoint"]), str(raw.get("agent_model", "default")),
+                         str(raw.get("agent_key_env", "")))
+    return None
+
+
+def _codeowners(ctx: Context, rev: str) -> list[tuple[str, tuple[str, ...]]]:
+    for path in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
+        try:
+            return parse_codeowners(ctx.repo.git("show", f"{rev}:{path}"))
+        except GitError:
+            continue
+    return []
+
+
+def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
+    if item.culprit is None:
+        return None
+    sha = item.culprit.split()[0]
+    diff = ctx.repo.git("show", "--format=", "--no-color", "-U3", sha)
+    files = tuple(ctx.repo.changed_files([ctx.repo.resolve(sha) or sha]).get(sha, ()))  # type: ignore[arg-type]
+    return Culprit(sha, item.culprit.split(" ", 1)[-1], diff, files)
+
+
+def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Sequence[str],
+                suggestions: Sequence[Any]) -> str:
+    first = max(items, key=lambda i: i.runs_red)
+    f = first.failure
+    lines = [f"**Signature** ({f.signature.kind.value}): `{f.signature.text[:300]}`", "",
+             f"**Red since** run {first.since_run_id} at `{first.since_rev[:12]}`"
+             + (f" (last green `{first.last_green_rev[:12]}`)" if first.last_green_rev else ""),
+             f"**Culprit**: {culprit.sha[:12] + ' ' + culprit.subject if culprit else 'not known yet'}",
+             "", "**Affected tests**:", *[f"- `{i.failure.job}` :: `{i.failure.test}`" for i in items],
+             "", "**Log excerpt**:", "", fence(f.signature.excerpt[-3000:]), "",
+             f"**Owners**: {', '.join(owners) if owners else 'none found in CODEOWNERS'}", "",
+             "**Suggested fix**:"]
+    for s in suggestions:
+        if s.text or s.warnings:
+            lines += ["", f"_{s.source}_" + (f" ({'; '.join(s.warnings)})" if s.warnings else ""),
+                      "", s.text]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    run_id: int | None
+    steps: tuple[tuple[Step, IssueRef | None], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "steps": [
+            {"action": st.action.value, "group": st.key, "issue": ref.id if ref else None,
+             "url": ref.url if ref else None, "tests": [i.failure.test for i in st.items]}
+            for st, ref in self.steps]}
+
+
+def sync_tracking(ctx: Context, sink: IssueSink | None = None, agent: Agent | None = None,
+                  settings: TriageSettings | None = None) -> SyncResult:
+    """Bring tracking issues in line with the newest nightly (L2) run of fork main."""
+    settings = settings or load_settings(ctx.config)
+    sink = sink or make_sink(ctx)
+    agent = agent if agent is not None else make_agent(ctx)
+    runs = [r for r in trunk_runs(ctx, Tier.L2, limit=30)]
+    if not runs:
+        return SyncResult(None, ())
+    newest = runs[0]
+    red = red_streaks(runs)
+    with ctx.store.session_scope() as s:
+        tracked = ts.tracking(s, ctx.fork_id, sink.name)
+    done: list[tuple[Step, IssueRef | None]] = []
+    rules = _codeowners(ctx, newest.rev) if red else []
+    for step in plan_tracking(red, tracked, newest.id, settings.close_after):
+        ref, record = _carry_out(ctx, sink, agent, step, rules, newest.id)
+        with ctx.store.session_scope() as s:  # each step is stored as soon as the forge has it
+            ts.save_tracking(s, ctx.fork_id, record)
+        done.append((step, ref))
+    return SyncResult(newest.id, tuple(done))
+
+
+def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
+               rules: list[tuple[str, tuple[str, ...]]], run_id: int) -> tuple[IssueRef | None, ts.Tracking]:
+    t = step.tracked
+    if step.action in (Action.GREEN, Action.CLOSE):
+        assert t is not None
+        if step.action is Action.GREEN:
+            return None, replace(t, green_streak=t.green_streak + 1, last_run_id=run_id)
+        ref = sink.close(IssueRef(sink.name, t.issue_id, t.url, True),
+                         f"Green for {t.green_streak + 1} nightlies (run {run_id}); closing.")
+        return ref, replace(t, open=False, green_streak=t.green_streak + 1, last_run_id=run_id)
+    first = step.items[0]
+    culprit = _culprit(ctx, first)
+    owners = owners_for(culprit.files if culprit else (), rules)
+    sig = first.failure.signature
+    suggestions = suggest(sig.text, sig.excerpt, culprit, owners, agent)
+    title = f"[forkflow] {sig.kind.value}: {sig.text.split(': ', 1)[-1][:90]} ({step.key[:8]})"
+    draft = IssueDraft(step.key, title, render_body(step.items, culprit, owners, suggestions),
+                       ("forkflow", "nightly-failure"))
+    ref, _created = ensure(sink, draft, f"Still failing in nightly run {run_id} "
+                           f"({len(step.items)} test(s)).")
+    return ref, ts.Tracking(step.key, sink.name, ref.id, ref.url, True, 0, run_id)
+
+
+def issue_folder(ctx: Context) -> Path:
+    return ctx.config.root / str(ctx.config.section("triage").get("markdown_dir", ".forkflow/issues"))

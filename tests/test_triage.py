@@ -1,0 +1,157 @@
+"""Triage of stored validation runs on a real repo and a real SQLite store, through the CLI."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from forkflow.context import Context, open_context
+from forkflow.models import Sha
+from forkflow.testing.gitrepo import ForkBuilder
+from forkflow.tiers import queries as tq
+from forkflow.tiers.reports import Outcome, TestResult
+from forkflow.tiers.tiers import Tier
+from forkflow.triage.models import Classification
+from forkflow.triage.triage import TriageSettings, blocking_failures, triage_run
+
+KEYERROR = ('Traceback (most recent call last):\n  File "/w/autotuner.py", line 9, in run\n'
+            "    k = cfg['BLOCK_K']\nKeyError: 'BLOCK_K'\n")
+CUDA = ('Traceback (most recent call last):\n  File "/w/test_mm.py", line 3, in test_mm\n'
+        "    torch.cuda.synchronize()\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
+FLAKE = "+++ Timeout +++\n~~~ Stack of MainThread (1) ~~~\n  File \"/w/t.py\", line 3, in wait\n+++ Timeout +++\n"
+
+
+@pytest.fixture
+def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+    builder.branch_fork()
+    builder.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    return builder.f.path
+
+
+def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, Outcome, str]], *,
+            base: str | None = None, tier: Tier = Tier.L1, trigger: str = "validate",
+            job_status: str | None = None, log: str = "") -> int:
+    """Store a finished run with one job (suite "unit") and these per-test results."""
+    log_path = ctx.repo.path.parent / f"log-{rev[:6]}-{len(log)}.txt"
+    log_path.write_text(log)
+    with ctx.store.session_scope() as s:
+        run_id, [job] = tq.create_run(s, ctx.fork_id, tq.NewRun(
+            tier, Sha(rev), Sha(base) if base else None, "local", trigger, 0, (), ("unit",), {}),
+            [tq.NewJob("unit", "pytest", str(log_path), "", "", False, None, None)])
+        bad = any(o in (Outcome.FAIL, Outcome.ERROR) for _t, o, _m in results)
+        status = job_status or (tq.FAIL if bad else tq.PASS)
+        tq.finish_job(s, job, tq.JobFinish(status, 1 if bad else 0, 1.0, "", len(results),
+                                           len(results), None, (), (), 1),
+                      [TestResult(t, o, 0.1, m) for t, o, m in results])
+        tq.finish_run(s, run_id, tq.FAIL if bad else tq.PASS, "", ())
+    return run_id
+
+
+class ScriptedRerun:
+    """Reruns answered from a script: test -> passes?  (The real one is tiers' rerun_tests.)"""
+
+    def __init__(self, passes: dict[str, bool]) -> None:
+        self.passes = passes
+        self.calls: list[tuple[int, tuple[str, ...]]] = []
+
+    def __call__(self, run_id: int, tests: Sequence[str]) -> dict[str, bool]:
+        self.calls.append((run_id, tuple(tests)))
+        return {t: self.passes.get(t, False) for t in tests}
+
+
+def _revs(b: ForkBuilder) -> tuple[str, str]:
+    base = b.f.git("rev-parse", "HEAD").strip()
+    unit = b.fork_commit({"g.py": "G = 2\n"}, "[fork] unit under test")
+    return base, unit
+
+
+def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
+    base, unit = _revs(builder)
+    ctx = open_context(fork)
+    add_run(ctx, base, [("test_tune", Outcome.FAIL, KEYERROR), ("test_mm", Outcome.PASS, "")])
+    run = add_run(ctx, unit, [("test_tune", Outcome.FAIL, KEYERROR.replace("line 9", "line 12")),
+                              ("test_mm", Outcome.FAIL, CUDA), ("test_wait", Outcome.FAIL, FLAKE)],
+                  base=base)
+    rerun = ScriptedRerun({"test_wait": True})
+    report = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun)
+    got = {v.failure.test: v.classification for v in report.verdicts}
+    assert got == {"test_tune": Classification.BROKEN_TRUNK, "test_mm": Classification.NEW,
+                   "test_wait": Classification.FLAKY}
+    assert report.verdicts[0].classification is Classification.NEW  # authors see NEW first
+    assert len(rerun.calls) == 3 and set(rerun.calls[0][1]) == {"test_mm", "test_wait"}
+    # the gate asks again: stored verdicts, no more reruns
+    blocking = blocking_failures(ctx, run, rerunner=rerun)
+    assert [v.failure.test for v in blocking] == ["test_mm"]
+    assert len(rerun.calls) == 3
+
+
+def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None:
+    base, unit = _revs(builder)
+    ctx = open_context(fork)
+    run = add_run(ctx, unit, [("[unit]", Outcome.ERROR, "")], base=base, job_status=tq.INFRA,
+                  log="collected 10 items\n##[error]The runner has received a shutdown signal.\n")
+    run2 = add_run(ctx, unit, [("test_x", Outcome.FAIL, "OSError: [Errno 28] No space left on device")],
+                   base=base)
+    rerun = ScriptedRerun({})
+    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    assert v.classification is Classification.INFRA
+    assert v.failure.signature.text == "INFRA: has received a shutdown signal."  # from the job log
+    [v2] = triage_run(ctx, run2, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    assert v2.classification is Classification.INFRA
+    assert rerun.calls == []
+    assert blocking_failures(ctx, run) == []
+
+
+def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder) -> None:
+    base, unit = _revs(builder)
+    ctx = open_context(fork)
+    run = add_run(ctx, unit, [("test_race", Outcome.FAIL, CUDA)], base=base)
+    flips = iter([True, False, False])
+
+    def rerun(run_id: int, tests: Sequence[str]) -> dict[str, bool]:
+        return {t: next(flips) for t in tests}
+    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun).verdicts
+    assert v.classification is Classification.NEW and "intermittent" in v.reason
+    assert v.reruns == (True, False, False)
+
+
+def test_cli_triage_json_and_errors(fork: Path, builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    base, unit = _revs(builder)
+    ctx = open_context(fork)
+    run = add_run(ctx, unit, [("test_mm", Outcome.FAIL, CUDA)], base=base)
+    r = cli("triage", str(run), "--json", "--reruns", "0", repo=fork)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert doc["counts"]["NEW"] == 1 and doc["failures"][0]["kind"] == "CUDA_ERROR"
+    assert "illegal memory access" in doc["failures"][0]["excerpt"]
+    text = cli("triage", str(run), "--reruns", "0", repo=fork)
+    assert text.rc == 0 and "NEW" in text.out
+    missing = cli("triage", "999", repo=fork)
+    assert missing.rc == 1 and "no validation run 999" in missing.err
+
+
+def test_bad_triage_config_names_key(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + "\n[triage]\nreruns = -2\n")
+    r = cli("triage", "1", repo=fork)
+    assert r.rc == 1 and "triage.reruns" in r.err and "forkflow.toml:" in r.err
+
+
+def test_trunk_shows_red_since_and_culprit(fork: Path, builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    ctx = open_context(fork)
+    green = builder.f.git("rev-parse", "HEAD").strip()
+    add_run(ctx, green, [("test_mm", Outcome.PASS, ""), ("test_tune", Outcome.PASS, "")])
+    bad = builder.fork_commit({"mm.py": "broken\n"}, "[fork] break matmul")
+    add_run(ctx, bad, [("test_mm", Outcome.FAIL, CUDA), ("test_tune", Outcome.PASS, "")])
+    later = builder.fork_commit({"x.py": "x\n"}, "[fork] unrelated")
+    add_run(ctx, later, [("test_mm", Outcome.FAIL, CUDA.replace("line 3", "line 7")),
+                         ("test_tune", Outcome.PASS, "")])
+    r = cli("trunk", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    [item] = r.json()["red"]
+    assert item["test"] == "test_mm" and item["runs_red"] == 2 and item["since_rev"] == bad
+    assert item["culprit"].startswith(bad[:12]) and "break matmul" in item["culprit"]
+    assert "red on fork main" in cli("trunk", repo=fork).out
