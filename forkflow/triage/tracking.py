@@ -33,7 +33,7 @@ from forkflow.triage.suggest import (
     suggest,
 )
 from forkflow.triage.triage import TriageSettings, load_settings
-from forkflow.triage.trunk import RedItem, red_streaks, trunk_runs
+from forkflow.triage.trunk import RedItem, red_streaks, trunk_runs, with_culprits
 
 
 class Action(str, enum.Enum):
@@ -119,9 +119,11 @@ def _codeowners(ctx: Context, rev: str) -> list[tuple[str, tuple[str, ...]]]:
 def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
     if item.culprit is None:
         return None
-    sha = item.culprit.split()[0]
+    sha = ctx.repo.resolve(item.culprit.split()[0])
+    if sha is None:
+        return None
     diff = ctx.repo.git("show", "--format=", "--no-color", "-U3", sha)
-    files = tuple(ctx.repo.changed_files([ctx.repo.resolve(sha) or sha]).get(sha, ()))  # type: ignore[arg-type]
+    files = ctx.repo.changed_files([sha]).get(sha, ())
     return Culprit(sha, item.culprit.split(" ", 1)[-1], diff, files)
 
 
@@ -166,7 +168,7 @@ def sync_tracking(ctx: Context, sink: IssueSink | None = None, agent: Agent | No
     if not runs:
         return SyncResult(None, ())
     newest = runs[0]
-    red = red_streaks(runs)
+    red = with_culprits(ctx, red_streaks(runs))
     with ctx.store.session_scope() as s:
         tracked = ts.tracking(s, ctx.fork_id, sink.name)
     done: list[tuple[Step, IssueRef | None]] = []

@@ -78,12 +78,14 @@ def _culprit(ctx: Context, item: RedItem) -> str | None:
     return None
 
 
+def with_culprits(ctx: Context, items: list[RedItem]) -> list[RedItem]:
+    return [RedItem(i.failure, i.tier, i.since_run_id, i.since_rev, i.runs_red, i.last_green_rev,
+                    _culprit(ctx, i)) for i in items]
+
+
 def trunk_health(ctx: Context, limit: int = 30) -> list[RedItem]:
     """What is red on fork main now, per tier, with since-when and culprit."""
     out: list[RedItem] = []
     for tier in (Tier.L1, Tier.L2):  # L3 runs are manual, not trunk health
-        for item in red_streaks(trunk_runs(ctx, tier, limit)):
-            culprit = _culprit(ctx, item)
-            out.append(RedItem(item.failure, item.tier, item.since_run_id, item.since_rev,
-                               item.runs_red, item.last_green_rev, culprit))
+        out += with_culprits(ctx, red_streaks(trunk_runs(ctx, tier, limit)))
     return out
