@@ -102,7 +102,9 @@ class _Ledger:
 
     samples: dict[int, list[float]] = field(default_factory=dict)
     runs: dict[int, list[bool]] = field(default_factory=dict)
-    errors: dict[int, int] = field(default_factory=dict)
+    errors: dict[int, int] = field(default_factory=dict)   # crashes in a row
+    crashes: dict[int, int] = field(default_factory=dict)  # crashes in all
+    ok: dict[int, int] = field(default_factory=dict)       # good measurements
     skipped: dict[int, str] = field(default_factory=dict)
     count: int = 0
     unit: str = ""
@@ -143,6 +145,8 @@ class Bisector:
         log.count += 1
         self.reporter.measured(self.candidates[i], m)
         if m.status is MeasureStatus.OK:
+            log.errors.pop(i, None)
+            log.ok[i] = log.ok.get(i, 0) + 1
             if m.passed is not None:
                 log.runs.setdefault(i, []).append(m.passed)
             else:
@@ -151,9 +155,13 @@ class Bisector:
             if log.better is None and m.better is not None:
                 log.better = m.better
         elif m.status is MeasureStatus.ERROR:
+            # a crash is retried; a commit is skipped after max_errors crashes in a row, or
+            # when it has crashed more often than it measured (at least 4 * max_errors times)
             log.errors[i] = log.errors.get(i, 0) + 1
-            if log.errors[i] >= self.policy.max_errors:
-                log.skipped[i] = f"crashed {log.errors[i]} times ({m.detail})"
+            log.crashes[i] = log.crashes.get(i, 0) + 1
+            if (log.errors[i] >= self.policy.max_errors
+                    or log.crashes[i] >= 4 * self.policy.max_errors and log.crashes[i] > log.ok.get(i, 0)):
+                log.skipped[i] = f"crashed {log.crashes[i]} times ({m.detail})"
         else:
             log.skipped[i] = m.detail or m.status.value
 

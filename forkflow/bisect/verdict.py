@@ -44,7 +44,7 @@ class VerdictPolicy:
     min_repeats: int = 8       # samples before the first verdict
     step: int = 4              # repeats added while unsure
     max_repeats: int = 32      # budget per commit; then the nearer end wins
-    max_errors: int = 3        # crashed measurements before a commit is skipped
+    max_errors: int = 5        # crashes in a row before a commit is skipped
     reruns: int = 2            # pass/fail: reruns of a failure before it counts
 
 

@@ -26,7 +26,7 @@ from forkflow.store import queries
 
 def detect(
     metric: Annotated[str, typer.Option("--metric", help="Shell glob of metric names.")] = "*",
-    max_pvalue: Annotated[float, typer.Option(help="Significance a change must reach.")] = 0.001,
+    max_pvalue: Annotated[float, typer.Option(help="Significance a change must reach.")] = 0.01,
     min_magnitude: Annotated[float, typer.Option(help="Smallest relative change (0.02 = 2%).")] = 0.0,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),

@@ -13,6 +13,7 @@ two windows is reported once.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,7 +29,7 @@ class DetectConfig:
 
     window: int = 64            # points per analysis window (overlapping by half)
     min_size: int = 3           # fewest points on either side of a change
-    max_pvalue: float = 0.001   # significance a change must reach
+    max_pvalue: float = 0.01    # significance a change must reach
     permutations: int = 999     # most shuffles per test; p can reach 1 / (permutations + 1)
     min_magnitude: float = 0.0  # smallest relative change reported (0.02 = 2 %)
     seed: int = 0               # the permutation test is reproducible
@@ -82,12 +83,14 @@ def best_split(x: Array, min_size: int) -> tuple[int, float]:
 def permutation_pvalue(x: Array, observed: float, cfg: DetectConfig,
                        rng: np.random.Generator) -> float:
     """P(max statistic of a shuffled x >= observed), estimated with early stopping."""
+    # enough shuffles that a significant p leaves room for a few chance exceedances
+    total = max(cfg.permutations, math.ceil(10 / cfg.max_pvalue) - 1)
     # (exceed + 1) / (done + 1) <= max_pvalue needs at most `allowed` exceedances in total
-    allowed = int(cfg.max_pvalue * (cfg.permutations + 1)) - 1
+    allowed = int(cfg.max_pvalue * (total + 1)) - 1
     exceed = done = 0
     batch = 32
-    while done < cfg.permutations:
-        size = min(batch, cfg.permutations - done)
+    while done < total:
+        size = min(batch, total - done)
         shuffled = rng.permuted(np.broadcast_to(x, (size, x.size)), axis=1)
         q = split_statistics(shuffled, cfg.min_size).max(axis=1)
         exceed += int(np.count_nonzero(q >= observed * (1 - 1e-12)))
