@@ -1,0 +1,121 @@
+"""Crash safety: `forkflow ingest --land` killed with SIGKILL at many points, then run again.
+
+After every kill the fork branch points only at commits that passed L1; after the final run
+no upstream commit was picked twice, and the store agrees with git.  The command runs in a
+real process; to keep start-up short it mounts only the ingest commands (the same functions
+`forkflow ingest` runs).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forkflow.git.run import run_git
+from forkflow.testing.gitrepo import ForkBuilder
+
+RUNNER = """
+import sys, typer
+from forkflow.cli import ingest_cmds
+app = typer.Typer()
+ingest_cmds.register(app)
+@app.callback()
+def _root() -> None: pass
+app(args=sys.argv[1:], prog_name="forkflow")
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return run_git(*args, cwd=repo).strip()
+
+
+@pytest.fixture
+def crashy(builder: ForkBuilder, tmp_path: Path, cli) -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    b = builder
+    b.upstream_commit({"core/base.py": "X = 0\n", "misc/readme.txt": "hi\n"}, "Initial")
+    b.branch_fork()
+    b.fork_commit({"fork.py": "F = 1\n"}, "[fork] our feature")
+    for i in range(14):  # a declared chain: 14 links, each its own unit and L1 run
+        b.upstream_commit({f"core/c{i}.py": f"C{i} = {i}\n"}, f"[core] step {i} (#{100 + i})")
+    for i in range(12):  # low-risk commits: 3 bundles of 4
+        b.upstream_commit({f"misc/m{i}.txt": f"{i}\n"}, f"[misc] note {i} (#{200 + i})")
+    fork = b.f.path
+    b.f.git("checkout", "-q", "--detach")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    passed = tmp_path / "passed.log"
+    l1 = (f'if [ -e {tmp_path}/kill-next ]; then rm {tmp_path}/kill-next; kill -9 $PPID; sleep 5; fi; '
+          f'sleep 0.05; echo "$FORKFLOW_REV" >> {passed}')
+    with (fork / "forkflow.toml").open("a") as f:  # a TOML literal string: the command has no ' in it
+        f.write(f"\n[ingest]\nl1_command = '{l1}'\nmax_bundle = 4\n\n"
+                '[[ingest.chain]]\nname = "core"\npaths = ["core/**"]\n')
+    return fork, passed
+
+
+def _start(fork: Path, tmp_path: Path) -> subprocess.Popen[bytes]:
+    runner = tmp_path / "runner.py"
+    runner.write_text(RUNNER)
+    return subprocess.Popen([sys.executable, str(runner), "ingest", "--land", "--repo", str(fork)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _assert_only_l1_passed_on_branch(fork: Path, start: str, passed: Path) -> None:
+    ok = set(passed.read_text().split()) if passed.exists() else set()
+    on_branch = _git(fork, "rev-list", f"{start}..main").split()
+    assert set(on_branch) <= ok, "the fork branch points at a commit that did not pass L1"
+
+
+@pytest.mark.slow
+def test_land_crash_sigkill_anywhere_then_rerun(crashy: tuple[Path, Path], tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    fork, passed = crashy
+    start = _git(fork, "rev-parse", "main")
+    kills = 0
+    # kills inside L1 (the gate's process kills forkflow), then at moments spread over the run
+    schedule: list[float | None] = [None, None, None] + [0.3 + 0.25 * i for i in range(12)]
+    for delay in schedule:
+        if delay is None:
+            (tmp_path / "kill-next").touch()
+        p = _start(fork, tmp_path)
+        if delay is not None:
+            time.sleep(delay)
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+        rc = p.wait(timeout=60)
+        kills += rc == -signal.SIGKILL
+        _assert_only_l1_passed_on_branch(fork, start, passed)
+    assert kills >= 8, f"only {kills} runs were killed mid-way"
+    final = _start(fork, tmp_path)
+    _, err = final.communicate(timeout=120)
+    assert final.returncode == 0, err.decode()
+    _assert_only_l1_passed_on_branch(fork, start, passed)
+    _assert_store_agrees_with_git(cli, fork, start)
+
+
+def _assert_store_agrees_with_git(cli, fork: Path, start: str) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.context import open_context
+    from forkflow.landing import records
+    from forkflow.store import queries
+
+    main = _git(fork, "rev-parse", "main")
+    new = _git(fork, "rev-list", f"{start}..main").split()
+    trailers = [line.split()[1] for line in _git(fork, "log", "--format=%B", f"{start}..main").splitlines()
+                if line.startswith("Upstream-Commit: ")]
+    assert len(trailers) == len(set(trailers)) == 26, "an upstream commit was picked twice (or not at all)"
+    ctx = open_context(fork)
+    with ctx.store.session_scope() as s:
+        units = records.units(s, ctx.fork_id)
+        decisions = queries.recorded_decisions(s, ctx.fork_id)
+    landed = [u.candidate_sha for u in units if u.status == "landed"]
+    assert sorted(landed) == sorted(new), "landed units in the store differ from the commits on the branch"
+    assert not [u for u in units if u.status in records.OPEN_STATUSES]
+    picked = {d.sha: d.fork_shas for d in decisions if d.disposition.value == "PICKED"}
+    assert set(picked) == set(trailers)
+    for sha, forks in picked.items():
+        assert all(ctx.repo.is_ancestor(f, main) for f in forks), sha
+    doc = cli("status", "--json", repo=fork).json()
+    assert doc["counts"]["pending"] == 0 and doc["counts"]["picked"] == 26
+    assert doc["ingestion_point"]["sha"] == doc["upstream_tip"]["sha"]
