@@ -131,9 +131,11 @@ class _Handler(BaseHTTPRequestHandler):
                          "labels": list(doc.get("labels", [])), "state": "open"}
                 issues.append(issue)
                 return 201, _gh_view(issue)
-            issue = next((i for i in issues if i["number"] == number), None)
-            if issue is None:
+            assert number is not None
+            found = [i for i in issues if i["number"] == number]
+            if not found:
                 return 404, {"message": "Not Found"}
+            issue = found[0]
             if comments and method == "POST":
                 st.comments.setdefault((repo, number), []).append(doc["body"])
                 return 201, {"body": doc["body"]}
@@ -158,9 +160,11 @@ class _Handler(BaseHTTPRequestHandler):
                          "state": "open"}
                 issues.append(issue)
                 return 201, _gl_view(issue)
-            issue = next((i for i in issues if i["number"] == iid), None)
-            if issue is None:
+            assert iid is not None
+            found = [i for i in issues if i["number"] == iid]
+            if not found:
                 return 404, {"message": "404 Not found"}
+            issue = found[0]
             if notes and method == "POST":
                 st.comments.setdefault((project, iid), []).append(doc["body"])
                 return 201, {"body": doc["body"]}

@@ -46,10 +46,10 @@ class ForgeClient:
 
     def _delay(self, attempt: int, resp: httpx.Response | None) -> float:
         if resp is not None:
-            after = resp.headers.get("retry-after")
-            if after and after.strip().isdigit():
-                return min(float(after), self.max_backoff)
-        return min(self.backoff * (2 ** attempt), self.max_backoff)
+            after = str(resp.headers.get("retry-after") or "")
+            if after.strip().isdigit():
+                return float(min(float(after), self.max_backoff))
+        return float(min(self.backoff * (2 ** attempt), self.max_backoff))
 
     def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
                 json: Any = None, recover: Callable[[], Any] | None = None) -> Any:
