@@ -1,0 +1,47 @@
+"""`forkflow serve`: the dashboard.  FastAPI and uvicorn are imported only when it runs."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from forkflow.cli.common import RepoOpt, StoreOpt
+from forkflow.errors import UserError
+
+
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; keep 127.0.0.1 unless "
+                                                     "behind a proxy that authenticates.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8040,
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="FORKFLOW_TOKEN", show_envvar=True,
+        help="Operator token that actions (L3 sign-off, re-runs) must carry; without it the "
+             "dashboard is read-only.")] = None,
+    fork: Annotated[str | None, typer.Option("--fork", help="Which fork of a shared store to show.")] = None,
+    open_browser: Annotated[bool, typer.Option("--open", help="Open it in a browser.")] = False,
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """Serve the dashboard: overview, ingestion, validation, L2 and triage pages (and JSON)."""
+    from forkflow.config import find_config
+    from forkflow.context import Context, open_context
+    from forkflow.web.serve import serve_store
+
+    if token is not None and len(token) < 8:
+        raise UserError("--token is shorter than 8 characters; use a long random one "
+                        "(python -c 'import secrets; print(secrets.token_urlsafe())')")
+    target: str | Context
+    if find_config(repo.resolve()) is not None:
+        target = open_context(repo, store)
+    elif store is not None or os.environ.get("FORKFLOW_STORE"):
+        target = store or os.environ["FORKFLOW_STORE"]
+    else:
+        raise UserError(f"no forkflow.toml in {repo.resolve()} and no --store; run it in the fork's "
+                        "checkout (forkflow init first) or pass --store URL")
+    return serve_store(target, host, port, open_browser=open_browser, token=token, fork=fork)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)

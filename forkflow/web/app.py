@@ -1,0 +1,109 @@
+"""The dashboard's FastAPI app: pages over the store, read-only unless the operator set a token.
+
+    app = create_app("sqlite:///.forkflow/forkflow.db")       # any store, its one fork
+    app = create_app(open_context(repo), token="s3cret")      # a checkout: actions allowed
+
+Every page is server-rendered (Jinja2 templates shipped in the package) and answers the same
+data as JSON at `/api/<page>` or with `Accept: application/json`.
+"""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from forkflow import __version__
+from forkflow.context import Context
+from forkflow.errors import StoreError, UserError
+from forkflow.web.errors import Forbidden, NotFound, Unavailable
+from forkflow.web.render import html_page, wants_json
+from forkflow.web.source import open_source
+
+STATIC = Path(__file__).parent / "static"
+
+# Charts are drawn by our own script from JSON blocks: no inline script, no third-party origin.
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+       "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+
+
+def create_app(target: str | Context, token: str | None = None, *, fork: str | None = None,
+               actions_log: Path | None = None, demo: bool = False) -> FastAPI:
+    """The dashboard over a store URL or a fork's Context.
+
+    Args:
+        target: a store URL (shows its one fork, or `fork`), or a Context (actions possible).
+        token: the operator token that state-changing actions must carry; None = read-only.
+        actions_log: a file every action (done or refused) is appended to, besides logging.
+        demo: say on every page that the history shown is simulated sample data.
+    """
+    from forkflow.web.routes import ROUTERS
+
+    app = FastAPI(title="forkflow", version=__version__, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    app.state.source = open_source(target, fork)
+    app.state.token = token or None
+    app.state.actions_log = actions_log
+    app.state.demo = demo
+    app.state.jobs = {}
+    for router in ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.middleware("http")(_headers)
+    _handlers(app)
+    return app
+
+
+async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    response = await call_next(request)
+    response.headers.setdefault("Content-Security-Policy", CSP)
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    if not request.url.path.startswith("/static/"):
+        response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def error_response(request: Request, status: int, message: str) -> Response:
+    """An error as JSON `{"error", "status"}` or as a page that says what to do."""
+    if wants_json(request):
+        return JSONResponse({"error": message, "status": status}, status_code=status)
+    return html_page(request, "error.html", {"status": status, "message": message}, status)
+
+
+def _handlers(app: FastAPI) -> None:
+    """One handler per error class, each with its status (UserError -> 4xx with its message)."""
+
+    def on(cls: type[Exception], status: int | None) -> None:
+        async def handle(request: Request, exc: Exception) -> Response:
+            code = status if status is not None else getattr(exc, "status_code", 500)
+            return error_response(request, code, _message(exc))
+
+        app.add_exception_handler(cls, handle)
+
+    on(NotFound, 404)
+    on(Forbidden, 403)
+    on(Unavailable, 409)
+    on(UserError, 400)
+    on(StoreError, 503)
+    on(StarletteHTTPException, None)
+    on(RequestValidationError, 400)
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, RequestValidationError):
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(x) for x in e.get("loc", ()) if x not in ("path", "query", "body"))
+            parts.append(f"{where}: {e.get('msg', 'invalid')}")
+        return "bad request: " + "; ".join(parts)
+    if isinstance(exc, StarletteHTTPException):
+        if exc.status_code == 404:
+            return "no such page; the pages are / (overview), /ingestion, /validation, /l2 and /triage"
+        return str(exc.detail)
+    return " ".join(str(exc).split())

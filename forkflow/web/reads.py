@@ -1,0 +1,315 @@
+"""Read-only queries the dashboard needs beyond the ones each area exports.
+
+They read the areas' tables in one query where a page would otherwise issue one per row (every
+metric's series at once, test counts of 100 runs at once), and return dataclasses, never rows.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from forkflow.ledger.build import ledger_from_json
+from forkflow.models import Ledger, Sha
+from forkflow.store.schema import LedgerCacheRow, MetricPointRow
+from forkflow.store.schema_ingest import LandingUnitRow, UnitMemberRow
+from forkflow.store.schema_regress import BisectionRow
+from forkflow.store.schema_tiers import TestOutcomeRow, ValidationJobRow, ValidationRunRow
+from forkflow.store.schema_triage import (
+    ClassificationRow,
+    FailureGroupRow,
+    FailureRow,
+    TrackingIssueRow,
+)
+
+
+def aware(d: datetime | None) -> datetime | None:
+    return d.replace(tzinfo=timezone.utc) if d is not None and d.tzinfo is None else d
+
+
+# -- the ledger a `forkflow status` cached -------------------------------------------------------
+
+_LEDGERS: dict[str, Ledger] = {}
+_LEDGERS_LOCK = threading.Lock()
+
+
+def newest_ledger(s: Session, fid: int) -> Ledger | None:
+    """The ledger the newest `forkflow status` (or ingest) computed, parsed once per key."""
+    key = s.scalar(select(LedgerCacheRow.key).where(LedgerCacheRow.fork_id == fid)
+                   .order_by(LedgerCacheRow.created_at.desc()).limit(1))
+    if key is None:
+        return None
+    with _LEDGERS_LOCK:
+        hit = _LEDGERS.get(key)
+    if hit is not None:
+        return hit
+    payload = s.scalar(select(LedgerCacheRow.payload).where(LedgerCacheRow.key == key))
+    if payload is None:
+        return None
+    ledger = ledger_from_json(payload)
+    with _LEDGERS_LOCK:
+        if len(_LEDGERS) >= 4:
+            _LEDGERS.pop(next(iter(_LEDGERS)))
+        _LEDGERS[key] = ledger
+    return ledger
+
+
+# -- L2 series -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One metric's series, one point per fork commit (the median of re-measurements)."""
+
+    name: str
+    unit: str
+    better: str
+    suite: str
+    revs: tuple[Sha, ...]
+    dates: tuple[int, ...]
+    values: tuple[float, ...]
+    counts: tuple[int, ...]
+
+
+def _collapse(name: str, rows: Sequence[tuple[str, float, str, str, str, int]]) -> Series:
+    by_rev: dict[str, list[float]] = {}
+    dates: dict[str, int] = {}
+    for rev, value, _unit, _better, _suite, date in rows:
+        by_rev.setdefault(rev, []).append(value)
+        dates.setdefault(rev, date)
+    last = rows[-1]
+    revs = tuple(Sha(r) for r in by_rev)
+    values = tuple(v[0] if len(v) == 1 else float(statistics.median(v)) for v in by_rev.values())
+    return Series(name, last[2], last[3], last[4], revs, tuple(dates[r] for r in by_rev), values,
+                  tuple(len(v) for v in by_rev.values()))
+
+
+def all_series(s: Session, fid: int, name: str | None = None) -> list[Series]:
+    """Every metric's series (or one metric's), read in one query, by name."""
+    q = (select(MetricPointRow.name, MetricPointRow.rev, MetricPointRow.value, MetricPointRow.unit,
+                MetricPointRow.better, MetricPointRow.suite, MetricPointRow.commit_date)
+         .where(MetricPointRow.fork_id == fid))
+    if name is not None:
+        q = q.where(MetricPointRow.name == name)
+    q = q.order_by(MetricPointRow.name, MetricPointRow.commit_date, MetricPointRow.id)
+    grouped: dict[str, list[tuple[str, float, str, str, str, int]]] = defaultdict(list)
+    for n, rev, value, unit, better, suite, date in s.execute(q):
+        grouped[n].append((rev, value, unit, better, suite, date))
+    return [_collapse(n, rows) for n, rows in grouped.items()]
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+def outcome_counts(s: Session, run_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Per run, how many tests passed, failed, errored and were skipped."""
+    out: dict[int, dict[str, int]] = {i: {} for i in run_ids}
+    for i in range(0, len(run_ids), 500):
+        q = (select(TestOutcomeRow.run_id, TestOutcomeRow.outcome, func.count())
+             .where(TestOutcomeRow.run_id.in_(list(run_ids[i:i + 500])))
+             .group_by(TestOutcomeRow.run_id, TestOutcomeRow.outcome))
+        for run_id, outcome, n in s.execute(q):
+            out[run_id][outcome] = int(n)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class JobAlarm:
+    """A job's saturation findings (a suite that did not run, ran fewer tests, counts disagree)."""
+
+    run_id: int
+    suite: str
+    status: str
+    findings: tuple[str, ...]
+
+
+def job_alarms(s: Session, run_ids: Sequence[int]) -> dict[int, list[JobAlarm]]:
+    out: dict[int, list[JobAlarm]] = {i: [] for i in run_ids}
+    for i in range(0, len(run_ids), 500):
+        q = (select(ValidationJobRow.run_id, ValidationJobRow.suite, ValidationJobRow.status,
+                    ValidationJobRow.findings)
+             .where(ValidationJobRow.run_id.in_(list(run_ids[i:i + 500])),
+                    ValidationJobRow.findings != "[]")
+             .order_by(ValidationJobRow.id))
+        for run_id, suite, status, findings in s.execute(q):
+            out[run_id].append(JobAlarm(run_id, suite, status, tuple(json.loads(findings))))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RunBrief:
+    id: int
+    tier: str
+    rev: Sha
+    status: str
+    trigger: str
+    started_at: datetime
+    summary: str
+
+
+def _brief(r: ValidationRunRow) -> RunBrief:
+    return RunBrief(r.id, r.tier, Sha(r.rev), r.status, r.trigger,
+                    aware(r.started_at) or datetime.now(timezone.utc), r.summary)
+
+
+def trunk_runs(s: Session, fid: int, limit: int = 60) -> list[RunBrief]:
+    """Runs of the whole trunk (nightly, or a full `validate` without a base), newest first."""
+    q = (select(ValidationRunRow).where(
+        ValidationRunRow.fork_id == fid,
+        or_(ValidationRunRow.trigger == "nightly",
+            (ValidationRunRow.trigger == "validate") & ValidationRunRow.base.is_(None)))
+         .order_by(ValidationRunRow.id.desc()).limit(limit))
+    return [_brief(r) for r in s.scalars(q)]
+
+
+def runs_at(s: Session, fid: int, revs: Sequence[str]) -> dict[Sha, list[RunBrief]]:
+    """Validation runs of the given fork commits (a unit's candidate: its L1), newest first."""
+    out: dict[Sha, list[RunBrief]] = defaultdict(list)
+    for i in range(0, len(revs), 500):
+        q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid,
+                                            ValidationRunRow.rev.in_(list(revs[i:i + 500])))
+             .order_by(ValidationRunRow.id.desc()))
+        for r in s.scalars(q):
+            out[Sha(r.rev)].append(_brief(r))
+    return out
+
+
+# -- ingestion -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class UnitBrief:
+    id: int
+    run_id: int
+    kind: str
+    name: str
+    candidate_sha: Sha | None
+    status: str
+    summary: str
+    commits: int
+    updated_at: datetime
+
+
+def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
+    """The newest landing units with their commit counts, newest first."""
+    counts = (select(UnitMemberRow.unit_id, func.count().label("n"))
+              .group_by(UnitMemberRow.unit_id).subquery())
+    q = (select(LandingUnitRow, counts.c.n)
+         .join(counts, counts.c.unit_id == LandingUnitRow.id, isouter=True)
+         .where(LandingUnitRow.fork_id == fid).order_by(LandingUnitRow.id.desc()).limit(limit))
+    return [UnitBrief(u.id, u.run_id, u.kind, u.name, Sha(u.candidate_sha) if u.candidate_sha else None,
+                      u.status, u.summary, int(n or 0), aware(u.updated_at) or datetime.now(timezone.utc))
+            for u, n in s.execute(q)]
+
+
+def units_with(s: Session, fid: int, sha: str) -> list[int]:
+    """Ids of the landing units that carry an upstream commit or produced a fork commit."""
+    member = select(UnitMemberRow.unit_id).where(UnitMemberRow.upstream_sha == sha)
+    q = (select(LandingUnitRow.id).where(LandingUnitRow.fork_id == fid,
+                                         or_(LandingUnitRow.id.in_(member),
+                                             LandingUnitRow.candidate_sha == sha))
+         .order_by(LandingUnitRow.id))
+    return list(s.scalars(q))
+
+
+def unit_ids(s: Session, fid: int, unit_id: int) -> tuple[int, int] | None:
+    """(unit id, its run id) when the unit belongs to the fork."""
+    row = s.execute(select(LandingUnitRow.id, LandingUnitRow.run_id)
+                    .where(LandingUnitRow.fork_id == fid, LandingUnitRow.id == unit_id)).first()
+    return (int(row[0]), int(row[1])) if row else None
+
+
+# -- bisections ----------------------------------------------------------------------------------
+
+def bisections_naming(s: Session, fid: int, sha: str) -> list[int]:
+    q = (select(BisectionRow.id).where(BisectionRow.fork_id == fid, or_(
+        BisectionRow.culprit_fork_sha == sha, BisectionRow.culprit_upstream_sha == sha,
+        BisectionRow.culprit_unit == sha)).order_by(BisectionRow.id))
+    return list(s.scalars(q))
+
+
+def bisection_ids(s: Session, fid: int, alert_id: int) -> list[int]:
+    q = select(BisectionRow.id).where(BisectionRow.fork_id == fid, BisectionRow.alert_id == alert_id)
+    return list(s.scalars(q.order_by(BisectionRow.id)))
+
+
+def metric_revs(s: Session, fid: int, sha: str) -> list[str]:
+    """Names of the metrics measured at a fork commit."""
+    q = (select(MetricPointRow.name).where(MetricPointRow.fork_id == fid, MetricPointRow.rev == sha)
+         .distinct().order_by(MetricPointRow.name))
+    return list(s.scalars(q))
+
+
+# -- triage --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class GroupBrief:
+    """A failure group: its signature and how its failures were classified."""
+
+    id: int
+    key: str
+    kind: str
+    signature: str
+    first_seen_at: datetime
+    last_seen_at: datetime
+    first_run_id: int
+    last_run_id: int
+    failures: int
+    classes: dict[str, int]
+
+    @property
+    def tests(self) -> int:
+        return self.failures
+
+
+def failure_groups(s: Session, fid: int, key: str | None = None) -> list[GroupBrief]:
+    """Groups of a fork (or the one with `key`), most recently seen first."""
+    q = (select(FailureGroupRow.id, ClassificationRow.classification, func.count(FailureRow.id))
+         .join(FailureRow, FailureRow.group_id == FailureGroupRow.id)
+         .join(ClassificationRow, ClassificationRow.failure_id == FailureRow.id, isouter=True)
+         .where(FailureGroupRow.fork_id == fid)
+         .group_by(FailureGroupRow.id, ClassificationRow.classification))
+    if key is not None:
+        q = q.where(FailureGroupRow.key == key)
+    classes: dict[int, dict[str, int]] = defaultdict(dict)
+    totals: dict[int, int] = defaultdict(int)
+    for gid, cls, n in s.execute(q):
+        classes[gid][cls or "UNCLASSIFIED"] = int(n)
+        totals[gid] += int(n)
+    rows = s.scalars(select(FailureGroupRow).where(FailureGroupRow.id.in_(list(totals)))
+                     .order_by(FailureGroupRow.last_run_id.desc(), FailureGroupRow.id))
+    return [GroupBrief(g.id, g.key, g.kind, g.signature,
+                       aware(g.first_seen_at) or datetime.now(timezone.utc),
+                       aware(g.last_seen_at) or datetime.now(timezone.utc),
+                       g.first_run_id, g.last_run_id, totals[g.id], dict(classes[g.id]))
+            for g in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class FailureBrief:
+    id: int
+    run_id: int
+    suite: str
+    test_id: str
+    line: int
+    excerpt: str
+    classification: str
+    reason: str
+
+
+def group_failures(s: Session, group_id: int, limit: int = 200) -> list[FailureBrief]:
+    q = (select(FailureRow, ClassificationRow)
+         .join(ClassificationRow, ClassificationRow.failure_id == FailureRow.id, isouter=True)
+         .where(FailureRow.group_id == group_id).order_by(FailureRow.id.desc()).limit(limit))
+    return [FailureBrief(f.id, f.run_id, f.suite, f.test_id, f.line, f.excerpt,
+                         c.classification if c else "UNCLASSIFIED", c.reason if c else "")
+            for f, c in s.execute(q)]
+
+
+def tracking_sinks(s: Session, fid: int) -> list[str]:
+    q = select(TrackingIssueRow.sink).where(TrackingIssueRow.fork_id == fid).distinct()
+    return sorted(s.scalars(q))

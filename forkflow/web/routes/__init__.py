@@ -1,0 +1,9 @@
+"""One router per page; `ROUTERS` is what `create_app` mounts."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from forkflow.web.routes import commits, ingestion, l2, overview, triage, validation
+
+ROUTERS: tuple[APIRouter, ...] = (overview.router, ingestion.router, validation.router, l2.router,
+                                  triage.router, commits.router)

@@ -1,0 +1,110 @@
+"""Ingestion: landing units (bundles and chains) with their commits, L1 results, landed or waiting,
+and the conflicts kept for a person."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from forkflow.conflicts import records as conflict_records
+from forkflow.landing import records as landing_records
+from forkflow.models import Disposition, Ledger
+from forkflow.store import queries
+from forkflow.web import reads
+from forkflow.web.errors import NotFound
+from forkflow.web.render import both, page
+from forkflow.web.routes.overview import _ledger
+from forkflow.web.source import Source
+
+router = APIRouter()
+
+FILL_HINT = ("no landing unit yet: run `forkflow plan` to see the bundles and risk chains, then "
+             "`forkflow ingest --land` (or `forkflow demo` for a sample fork)")
+
+
+def _subjects(ledger: Ledger | None) -> dict[str, tuple[str, int | None]]:
+    return {} if ledger is None else {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
+
+
+def _l1(runs: list[reads.RunBrief]) -> dict[str, Any] | None:
+    return None if not runs else {"run_id": runs[0].id, "status": runs[0].status, "tier": runs[0].tier,
+                                  "summary": runs[0].summary}
+
+
+@both(router, "/ingestion")
+def ingestion(request: Request) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        if fid is None:
+            return page(request, "ingestion.html", {"empty": True, "hint": FILL_HINT, "units": [],
+                                                    "waiting": [], "conflicts": []})
+        units = reads.recent_units(s, fid)
+        checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
+        conflicts = conflict_records.conflicts(s, fid, "open")
+        deferred = [d for d in queries.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
+        ledger, _, _ = _ledger(src, s, fid)
+    subjects = _subjects(ledger)
+    data = {
+        "empty": not units and not conflicts and not deferred, "hint": FILL_HINT,
+        "units": [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
+                   "summary": u.summary, "commits": u.commits, "candidate_sha": u.candidate_sha,
+                   "updated_at": u.updated_at,
+                   "l1": _l1(checks.get(u.candidate_sha, [])) if u.candidate_sha else None}
+                  for u in units],
+        "waiting": [{"sha": d.sha, "subject": subjects.get(d.sha, ("", None))[0],
+                     "pr": subjects.get(d.sha, ("", None))[1], "reason": d.reason} for d in deferred],
+        "conflicts": [_conflict_doc(c, full=False) for c in conflicts],
+    }
+    return page(request, "ingestion.html", data)
+
+
+def _conflict_doc(c: conflict_records.ConflictInfo, full: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {"id": c.id, "upstream_sha": c.upstream_sha, "subject": c.subject, "path": c.path,
+                           "kind": c.kind, "chain": c.chain, "status": c.status, "seen": c.seen,
+                           "last_seen": c.last_seen, "tried": list(c.tried)}
+    if full:
+        doc.update(base_sha=c.base_sha, marked=c.marked, key=c.key)
+    return doc
+
+
+@both(router, "/ingestion/units/{unit_id}")
+def unit(request: Request, unit_id: int) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        ids = reads.unit_ids(s, fid, unit_id) if fid else None
+        if fid is None or ids is None:
+            raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
+        u = next(x for x in landing_records.units(s, fid, run_id=ids[1]) if x.id == unit_id)
+        decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+        runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
+        ledger, _, _ = _ledger(src, s, fid)
+    subjects = _subjects(ledger)
+    members = []
+    for sha, outcome in u.members:
+        d = decisions.get(sha)
+        subject, pr = subjects.get(sha, ("", None))
+        members.append({"sha": sha, "subject": subject, "pr": pr, "outcome": outcome,
+                        "disposition": d.disposition.value if d else None, "reason": d.reason if d else ""})
+    data = {"unit": {"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
+                     "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha},
+            "members": members, "runs": runs}
+    return page(request, "ingestion_unit.html", data)
+
+
+@both(router, "/ingestion/conflicts/{conflict_id}")
+def conflict(request: Request, conflict_id: int) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        c = conflict_records.conflict(s, fid, conflict_id) if fid else None
+        if c is None:
+            raise NotFound(f"no conflict {conflict_id}; the ingestion page lists the open ones "
+                           "(`forkflow conflicts` too)")
+        tried = conflict_records.attempts(s, fid, c.upstream_sha)
+    data = {"conflict": _conflict_doc(c, full=True),
+            "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
+                          "duration_ms": a.duration_ms} for a in tried]}
+    return page(request, "ingestion_conflict.html", data)

@@ -1,0 +1,113 @@
+"""Overview: days behind and backlog over time, the tips, the ingestion point, what needs a person."""
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+from forkflow.models import Disposition, Ledger
+from forkflow.regress import records as regress_records
+from forkflow.store import queries
+from forkflow.tiers import queries as tiers_queries
+from forkflow.web import charts, reads
+from forkflow.web.render import both, page
+from forkflow.web.source import Source
+
+router = APIRouter()
+
+FILL_HINT = ("nothing stored for this fork yet: run `forkflow status` in the fork's checkout (each run "
+             "adds a point), or `forkflow history --backfill --since YYYY-MM-DD` to rebuild a year of "
+             "history from git")
+
+
+def _ledger(src: Source, s: Session, fid: int) -> tuple[Ledger | None, str, str]:
+    """(ledger, where it came from, problem): the checkout when served from one, else the store."""
+    if src.ctx is not None:
+        ledger, problem = src.checkout_ledger()
+        if ledger is not None:
+            return ledger, "checkout", ""
+        cached = reads.newest_ledger(s, fid)
+        return cached, "store (newest forkflow status)", problem
+    return reads.newest_ledger(s, fid), "store (newest forkflow status)", ""
+
+
+def _ledger_doc(ledger: Ledger) -> dict[str, Any]:
+    counts = ledger.counts()
+    return {
+        "fork_point": ledger.fork_point, "fork_tip": ledger.fork_tip,
+        "upstream_tip": {"sha": ledger.upstream_tip.sha, "date": ledger.upstream_tip.date},
+        "ingestion_point": {"sha": ledger.ingestion_point.sha, "date": ledger.ingestion_point.date,
+                            "inferred": ledger.ingestion_point_inferred},
+        "days_behind": ledger.days_behind, "backlog": len(ledger.backlog),
+        "upstream_commits": len(ledger.entries),
+        "counts": {d.value: counts[d] for d in Disposition},
+        "out_of_order_picks": len(ledger.out_of_order_picks),
+        "computed_at": ledger.computed_at, "notes": list(ledger.notes),
+    }
+
+
+def _snapshot_doc(snap: queries.Snapshot) -> dict[str, Any]:
+    return {
+        "fork_point": None, "fork_tip": snap.fork_tip,
+        "upstream_tip": {"sha": snap.upstream_tip, "date": None},
+        "ingestion_point": {"sha": snap.ingestion_point, "date": None, "inferred": snap.inferred},
+        "days_behind": snap.days_behind, "backlog": snap.backlog,
+        "upstream_commits": sum(snap.counts.values()),
+        "counts": {d.value: int(snap.counts.get(d.value, 0)) for d in Disposition},
+        "out_of_order_picks": None, "computed_at": int(snap.taken_at.timestamp()), "notes": [],
+    }
+
+
+def _attention(s: Session, fid: int) -> dict[str, Any]:
+    """What needs a person now, across the areas."""
+    from forkflow.conflicts import records as conflict_records
+
+    trunk = reads.trunk_runs(s, fid, limit=1)
+    alerts = regress_records.alerts(s, fid)
+    l3 = tiers_queries.l3_requests(s, fid, limit=100)
+    groups = reads.failure_groups(s, fid)
+    return {
+        "open_conflicts": len(conflict_records.conflicts(s, fid, "open")),
+        "open_alerts": sum(1 for a in alerts if a.status == regress_records.OPEN),
+        "regressions": sum(1 for a in alerts if a.direction.value == "regression"),
+        "trunk": {"run_id": trunk[0].id, "status": trunk[0].status, "rev": trunk[0].rev} if trunk else None,
+        "l3_waiting": sum(1 for r in l3 if r.state == "RAN"),
+        "new_failure_groups": sum(1 for g in groups if g.classes.get("NEW")),
+    }
+
+
+@both(router, "/")
+def overview(request: Request) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        if fid is None:
+            return page(request, "overview.html", {"fork": None, "empty": True, "hint": FILL_HINT,
+                                                   "ledger": None, "history": [], "attention": None})
+        history = queries.snapshots(s, fid)
+        ledger, origin, problem = _ledger(src, s, fid)
+        attention = _attention(s, fid)
+    doc = _ledger_doc(ledger) if ledger is not None else (_snapshot_doc(history[-1]) if history else None)
+    if ledger is None and history:
+        origin = "newest snapshot"
+    data = {
+        "fork": src.fork_name, "empty": doc is None and not history, "hint": FILL_HINT,
+        "ledger": doc, "ledger_source": origin if doc else "", "problem": problem,
+        "history": [{"taken_at": p.taken_at, "source": p.source, "days_behind": p.days_behind,
+                     "backlog": p.backlog, "ingestion_point": p.ingestion_point} for p in history],
+        "attention": attention,
+    }
+
+    def chart_data() -> dict[str, Any]:
+        x = [int(p.taken_at.timestamp()) for p in history]
+        labels = [p.ingestion_point[:12] for p in history]
+        return {
+            "days-behind": charts.line("days behind upstream", x, [p.days_behind for p in history],
+                                       unit="days", labels=labels, better="lower"),
+            "backlog": charts.line("backlog commits", x, [float(p.backlog) for p in history],
+                                   unit="commits", labels=labels, better="lower"),
+        }
+
+    return page(request, "overview.html", data, charts=chart_data)

@@ -1,0 +1,205 @@
+"""Validation: runs per tier with pass/fail/skip and saturation alarms; L3 requests and sign-offs.
+
+The two actions here (an L3 sign-off, re-running a run's failed tests) need the operator's
+token, are checked before anything else, and are logged whether done or refused.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from forkflow.errors import ForkflowError
+from forkflow.tiers import queries as tq
+from forkflow.tiers.tiers import Tier
+from forkflow.web import charts, reads
+from forkflow.web.errors import NotFound, Unavailable
+from forkflow.web.render import both, page, wants_json
+from forkflow.web.security import form_fields, record, require_token
+from forkflow.web.source import Source
+
+router = APIRouter()
+
+FILL_HINT = ("no validation run yet: run `forkflow validate --tier L1` on a commit, `forkflow nightly` on "
+             "the trunk, or `forkflow l3 request SUITE` for a manual test")
+PER_TIER = 40
+
+
+def _run_doc(r: tq.RunInfo, counts: dict[str, int], alarms: list[reads.JobAlarm]) -> dict[str, Any]:
+    return {"id": r.id, "tier": r.tier.value, "rev": r.rev, "base": r.base, "status": r.status,
+            "trigger": r.trigger, "runner": r.runner, "started_at": r.started_at, "finished_at": r.finished_at,
+            "summary": r.summary, "passed": counts.get("PASS", 0),
+            "failed": counts.get("FAIL", 0) + counts.get("ERROR", 0), "skipped": counts.get("SKIP", 0),
+            "alarms": list(r.findings) + [f"{a.suite}: {f}" for a in alarms for f in a.findings],
+            "parent_run_id": r.parent_run_id, "l3_request_id": r.l3_request_id}
+
+
+def _request_doc(r: tq.L3RequestInfo) -> dict[str, Any]:
+    return {"id": r.id, "suite": r.suite, "rev": r.rev, "requested_by": r.requested_by, "note": r.note,
+            "requested_at": r.requested_at, "state": r.state,
+            "runs": [{"id": x.id, "status": x.status} for x in r.runs],
+            "signoffs": [{"owner": x.owner, "verdict": x.verdict, "note": x.note, "signed_at": x.signed_at,
+                          "run_id": x.run_id} for x in r.signoffs]}
+
+
+@both(router, "/validation")
+def validation(request: Request) -> Response:
+    src: Source = request.app.state.source
+    tiers: dict[str, list[dict[str, Any]]] = {t.value: [] for t in Tier}
+    requests: list[dict[str, Any]] = []
+    with src.session() as s:
+        fid = src.fork(s)
+        if fid is not None:
+            runs = {t: tq.latest_runs(s, fid, t, limit=PER_TIER) for t in Tier}
+            ids = [r.id for rs in runs.values() for r in rs]
+            counts, alarms = reads.outcome_counts(s, ids), reads.job_alarms(s, ids)
+            tiers = {t.value: [_run_doc(r, counts[r.id], alarms[r.id]) for r in rs] for t, rs in runs.items()}
+            requests = [_request_doc(r) for r in tq.l3_requests(s, fid, limit=50)]
+    data = {"empty": not any(tiers.values()) and not requests, "hint": FILL_HINT, "tiers": tiers,
+            "l3_requests": requests}
+
+    def chart_data() -> dict[str, Any]:
+        out = {}
+        for tier, rs in tiers.items():
+            rs = list(reversed(rs))
+            out[f"tier-{tier}"] = charts.bars(
+                f"{tier} runs", [int(r["started_at"].timestamp()) for r in rs],
+                [float(r["passed"] + r["failed"] + r["skipped"]) or 1.0 for r in rs], [r["status"] for r in rs],
+                labels=[f"run #{r['id']} {r['status']} {r['rev'][:12]}: {r['passed']} passed, {r['failed']} "
+                        f"failed, {r['skipped']} skipped" for r in rs],
+                hrefs=[f"/validation/runs/{r['id']}" for r in rs], unit="tests")
+        return out
+
+    return page(request, "validation.html", data, charts=chart_data)
+
+
+@both(router, "/validation/runs/{run_id}")
+def run(request: Request, run_id: int) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        r = tq.get_run(s, run_id)
+        if fid is None or r is None or r.fork_id != fid:
+            raise NotFound(f"no validation run {run_id}; the validation page lists the runs")
+        jobs = tq.jobs_of_run(s, run_id)
+        bad = tq.test_outcomes(s, run_id, bad_only=True)
+        counts = reads.outcome_counts(s, [run_id])[run_id]
+        alarms = reads.job_alarms(s, [run_id])[run_id]
+    job_state = request.app.state.jobs.get(("rerun", run_id))
+    data = {"run": _run_doc(r, counts, alarms),
+            "jobs": [{"id": j.id, "suite": j.suite, "status": j.status, "returncode": j.returncode,
+                      "duration_s": j.duration_s, "tests_ran": j.tests_ran, "tests_expected": j.tests_expected,
+                      "tests_counted": j.tests_counted, "findings": list(j.findings), "message": j.message,
+                      "log_path": j.log_path, "narrowed": j.narrowed} for j in jobs],
+            "failures": [{"suite": t.suite, "test_id": t.test_id, "outcome": t.outcome.value,
+                          "message": t.message} for t in bad],
+            "rerun": job_state}
+    return page(request, "validation_run.html", data)
+
+
+@both(router, "/validation/l3/{request_id}")
+def l3_request(request: Request, request_id: int) -> Response:
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        r = tq.get_l3_request(s, fid, request_id) if fid else None
+    if r is None:
+        raise NotFound(f"no L3 request {request_id}; the validation page lists them (`forkflow l3 list` too)")
+    return page(request, "validation_l3.html", {"request": _request_doc(r)})
+
+
+def _done(request: Request, href: str, doc: dict[str, Any], status: int = 200) -> Response:
+    if wants_json(request) or request.headers.get("x-forkflow-token"):
+        return JSONResponse(doc, status_code=status)
+    return RedirectResponse(href, status_code=303)
+
+
+@router.post("/validation/l3/{request_id}/signoff")
+@router.post("/api/validation/l3/{request_id}/signoff")
+async def l3_signoff(request: Request, request_id: int) -> Response:
+    """Record an owner's verdict on an L3 request (the tiers' own signoff checks the owners)."""
+    form = await form_fields(request)
+    require_token(request, "l3-signoff", f"l3 request {request_id}", form.get("token"))
+    return await run_in_threadpool(_signoff, request, request_id, form.get("owner", ""),
+                                   form.get("verdict", ""), form.get("note", ""))
+
+
+def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: str) -> Response:
+    from forkflow.tiers import l3
+
+    target = f"l3 request {request_id}"
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        exists = fid is not None and tq.get_l3_request(s, fid, request_id) is not None
+    if not exists:
+        record(request, "l3-signoff", target, "refused: unknown request")
+        raise NotFound(f"no L3 request {request_id}; the validation page lists them")
+    if src.ctx is None:
+        record(request, "l3-signoff", target, "refused: no checkout")
+        raise Unavailable("sign-offs check the suite's owners in forkflow.toml: start the dashboard in the "
+                          "fork's checkout (forkflow serve --repo PATH --token ...)")
+    try:
+        chosen = l3.Verdict(verdict)
+    except ValueError:
+        record(request, "l3-signoff", target, "refused: bad verdict", verdict=verdict[:40])
+        raise Unavailable(f"verdict must be accept or reject, not {verdict[:40]!r}") from None
+    try:
+        sid = l3.signoff(src.ctx, request_id, owner, chosen, note)
+    except ForkflowError as e:
+        record(request, "l3-signoff", target, f"refused: {e}", owner=owner)
+        raise
+    record(request, "l3-signoff", target, "done", owner=owner, verdict=chosen.value, signoff_id=sid)
+    return _done(request, f"/validation/l3/{request_id}",
+                 {"signoff_id": sid, "request_id": request_id, "owner": owner, "verdict": chosen.value})
+
+
+@router.post("/validation/runs/{run_id}/rerun")
+@router.post("/api/validation/runs/{run_id}/rerun")
+async def rerun(request: Request, run_id: int) -> Response:
+    """Re-run a run's failed tests in the background (to tell flaky from broken)."""
+    form = await form_fields(request)
+    require_token(request, "rerun", f"validation run {run_id}", form.get("token"))
+    return await run_in_threadpool(_rerun, request, run_id)
+
+
+def _rerun(request: Request, run_id: int) -> Response:
+    from forkflow.tiers.validate import rerun_tests
+
+    target = f"validation run {run_id}"
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        r = tq.get_run(s, run_id)
+        failed = [t.test_id for t in tq.test_outcomes(s, run_id, bad_only=True)] if r else []
+    if fid is None or r is None or r.fork_id != fid:
+        record(request, "rerun", target, "refused: unknown run")
+        raise NotFound(f"no validation run {run_id}; the validation page lists the runs")
+    if src.ctx is None:
+        record(request, "rerun", target, "refused: no checkout")
+        raise Unavailable("re-running needs the fork's checkout: start the dashboard there "
+                          "(forkflow serve --repo PATH --token ...)")
+    if not failed:
+        record(request, "rerun", target, "refused: nothing failed")
+        raise Unavailable(f"run {run_id} has no failed test to re-run")
+    jobs: dict[Any, dict[str, Any]] = request.app.state.jobs
+    key = ("rerun", run_id)
+    if jobs.get(key, {}).get("state") == "running":
+        raise Unavailable(f"a re-run of run {run_id} is already running")
+    jobs[key] = {"state": "running", "tests": len(failed), "new_run_id": None, "error": ""}
+    ctx = src.ctx
+
+    def work() -> None:
+        try:
+            outcome = rerun_tests(ctx, run_id, failed)
+            jobs[key] = {**jobs[key], "state": "done", "new_run_id": getattr(outcome, "run_id", None)}
+        except Exception as e:  # noqa: BLE001  (reported on the run's page, not lost in a thread)
+            jobs[key] = {**jobs[key], "state": "error", "error": " ".join(str(e).split())[:500]}
+
+    threading.Thread(target=work, name=f"forkflow-rerun-{run_id}", daemon=True).start()
+    record(request, "rerun", target, "started", tests=len(failed))
+    return _done(request, f"/validation/runs/{run_id}", {"run_id": run_id, "state": "running",
+                                                         "tests": len(failed)}, status=202)

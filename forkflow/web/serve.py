@@ -1,0 +1,69 @@
+"""Run the dashboard under uvicorn: `forkflow serve` and `forkflow demo --serve` call `serve_store`."""
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+
+from forkflow.context import Context
+from forkflow.errors import UserError
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def check_port(host: str, port: int) -> None:
+    """Fail early, with what to do, when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise UserError(f"port {port} on {host} is in use; pass another --port "
+                                "(or stop the dashboard already running there)") from None
+            raise UserError(f"cannot listen on {host}:{port} ({e.strerror}); check --host and --port") from None
+
+
+def actions_log_for(target: str | Context) -> Path | None:
+    """Where actions are logged: the checkout's .forkflow/, or next to a SQLite store file."""
+    if isinstance(target, Context):
+        return target.repo.path / ".forkflow" / "actions.log"
+    if target.startswith("sqlite:///") and not target.endswith(":memory:"):
+        return Path(target.split("///", 1)[1]).parent / "actions.log"
+    return None
+
+
+def serve_store(target: str | Context, host: str = "127.0.0.1", port: int = 8040, *,
+                open_browser: bool = False, token: str | None = None, fork: str | None = None,
+                demo: bool = False, quiet: bool = False) -> int:
+    """Serve the dashboard over a store URL or a Context until interrupted; returns an exit code."""
+    import uvicorn
+
+    from forkflow.web.app import create_app
+
+    check_port(host, port)
+    app = create_app(target, token, fork=fork, actions_log=actions_log_for(target), demo=demo)
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    if host not in LOCAL_HOSTS:
+        print(f"warning: listening on {host}: anyone who reaches this machine can read the dashboard",
+              file=sys.stderr)
+    print(f"forkflow dashboard on {url} ({'actions need the token' if token else 'read-only'}); "
+          "Ctrl-C stops it", file=sys.stderr, flush=True)
+    actions = logging.getLogger("forkflow.web.actions")
+    actions.setLevel(logging.INFO)
+    if not actions.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("action: %(message)s"))
+        actions.addHandler(handler)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning" if quiet else "info",
+                            access_log=not quiet, lifespan="off")
+    server = uvicorn.Server(config)
+    if open_browser:
+        threading.Timer(0.8, lambda: webbrowser.open(url)).start()
+    server.run()
+    return 0
