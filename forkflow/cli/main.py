@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.ingest_cmds",
     "forkflow.cli.regress_cmds",
     "forkflow.cli.triage_cmds",
+    "forkflow.cli.web_cmds",
 )
 
 
