@@ -105,12 +105,31 @@ def make_runner(name: str, opts: RunnerOptions | None = None) -> Runner:
     return factory(opts or RunnerOptions())
 
 
+# The shell that leads the job's process group kills the whole group when it gets SIGTERM or
+# SIGHUP: on a timeout, and when its parent (forkflow, or a Ray worker) dies, thanks to
+# PR_SET_PDEATHSIG.  A watchdog in the group kills it too when that shell is SIGKILLed (Ray
+# kills a dying worker's children, not its grandchildren).  Without both, a test process
+# could outlive a dead node's worker forever.
+GUARD = (
+    "trap 'kill -KILL 0' TERM HUP\n"
+    "( while kill -0 $$ 2>/dev/null; do sleep 1; done; kill -KILL 0 ) >/dev/null 2>&1 </dev/null &\n"
+    "( {command}\n) &\n"
+    "wait $!\n"
+)
+
+
 def _set_parent_death_signal() -> None:
-    """In the child: die with the parent (Linux), so a killed worker leaves no orphan behind."""
+    """In the child: SIGTERM when the parent dies (Linux); the guard then kills the group.
+
+    The signal mask is cleared first: a Ray worker blocks signals, and a child inherits its mask.
+    """
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
@@ -152,12 +171,14 @@ def kill_group(pgid: int, grace_s: float = KILL_GRACE_S,
         except (ProcessLookupError, PermissionError):
             return
         deadline = time.monotonic() + wait
+        pause = 0.001
         while time.monotonic() < deadline:
             if reap is not None:
                 reap()
             if not _group_alive(pgid):
                 return
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def run_process(job: Job) -> JobResult:
@@ -176,7 +197,7 @@ def run_process(job: Job) -> JobResult:
         return JobResult(job.job_id, JobState.INFRA, None, 0.0, f"cannot open the log {job.log_path}: {e}")
     with log:
         try:
-            proc = subprocess.Popen(["/bin/sh", "-c", job.command], cwd=job.cwd, env=env,
+            proc = subprocess.Popen(["/bin/sh", "-c", GUARD.format(command=job.command)], cwd=job.cwd, env=env,
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_set_parent_death_signal)
         except OSError as e:
