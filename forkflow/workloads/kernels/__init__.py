@@ -20,11 +20,18 @@ class Spec:
     variant: str = ""
 
     @property
+    def tolerance(self) -> str:
+        """The tolerance to use: fp32 operands of tl.dot are tf32 on GPUs."""
+        return "tf32" if self.dtype == "fp32" and self.kernel in DOT_KERNELS else self.dtype
+
+    @property
     def id(self) -> str:
         dims = "x".join(str(d) for d in self.shape)
         extra = f"-{self.variant}" if self.variant else ""
         return f"{self.kernel}[{self.dtype}-{dims}{extra}]"
 
+
+DOT_KERNELS = frozenset({"matmul", "flash_attention"})
 
 # Shapes stay small: the whole pack runs in Triton's interpreter on 2 CPU cores in CI.
 SPECS: tuple[Spec, ...] = (

@@ -5,7 +5,11 @@ import sys
 import time
 
 from forkflow.errors import UserError
-from forkflow.workloads.device import detect, require_packages, use_interpreter_without_gpu
+from forkflow.workloads.device import (
+    detect,
+    require_packages,
+    use_interpreter_without_gpu,
+)
 from forkflow.workloads.junit import CaseResult
 from forkflow.workloads.kernels import SPECS, WORKLOAD, Spec
 from forkflow.workloads.l1 import finish, parse_args, run_check, selected
@@ -23,7 +27,8 @@ def run_specs(specs: list[Spec], seed: int = 0) -> tuple[list[CaseResult], objec
     for i, spec in enumerate(specs):
         gen = torch.Generator().manual_seed(seed * 1000 + i)
         results.append(run_check(f"kernels.{spec.kernel}", spec.id, spec.dtype, dev,
-                                 lambda s=spec, g=gen: BUILDERS[s.kernel](s, dev, g)))
+                                 lambda s=spec, g=gen: BUILDERS[s.kernel](s, dev, g),
+                                 tolerance=spec.tolerance))
     return results, dev
 
 

@@ -10,8 +10,7 @@ from collections.abc import Callable
 import torch
 
 from forkflow.workloads.device import DTYPES, DeviceInfo
-from forkflow.workloads.kernels import Spec
-from forkflow.workloads.kernels import attention, matmul, norms, rope, softmax
+from forkflow.workloads.kernels import Spec, attention, matmul, norms, rope, softmax
 
 Pair = tuple[torch.Tensor, torch.Tensor]  # (kernel output, float64 reference)
 
@@ -60,7 +59,7 @@ def _rms_norm(spec: Spec, dev: DeviceInfo, gen: torch.Generator) -> Pair:
 
 
 def _rope(spec: Spec, dev: DeviceInfo, gen: torch.Generator) -> Pair:
-    B, S, H, D = spec.shape
+    _, S, _, D = spec.shape
     x = _randn(gen, spec.shape, spec.dtype, dev)
     cos, sin = rope.rope_tables(S, D, dev.torch_device)
     return rope.rope(x, cos, sin), rope.rope_ref(x.cpu(), cos.cpu(), sin.cpu())

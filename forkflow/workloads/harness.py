@@ -1,0 +1,185 @@
+"""A low-noise timing harness: warm-up, cold L2, CUDA graphs, many repeats, median and IQR.
+
+Why graphs: launching kernels one by one with events between them leaves gaps in which GPU
+clocks wander; replaying one captured graph of many back-to-back calls keeps the GPU in a steady
+state (on an H200, triton's do_bench varied 1.5-4.8% between runs on large matmuls, graph replay
+0.2-0.3%).  Cold L2: the calls rotate over copies of their operands that together are at least
+twice the L2, so no call finds its inputs cached by the call before (the graph-friendly form of
+flushing L2 between calls).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Per-call times in milliseconds and their summary."""
+
+    samples_ms: tuple[float, ...]
+    method: str            # "cuda-graph", "cuda-events" or "cpu-clock"
+    calls_per_sample: int
+
+    @property
+    def median_ms(self) -> float:
+        return float(statistics.median(self.samples_ms))
+
+    @property
+    def q1_ms(self) -> float:
+        return quantile(self.samples_ms, 0.25)
+
+    @property
+    def q3_ms(self) -> float:
+        return quantile(self.samples_ms, 0.75)
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+    @property
+    def cv(self) -> float:
+        return coefficient_of_variation(self.samples_ms)
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile (numpy's default) of a non-empty sequence."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    pos = (len(xs) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Sample standard deviation over the mean (0 for fewer than two values)."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    return statistics.stdev(values) / mean if mean else 0.0
+
+
+def rotations_needed(bytes_per_call: int, l2_bytes: int, cap: int = 64) -> int:
+    """How many operand copies make a rotation at least twice the L2 (1 when one call is)."""
+    if bytes_per_call <= 0:
+        return 1
+    return max(1, min(cap, math.ceil(2 * l2_bytes / bytes_per_call)))
+
+
+def calls_per_sample(estimate_ms: float, target_ms: float, rotations: int, cap: int = 2000) -> int:
+    """Calls in one timed sample: enough to last `target_ms`, a multiple of the rotation."""
+    n = max(1, math.ceil(target_ms / max(estimate_ms, 1e-4)))
+    n = min(cap, max(n, rotations))
+    return max(rotations, math.ceil(n / rotations) * rotations)
+
+
+def measure(calls: Sequence[Callable[[], Any]], *, device: str = "cuda", repeats: int = 30,
+            warmup_ms: float = 300.0, target_ms: float = 40.0, use_graph: bool = True) -> Timing:
+    """Time one call of `calls[i]` (each the same work on its own operands), cold in L2.
+
+    Args:
+        calls: the rotation; see `rotations_needed`.
+        device: "cuda" times with CUDA events (graph replay where capture works), "cpu" with
+            the wall clock.
+        repeats: timed samples; each sample runs `calls_per_sample` calls back to back.
+    """
+    if device != "cuda":
+        return _measure_cpu(calls, repeats, warmup_ms, target_ms)
+    import torch
+
+    for c in calls:  # compile, autotune, create handles
+        c()
+    torch.cuda.synchronize()
+    est = _estimate_ms(calls)
+    n = calls_per_sample(est, target_ms, len(calls))
+    run: Callable[[], Any] = lambda: [calls[i % len(calls)]() for i in range(n)]
+    method = "cuda-events"
+    graph = _capture(run) if use_graph else None
+    if graph is not None:
+        run, method = graph.replay, "cuda-graph"
+    t_end = time.perf_counter() + warmup_ms / 1e3
+    while time.perf_counter() < t_end:
+        run()
+        torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(repeats)]
+    for start, end in events:  # queued back to back: the GPU never idles between samples
+        start.record()
+        run()
+        end.record()
+    torch.cuda.synchronize()
+    samples = tuple(s.elapsed_time(e) / n for s, e in events)
+    del graph
+    return Timing(samples, method, n)
+
+
+def measure_interleaved(variants: dict[str, Sequence[Callable[[], Any]]], *, rounds: int = 3,
+                       repeats: int = 30, **kw: Any) -> dict[str, Timing]:
+    """Measure several variants in alternation (A B A B ...), so drift in GPU clocks and
+    temperature over the run falls on all of them alike; each gets `repeats` samples in all."""
+    per_round = max(1, math.ceil(repeats / rounds))
+    got: dict[str, list[Timing]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, calls in variants.items():
+            got[name].append(measure(calls, repeats=per_round, **kw))
+    return {name: Timing(tuple(x for t in ts for x in t.samples_ms), ts[0].method,
+                         ts[0].calls_per_sample) for name, ts in got.items()}
+
+
+def _estimate_ms(calls: Sequence[Callable[[], Any]]) -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    reps = max(3, len(calls))
+    start.record()
+    for i in range(reps):
+        calls[i % len(calls)]()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / reps
+
+
+def _capture(run: Callable[[], Any]) -> Any:
+    """A CUDA graph of `run`, or None where capture fails (some kernels and libraries refuse)."""
+    import torch
+
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            run()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            run()
+        torch.cuda.synchronize()
+        return g
+    except Exception:  # noqa: BLE001  (fall back to eager launches between events)
+        torch.cuda.synchronize()
+        return None
+
+
+def _measure_cpu(calls: Sequence[Callable[[], Any]], repeats: int, warmup_ms: float,
+                 target_ms: float) -> Timing:
+    for c in calls:
+        c()
+    t0 = time.perf_counter()
+    calls[0]()
+    est = (time.perf_counter() - t0) * 1e3
+    n = calls_per_sample(est, target_ms, len(calls), cap=1000)
+    t_end = time.perf_counter() + warmup_ms / 1e3
+    while time.perf_counter() < t_end:
+        calls[0]()
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for i in range(n):
+            calls[i % len(calls)]()
+        samples.append((time.perf_counter() - t0) * 1e3 / n)
+    return Timing(tuple(samples), "cpu-clock", n)

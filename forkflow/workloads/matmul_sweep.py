@@ -1,0 +1,222 @@
+"""L2 shape sweep, tritonbench-like: the Triton matmul over required shapes, against cuBLAS.
+
+Per shape and dtype it checks the Triton result against torch.matmul, then times both with the
+low-noise harness, and writes TFLOP/s and latency (median, with every sample) as metrics JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forkflow.errors import UserError
+from forkflow.models import Better
+from forkflow.workloads import ReportFormat, Tier, Workload
+from forkflow.workloads.device import NO_GPU, parse_dtypes
+from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
+
+WORKLOAD = Workload(
+    name="matmul-sweep",
+    tier=Tier.L2,
+    module="matmul_sweep",
+    report=ReportFormat.METRICS,
+    description="Triton matmul TFLOP/s and latency over required shapes (large, decode), "
+                "with cuBLAS measured in the same run; GPU only",
+    needs_gpu=True,
+    resources=(("cpus", 4), ("gpus", 1)),
+    timeout="30m",
+    paths=("python/**", "lib/**", "include/**", "third_party/**"),
+)
+
+# (M, N, K): square large, an MLP projection (8192x4096x14336), mid sizes, and decode (few rows).
+DEFAULT_SHAPES = "8192x8192x8192,8192x4096x14336,4096x4096x4096,2048x2048x2048,16x8192x8192,64x4096x14336"
+ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+OUT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 2}  # fp8 products are written as bf16
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    m: int
+    n: int
+    k: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.m}x{self.n}x{self.k}"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+
+def parse_shapes(text: str) -> tuple[Shape, ...]:
+    """`8192x8192x8192,16x8192x8192` -> Shapes (M x N x K), or a UserError naming the bad one."""
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        parts = item.lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise UserError(f"bad shape {item!r}; write MxNxK with positive integers, e.g. 8192x8192x8192")
+        out.append(Shape(*(int(p) for p in parts)))
+    if not out:
+        raise UserError("no shape given; write e.g. --shapes 8192x8192x8192,16x8192x8192")
+    return tuple(out)
+
+
+def bytes_per_call(shape: Shape, dtype: str) -> int:
+    e = ELEMENT_BYTES[dtype]
+    return shape.m * shape.k * e + shape.k * shape.n * e + shape.m * shape.n * OUT_BYTES[dtype]
+
+
+def memory_shortfall(shape: Shape, dtype: str, rotations: int, free_bytes: int) -> str | None:
+    """Why `shape` does not fit in `free_bytes` (Triton and cuBLAS outputs, all rotations), or None."""
+    need = bytes_per_call(shape, dtype) * rotations + shape.m * shape.n * OUT_BYTES[dtype] * rotations
+    if need <= free_bytes * 0.9:
+        return None
+    return (f"out of memory: {shape.label} {dtype} needs {need / 2**30:.1f} GiB of device memory "
+            f"({rotations} operand set(s)), {free_bytes / 2**30:.1f} GiB free")
+
+
+def _operands(shape: Shape, dtype: str, rotations: int) -> list[tuple[Any, Any, Any, Any]]:
+    import torch
+
+    sets = []
+    for r in range(rotations):
+        g = torch.Generator(device="cuda").manual_seed(r)
+        a = torch.randn((shape.m, shape.k), device="cuda", generator=g)
+        b = torch.randn((shape.n, shape.k), device="cuda", generator=g)  # K-major B
+        if dtype == "fp8":
+            a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn).T
+            out_t = torch.empty((shape.m, shape.n), device="cuda", dtype=torch.bfloat16)
+            out_c = torch.empty_like(out_t)
+            sets.append((a8, b8, out_t, out_c))
+        else:
+            dt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+            a, b = a.to(dt), b.T.contiguous().to(dt)
+            sets.append((a, b, torch.empty((shape.m, shape.n), device="cuda", dtype=dt),
+                         torch.empty((shape.m, shape.n), device="cuda", dtype=dt)))
+        del a, b
+    return sets
+
+
+def cublas_call(a: Any, b: Any, out: Any) -> Any:
+    """The vendor baseline: torch.matmul (cuBLAS), or torch._scaled_mm for fp8."""
+    import torch
+
+    if a.dtype == torch.float8_e4m3fn:
+        one = torch.ones((), device=a.device, dtype=torch.float32)
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    return torch.matmul(a, b, out=out)
+
+
+def run_shape(shape: Shape, dtype: str, args: argparse.Namespace) -> tuple[list[Metric], str | None]:
+    """Check and time one shape; return its metrics, or an error line (out of memory, wrong result)."""
+    import torch
+
+    from forkflow.workloads.checks import is_out_of_memory
+    from forkflow.workloads.harness import measure_interleaved, rotations_needed
+    from forkflow.workloads.kernels.matmul import matmul
+
+    props = torch.cuda.get_device_properties(0)
+    rot = rotations_needed(bytes_per_call(shape, dtype), int(getattr(props, "L2_cache_size", 50 << 20)))
+    short = memory_shortfall(shape, dtype, rot, torch.cuda.mem_get_info()[0])
+    if short:
+        return [], short
+    try:
+        sets = _operands(shape, dtype, rot)
+        a, b, out_t, out_c = sets[0]
+        tri = matmul(a, b, out_dtype=out_t.dtype, config=None, c=out_t)
+        ref = cublas_call(a, b, out_c)
+        err = float(torch.linalg.vector_norm(tri.float() - ref.float()) /
+                    torch.linalg.vector_norm(ref.float()).clamp_min(1e-30))
+        if not err < 2e-2:
+            return [], f"{shape.label} {dtype}: Triton result differs from cuBLAS (relative error {err:.3g})"
+        timings = measure_interleaved(
+            {"triton": [lambda s=s: matmul(s[0], s[1], config=None, c=s[2]) for s in sets],
+             "cublas": [lambda s=s: cublas_call(s[0], s[1], s[3]) for s in sets]},
+            repeats=args.repeats, use_graph=not args.no_graph)
+        t_tri, t_cub = timings["triton"], timings["cublas"]
+    except Exception as e:
+        if is_out_of_memory(e):
+            torch.cuda.empty_cache()
+            return [], f"out of memory: {shape.label} {dtype}: {str(e).splitlines()[0][:200]}"
+        raise
+    finally:
+        sets = []
+        torch.cuda.empty_cache()
+    base = f"matmul.{dtype}.{shape.label}"
+    tf = tuple(shape.flops / (ms * 1e-3) / 1e12 for ms in t_tri.samples_ms)
+    tf_c = tuple(shape.flops / (ms * 1e-3) / 1e12 for ms in t_cub.samples_ms)
+    med_tf, med_c = shape.flops / (t_tri.median_ms * 1e-3) / 1e12, shape.flops / (t_cub.median_ms * 1e-3) / 1e12
+    print(f"{shape.label:>18} {dtype:5} triton {med_tf:8.1f} TFLOP/s {t_tri.median_ms * 1e3:10.1f} us "
+          f"(IQR {t_tri.iqr_ms / t_tri.median_ms:6.2%}) | cuBLAS {med_c:8.1f} TFLOP/s "
+          f"{t_cub.median_ms * 1e3:10.1f} us | triton/cuBLAS {med_tf / med_c:6.1%} [{t_tri.method}]",
+          flush=True)
+    return [
+        Metric(f"{base}.tflops", med_tf, "TFLOP/s", Better.HIGHER, tf),
+        Metric(f"{base}.latency_us", t_tri.median_ms * 1e3, "us", Better.LOWER,
+               tuple(x * 1e3 for x in t_tri.samples_ms)),
+        Metric(f"{base}.cublas_tflops", med_c, "TFLOP/s", Better.HIGHER, tf_c),
+        Metric(f"{base}.vs_cublas", med_tf / med_c, "ratio", Better.HIGHER),
+    ], None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m forkflow.workloads.matmul_sweep",
+                                 description="Triton matmul shape sweep against cuBLAS (GPU).")
+    ap.add_argument("--report", type=Path, help="where the metrics JSON goes")
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES, help="comma-separated MxNxK list")
+    ap.add_argument("--dtypes", default="bf16", help="comma-separated: fp32,fp16,bf16,fp8")
+    ap.add_argument("--repeats", type=int, default=30, help="timed samples per shape")
+    ap.add_argument("--no-graph", action="store_true", help="time eager launches, not graph replay")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        shapes, dtypes = parse_shapes(args.shapes), parse_dtypes(args.dtypes)
+        from forkflow.workloads.device import require_packages
+
+        require_packages(WORKLOAD.requires, "the matmul-sweep workload")
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    from forkflow.workloads.device import detect, unsupported_reason
+
+    dev = detect(triton=False)
+    if dev.torch_device != "cuda":
+        reason = f"matmul-sweep skipped: {NO_GPU}"
+        print(reason)
+        if args.report:
+            write_metrics(args.report, MetricsReport((), skipped=reason))
+        return 0
+    metrics: list[Metric] = []
+    errors: list[str] = []
+    skipped: list[str] = []
+    print(f"matmul-sweep on {dev.describe()}", flush=True)
+    for dtype in dtypes:
+        why = unsupported_reason(dtype, dev)
+        if why:
+            print(f"skipped {dtype}: {why}")
+            skipped.append(f"{dtype}: {why}")
+            continue
+        for shape in shapes:
+            got, err = run_shape(shape, dtype, args)
+            metrics += got
+            if err:
+                print(f"{shape.label:>18} {dtype:5} ERROR {err}", flush=True)
+                errors.append(err)
+    report = MetricsReport(tuple(metrics), tuple(errors), "; ".join(skipped) if not metrics and skipped
+                           and not errors else "", {"device": dev.describe(), "skipped": skipped})
+    if args.report:
+        write_metrics(args.report, report)
+        print(f"report: {args.report}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
