@@ -18,6 +18,9 @@ from forkflow.errors import UserError
 from forkflow.models import Sha
 
 GITLINK = 0o160000
+# Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
+# referenced object exists (one lookup per tree entry, per write) is pure cost.
+pygit2.settings.enable_strict_object_creation(False)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
@@ -74,6 +77,21 @@ class UnitPick:
     resolved: dict[Sha, Resolutions] = field(default_factory=dict)
 
 
+Entry = tuple[str, int]  # (object id, file mode) of a path in a tree
+
+
+class _NeedsMerge(Exception):
+    """The fast path cannot express this pick; the full three-way merge will."""
+
+
+def _entry(tree: pygit2.Tree, path: str) -> Entry | None:
+    try:
+        obj = tree[path]
+    except (KeyError, TypeError, ValueError, UnicodeError):
+        return None
+    return str(obj.id), int(obj.filemode)
+
+
 def _side(entry: pygit2.IndexEntry | None) -> Side | None:
     if entry is None:
         return None
@@ -89,6 +107,7 @@ class MemoryPicker:
         except pygit2.GitError as e:
             raise UserError(f"{path} is not a git repository ({e}); pass --repo PATH") from e
         self._trees: dict[str, str] = {}
+        self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
 
     def commit_tree(self, sha: str) -> str:
         cached = self._trees.get(sha)
@@ -110,6 +129,9 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        fast = self._fast_pick(onto_tree, sha)
+        if fast is not None:
+            return fast
         index = self._merge(onto_tree, sha)
         if index.conflicts is not None:
             conflicts = tuple(
@@ -119,6 +141,94 @@ class MemoryPicker:
         tree = str(index.write_tree(self.repo))
         status = PickStatus.EMPTY if tree == onto_tree else PickStatus.APPLIED
         return PickStep(sha, status, tree)
+
+    # -- the fast path: every path the commit changes is untouched by the fork ------------
+    def _changes(self, sha: str) -> list[tuple[str, Entry | None, Entry | None]]:
+        """(path, before, after) of every path the commit changes against its mainline parent."""
+        cached = self._deltas.get(sha)
+        if cached is None:
+            diff = self.repo.diff(self.mainline_tree(sha), self.commit_tree(sha))
+            cached = []
+            for d in diff.deltas:
+                old = None if d.status_char() == "A" else (str(d.old_file.id), int(d.old_file.mode))
+                new = None if d.status_char() == "D" else (str(d.new_file.id), int(d.new_file.mode))
+                cached.append((d.new_file.path if new else d.old_file.path, old, new))
+            self._deltas[sha] = cached
+        return cached
+
+    def _fast_pick(self, onto_tree: str, sha: str) -> PickStep | None:
+        """When the fork left every changed path as the commit's parent had it, the three-way merge
+        is the commit's own change: apply it to the touched folders only.  None: take the full merge."""
+        ours = self.repo.get(onto_tree)
+        assert isinstance(ours, pygit2.Tree)
+        updates: dict[str, Entry | None] = {}
+        for path, before, after in self._changes(sha):
+            current = _entry(ours, path)
+            if current == after:
+                continue  # already there
+            if current != before:
+                return None  # the fork changed this path too: a real merge
+            updates[path] = after
+        if not updates:
+            return PickStep(Sha(sha), PickStatus.EMPTY, onto_tree)
+        try:
+            tree = self._apply(ours, updates)
+        except (_NeedsMerge, UnicodeError):  # non-UTF-8 names go through libgit2's merge
+            return None
+        return PickStep(Sha(sha), PickStatus.APPLIED, tree or EMPTY_TREE)
+
+    def overlay_step(self, base: pygit2.Tree, overlay: dict[str, Entry | None], sha: str) -> PickStatus | None:
+        """Probe a pick against `base` plus pending `overlay` changes without writing anything.
+
+        Updates the overlay and returns APPLIED or EMPTY when the fast path holds; None when
+        a real merge is needed (the caller writes the overlay out and merges)."""
+        updates: dict[str, Entry | None] = {}
+        for path, before, after in self._changes(sha):
+            current = overlay[path] if path in overlay else _entry(base, path)
+            if current == after:
+                continue
+            if current != before:
+                return None
+            updates[path] = after
+        overlay.update(updates)
+        return PickStatus.APPLIED if updates else PickStatus.EMPTY
+
+    def write_overlay(self, base: pygit2.Tree, overlay: dict[str, Entry | None]) -> str:
+        """The tree of `base` with the overlay's changes, written to the object database."""
+        if not overlay:
+            return str(base.id)
+        return self._apply(base, dict(overlay)) or EMPTY_TREE
+
+    def _apply(self, tree: pygit2.Tree | None, updates: dict[str, Entry | None]) -> str | None:
+        """Write the tree with `updates` applied (only the folders on the way are rewritten)."""
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        below: dict[str, dict[str, Entry | None]] = {}
+        for path, entry in updates.items():
+            head, sep, rest = path.partition("/")
+            if sep:
+                below.setdefault(head, {})[rest] = entry
+            elif entry is None:
+                if builder.get(head) is not None:
+                    builder.remove(head)
+            else:
+                existing = builder.get(head)
+                if existing is not None and existing.filemode == pygit2.enums.FileMode.TREE:
+                    raise _NeedsMerge(path)  # a file where the fork has a folder
+                builder.insert(head, pygit2.Oid(hex=entry[0]), entry[1])
+        for name, sub_updates in below.items():
+            existing = builder.get(name)
+            if existing is not None and existing.filemode != pygit2.enums.FileMode.TREE:
+                raise _NeedsMerge(name)  # a folder where the fork has a file
+            subtree = self.repo.get(existing.id) if existing is not None else None
+            oid = self._apply(subtree if isinstance(subtree, pygit2.Tree) else None, sub_updates)
+            if oid is None:
+                if existing is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, pygit2.Oid(hex=oid), pygit2.enums.FileMode.TREE)
+        if len(builder) == 0:
+            return None
+        return str(builder.write())
 
     def _merge(self, onto_tree: str, sha: str) -> pygit2.Index:
         ancestor = self.mainline_tree(sha)

@@ -95,19 +95,28 @@ def _pending_commits(picker: MemoryPicker, entries: list[LedgerEntry], ledger: L
 
 
 def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...]) -> dict[Sha, str]:
-    """Pick every bundle in memory, one after another on the fork tip; what conflicts, and where."""
-    tree = picker.commit_tree(tip)
+    """Pick every bundle in memory, one after another on the fork tip; what conflicts, and where.
+
+    Clean picks only accumulate path changes (nothing is written); a pick that needs a real
+    merge writes the accumulated tree once and merges against it."""
+    base = picker.repo.get(picker.commit_tree(tip))
+    overlay: dict[str, tuple[str, int] | None] = {}
     conflicting: dict[Sha, str] = {}
     for u in units:
         if u.kind is not UnitKind.BUNDLE:
             continue
         for sha in u.commits:
+            if picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
+                continue
+            tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
             step = picker.pick(tree, sha)
             if step.status is PickStatus.CONFLICT:
                 paths = sorted(c.path for c in step.conflicts)
                 conflicting[sha] = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-            elif step.status is PickStatus.APPLIED:
-                tree = step.tree
+                tree_after = tree
+            else:
+                tree_after = step.tree
+            base, overlay = picker.repo.get(tree_after), {}
     return conflicting
 
 

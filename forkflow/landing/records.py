@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from forkflow.landing.touches import TOUCH_VERSION, touch_from_json, touch_to_json
@@ -105,5 +105,10 @@ def cached_touches(s: Session, shas: Sequence[Sha]) -> dict[Sha, Touch]:
 
 
 def save_touches(s: Session, touches: dict[Sha, Touch]) -> None:
-    for sha, t in touches.items():
-        s.merge(TouchCacheRow(sha=sha, version=TOUCH_VERSION, payload=touch_to_json(t)))
+    """Cache touches by sha (one bulk insert; rows of another version are replaced)."""
+    shas = list(touches)
+    for i in range(0, len(shas), 500):
+        s.execute(delete(TouchCacheRow).where(TouchCacheRow.sha.in_(shas[i:i + 500])))
+    if shas:
+        s.execute(insert(TouchCacheRow), [{"sha": sha, "version": TOUCH_VERSION, "payload": touch_to_json(t)}
+                                          for sha, t in touches.items()])
