@@ -14,6 +14,7 @@ metric's name.
 from __future__ import annotations
 
 import enum
+import io
 import json
 import math
 import os
@@ -22,6 +23,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from forkflow.models import Better
 
@@ -29,7 +31,7 @@ MAX_MESSAGE = 4000       # characters of a failure message kept per test
 MAX_LINE = 64 * 1024     # bytes of one log line looked at
 MAX_JSON_BYTES = 256 * 1024 * 1024
 
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = re.compile(r"(?:\x1b|#x1B)\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -94,7 +96,8 @@ class ParsedReport:
 def clean_text(text: str, limit: int = MAX_MESSAGE) -> str:
     """Text for people and the store: ANSI codes and control characters gone, length bounded."""
     text = _CONTROL.sub("", _ANSI.sub("", text))
-    return text if len(text) <= limit else text[: limit - 20] + "\n...[truncated]"
+    cut = "\n...[truncated]"
+    return text if len(text) <= limit else text[: limit - len(cut)] + cut
 
 
 def _missing(path: Path) -> ParsedReport | None:
@@ -138,6 +141,29 @@ def _junit_result(el: ET.Element) -> TestResult:
                       clean_text(message))
 
 
+_XML_ILLEGAL = bytes(b for b in range(32) if b not in (9, 10, 13))
+
+
+class _XmlBytes(io.RawIOBase):
+    """A report file with bytes XML forbids (raw ANSI escapes, NULs) dropped as it is read."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self.f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self.f.read(len(b)).translate(None, _XML_ILLEGAL)
+        while not data and len(b):
+            more = self.f.read(len(b))
+            if not more:
+                return 0
+            data = more.translate(None, _XML_ILLEGAL)
+        b[: len(data)] = data
+        return len(data)
+
+
 def parse_junit(path: Path) -> ParsedReport:
     """Read a JUnit XML report as a stream; damage after some tests keeps those tests."""
     missing = _missing(path)
@@ -148,17 +174,18 @@ def parse_junit(path: Path) -> ParsedReport:
     problem = ""
     depth = 0
     try:
-        for event, el in ET.iterparse(str(path), events=("start", "end")):
-            tag = el.tag.rsplit("}", 1)[-1]
-            if event == "start":
-                depth += tag == "testcase"
-                continue
-            if tag == "testcase":
-                results.append(_junit_result(el))
-                depth -= 1
-                el.clear()
-            elif depth == 0 and tag in ("testsuite", "system-out", "system-err"):
-                el.clear()
+        with path.open("rb") as raw:
+            for event, el in ET.iterparse(_XmlBytes(raw), events=("start", "end")):
+                tag = el.tag.rsplit("}", 1)[-1]
+                if event == "start":
+                    depth += tag == "testcase"
+                    continue
+                if tag == "testcase":
+                    results.append(_junit_result(el))
+                    depth -= 1
+                    el.clear()
+                elif depth == 0 and tag in ("testsuite", "system-out", "system-err"):
+                    el.clear()
     except ET.ParseError as e:
         problem = f"the JUnit XML is malformed or truncated ({e}) after {len(results)} tests"
     except OSError as e:
