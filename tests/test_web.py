@@ -1,0 +1,304 @@
+"""The dashboard's pages and their JSON, over a seeded store, with FastAPI's TestClient."""
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forkflow.models import Better, MetricPoint, Sha
+from forkflow.store import queries
+from forkflow.store.session import Store
+from forkflow.web.app import create_app
+from forkflow.web.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
+from tests.conftest import run_forkflow
+
+SMALL = SeedSize(days=60, metrics=8, upstream_commits=400, tests_per_run=6)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, SeedInfo]:
+    path = tmp_path_factory.mktemp("web") / "store.db"
+    url = f"sqlite:///{path}"
+    store = Store.open(url)
+    info = seed_store(store, "triton:main", SMALL, hostile=True)
+    store.dispose()
+    return url, info
+
+
+@pytest.fixture(scope="module")
+def client(seeded: tuple[str, SeedInfo]) -> Iterator[TestClient]:
+    with TestClient(create_app(seeded[0])) as c:
+        yield c
+
+
+def _pages(info: SeedInfo) -> list[tuple[str, str]]:
+    """(path, text the HTML must show) for every page kind."""
+    metric = info.metric_names[0]
+    return [
+        ("/", "days behind upstream"),
+        ("/ingestion", "conflicts kept for a person"),
+        (f"/ingestion/units/{info.unit_ids[0]}", "bundle-1"),
+        (f"/ingestion/conflicts/{info.conflict_ids[0]}", "WarpSpec.cpp"),
+        ("/validation", "L3 requests and sign-offs"),
+        (f"/validation/runs/{info.nightly_run_ids[11]}", "failed tests"),
+        (f"/validation/l3/{info.l3_request_ids[0]}", "fsdp-training"),
+        ("/l2", "alerts"),
+        (f"/l2/metrics/{metric}", metric),
+        (f"/l2/alerts/{info.alert_ids[1]}", "culprit"),
+        (f"/l2/bisections/{info.bisection_ids[0]}", "stages"),
+        (f"/commits/{info.culprit_upstream}", "named by bisections"),
+        ("/triage", "trunk health"),
+        (f"/triage/groups/{info.group_keys[0]}", "failures"),
+    ]
+
+
+def _api(path: str) -> str:
+    return "/api/overview" if path == "/" else "/api" + path
+
+
+def charts_of(html: str) -> dict[str, Any]:
+    m = re.search(r'<script type="application/json" id="ff-charts">(.*?)</script>', html, re.S)
+    assert m, "the page carries no chart data"
+    return json.loads(m.group(1))  # type: ignore[no-any-return]
+
+
+def test_every_page_answers_html_and_the_same_json(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    for path, text in _pages(seeded[1]):
+        r = client.get(path)
+        assert r.status_code == 200, (path, r.text[-500:])
+        assert r.headers["content-type"].startswith("text/html")
+        assert text in r.text, path
+        api = client.get(_api(path))
+        assert api.status_code == 200 and api.headers["content-type"] == "application/json", path
+        accept = client.get(path, headers={"Accept": "application/json"})
+        assert accept.json() == api.json(), path
+
+
+def test_overview_numbers_come_from_the_ledger(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    doc = client.get("/api/overview").json()
+    led = doc["ledger"]
+    assert led["upstream_commits"] == SMALL.upstream_commits
+    assert sum(led["counts"].values()) == SMALL.upstream_commits
+    assert led["counts"]["SKIPPED"] > 0 and led["counts"]["DEFERRED"] > 0 and led["counts"]["PENDING"] > 0
+    assert led["upstream_tip"]["sha"] == seeded[1].upstream[-1]
+    days = (led["upstream_tip"]["date"] - led["ingestion_point"]["date"]) / 86400
+    assert led["days_behind"] == pytest.approx(days, abs=0.01)
+    assert len(doc["history"]) == SMALL.days
+    assert doc["attention"]["open_conflicts"] == 1 and doc["attention"]["l3_waiting"] == 1
+    html = client.get("/").text
+    chart = charts_of(html)["days-behind"]
+    assert len(chart["y"]) == SMALL.days and chart["y"][0] == doc["history"][0]["days_behind"]
+
+
+def test_l2_series_alerts_and_culprit(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    doc = client.get("/api/l2").json()
+    assert [m["name"] for m in doc["metrics"]] == sorted(info.metric_names)
+    assert all(m["points"] == SMALL.days for m in doc["metrics"])
+    assert {a["id"] for a in doc["alerts"]} == set(info.alert_ids)
+    bisected = next(a for a in doc["alerts"] if a["id"] == info.alert_ids[1])
+    assert bisected["culprit"]["upstream_commit"] == info.culprit_upstream
+    assert bisected["direction"] == "regression"
+    charts = charts_of(client.get("/l2").text)
+    assert len(charts) == len(info.metric_names)
+    marked = [c for c in charts.values() if c["marks"]]
+    assert marked, "no series carries its alert"
+    for c in marked:
+        assert len(c["y"]) == SMALL.days
+        for mark in c["marks"]:
+            assert mark["href"] in {f"/l2/alerts/{i}" for i in info.alert_ids}
+            assert 0 <= mark["before"] < mark["after"] < SMALL.days
+    one = client.get("/api/l2", params={"q": "softmax/*"}).json()
+    assert one["metrics"] and all(m["name"].startswith("softmax/") for m in one["metrics"])
+
+
+def test_alert_page_links_to_the_culprit_commit(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    html = client.get(f"/l2/alerts/{info.alert_ids[1]}").text
+    assert f'href="/commits/{info.culprit_upstream}"' in html
+    commit = client.get(f"/api/commits/{info.culprit_upstream}").json()
+    assert commit["upstream"]["subject"] == info.culprit_subject
+    assert commit["bisections"][0]["as"] == "upstream commit"
+    short = client.get(f"/api/commits/{info.culprit_upstream[:10]}").json()
+    assert short["sha"] == info.culprit_upstream
+
+
+def test_validation_counts_and_saturation_alarms(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    doc = client.get("/api/validation").json()
+    l2 = {r["id"]: r for r in doc["tiers"]["L2"]}
+    red = l2[info.nightly_run_ids[40]]  # red nightlies: day % 29 == 11
+    assert (red["status"], red["failed"], red["skipped"]) == ("FAIL", 1, 3)
+    assert red["passed"] == 3 * SMALL.tests_per_run - 4
+    short = l2[info.nightly_run_ids[SMALL.days - 5]]  # lit ran 2 tests short
+    assert any("ran 4 tests, expected 6" in a for a in short["alarms"])
+    assert len(doc["tiers"]["L1"]) == len(info.candidates)
+    states = {r["id"]: r["state"] for r in doc["l3_requests"]}
+    assert states == {info.l3_request_ids[0]: "RAN", info.l3_request_ids[1]: "ACCEPTED"}
+    bars = charts_of(client.get("/validation").text)["tier-L2"]
+    assert bars["cls"].count("FAIL") == sum(1 for r in doc["tiers"]["L2"] if r["status"] == "FAIL")
+
+
+def test_ingestion_units_conflicts_and_waiting(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    doc = client.get("/api/ingestion").json()
+    assert {u["id"] for u in doc["units"]} == set(info.unit_ids)
+    statuses = {u["name"].split(" ")[0]: u["status"] for u in doc["units"]}
+    assert statuses["warp-spec#2"] == "conflict" and statuses["bundle-1"] == "landed"
+    assert all(u["l1"]["status"] == "PASS" for u in doc["units"] if u["candidate_sha"])
+    assert [c["id"] for c in doc["conflicts"]] == info.conflict_ids
+    assert doc["waiting"] and all(w["reason"].startswith("chain warp-spec") for w in doc["waiting"])
+    unit = client.get(f"/api/ingestion/units/{info.unit_ids[0]}").json()
+    assert len(unit["members"]) == 40 and all(m["subject"] for m in unit["members"])
+
+
+def test_triage_groups_classes_health_and_tracking(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    doc = client.get("/api/triage").json()
+    assert {g["key"] for g in doc["groups"]} == set(info.group_keys)
+    assert {c for c, n in doc["totals"].items() if n} == {"NEW", "BROKEN_TRUNK", "FLAKY", "INFRA"}
+    tracked = next(g for g in doc["groups"] if g["key"] == info.group_keys[0])
+    assert tracked["tracking"][0]["issue_id"] == "issue-1"
+    assert doc["health"]["state"] in ("green", "red") and doc["health"]["runs"] > 0
+    group = client.get(f"/api/triage/groups/{info.group_keys[0]}").json()
+    assert group["failures"] and all("CUDA error" in f["excerpt"] for f in group["failures"])
+
+
+@pytest.mark.parametrize("path,word", [
+    ("/l2/alerts/999", "no L2 alert 999"), ("/l2/bisections/999", "no bisection 999"),
+    ("/l2/metrics/no/such:metric", "no metric named"), ("/ingestion/units/999", "no landing unit 999"),
+    ("/ingestion/conflicts/999", "no conflict 999"), ("/validation/runs/99999", "no validation run 99999"),
+    ("/validation/l3/999", "no L3 request 999"), ("/triage/groups/0123456789abcdef", "no failure group"),
+    ("/commits/0123456789abcdef", "no commit 0123456789abcdef"), ("/no-such-page", "no such page"),
+])
+def test_unknown_ids_answer_404_with_a_message(client: TestClient, path: str, word: str) -> None:
+    html = client.get(path)
+    assert html.status_code == 404 and word in html.text
+    api = client.get(_api(path))
+    assert api.status_code == 404 and word in api.json()["error"]
+
+
+@pytest.mark.parametrize("path,word", [
+    ("/l2/alerts/abc", "alert_id"), ("/commits/not-a-sha", "not a commit sha"),
+    ("/validation/runs/1.5", "run_id"),
+])
+def test_malformed_ids_answer_400(client: TestClient, path: str, word: str) -> None:
+    r = client.get(_api(path))
+    assert r.status_code == 400 and word in r.json()["error"]
+
+
+def test_hostile_text_is_escaped_never_executed(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    hostile_commit = info.upstream[3]  # seeded with HTML in its subject
+    pages = ["/ingestion", f"/ingestion/units/{info.unit_ids[3]}", f"/commits/{hostile_commit}",
+             f"/validation/runs/{info.nightly_run_ids[11]}", "/triage",
+             f"/triage/groups/{info.group_keys[0]}"]
+    for path in pages:
+        r = client.get(path)
+        assert r.status_code == 200, path
+        assert "<script>window.__pwned" not in r.text, path
+        assert 'onerror="window' not in r.text, path
+        assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in r.text, path
+        assert "script-src 'self'" in r.headers["content-security-policy"]
+        assert r.headers["x-content-type-options"] == "nosniff"
+    assert client.get(f"/api/commits/{hostile_commit}").json()["upstream"]["subject"].endswith(HOSTILE)
+
+
+def test_chart_data_cannot_close_its_script_block(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store.open(url)
+    evil = "</script><script>window.__pwned=1</script>"
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        queries.add_metric_points(s, fid, [MetricPoint(f"m{evil}", sha_of(str(i)), 1.0 + i, evil, Better.HIGHER,
+                                                       commit_date=1_700_000_000 + i) for i in range(3)])
+    with TestClient(create_app(url)) as c:
+        html = c.get("/l2").text
+    block = re.search(r'id="ff-charts">(.*?)</script>', html, re.S)
+    assert block is not None and "<" not in block.group(1)
+    assert json.loads(block.group(1))["m0"]["unit"] == evil
+    assert "<script>window.__pwned" not in html
+
+
+def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    hints = {"/": "forkflow status", "/ingestion": "forkflow ingest --land", "/validation": "forkflow validate",
+             "/l2": "forkflow nightly", "/triage": "forkflow triage"}
+    with TestClient(create_app(url)) as c:
+        for path, hint in hints.items():
+            r = c.get(path)
+            assert r.status_code == 200 and hint in r.text, path
+            assert c.get(_api(path)).json()["empty"] is True, path
+        other = Store.open(url)
+        with other.session_scope() as s:  # a fork appears while the dashboard runs, still empty
+            queries.fork_id(s, "lonely:main")
+        other.dispose()
+        for path, hint in hints.items():
+            r = c.get(path)
+            assert hint in r.text and "lonely:main" in r.text, path
+
+
+def test_pages_read_while_the_store_is_written(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'busy.db'}"
+    store = Store.open(url)
+    seed_store(store, "f:main", SeedSize(days=20, metrics=3, upstream_commits=60, tests_per_run=3))
+    stop = threading.Event()
+    written = [0]
+
+    def writer() -> None:
+        w = Store.open(url)
+        i = 0
+        while not stop.is_set():
+            with w.session_scope() as s:
+                fid = queries.fork_id(s, "f:main")
+                queries.add_metric_points(s, fid, [MetricPoint(f"live/m{i % 3}", Sha(sha_of(f"live{i}")),
+                                                               float(i), "s", Better.LOWER,
+                                                               commit_date=1_800_000_000 + i)])
+            i += 1
+            written[0] = i
+        w.dispose()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        with TestClient(create_app(url)) as c:
+            deadline = time.monotonic() + 3
+            seen = set()
+            while time.monotonic() < deadline:
+                for path in ("/", "/l2", "/validation", "/api/l2"):
+                    r = c.get(path)
+                    assert r.status_code == 200, (path, r.text[-300:])
+                seen.add(len(c.get("/api/l2").json()["metrics"]))
+    finally:
+        stop.set()
+        t.join()
+    assert written[0] > 5 and max(seen) > 3  # the writer got through, and readers saw its metrics
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_bad_inputs(tmp_path: Path) -> None:
+    r = run_forkflow("serve", cwd=tmp_path)
+    assert r.rc == 1 and "no forkflow.toml" in r.err and "--store" in r.err
+    r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--token", "short", cwd=tmp_path)
+    assert r.rc == 1 and "shorter than 8" in r.err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--port", str(port), cwd=tmp_path)
+    assert r.rc == 1 and f"port {port}" in r.err and "in use" in r.err
+    r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--fork", "nope", cwd=tmp_path)
+    assert r.rc == 1 and "no fork named 'nope'" in r.err

@@ -1,0 +1,168 @@
+"""Actions on the dashboard: the operator token, checked server-side, and the actions log."""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forkflow.context import Context, open_context
+from forkflow.testing.gitrepo import ForkBuilder
+from forkflow.tiers import l3
+from forkflow.tiers import queries as tq
+from forkflow.tiers.tiers import Tier
+from forkflow.web.app import create_app
+
+TOKEN = "operator-token-0123456789"
+SUITES = """
+[[suite]]
+name = "soak"
+tier = "L3"
+command = "python -c pass"
+report = "junit"
+owners = ["perf-oncall"]
+
+[[suite]]
+name = "unit"
+tier = "L1"
+command = "python -c pass"
+report = "junit"
+"""
+
+
+@dataclass
+class Fork:
+    ctx: Context
+    request_id: int
+    run_id: int
+    log: Path
+
+
+@pytest.fixture
+def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    with (builder.f.path / "forkflow.toml").open("a", encoding="utf-8") as f:
+        f.write(SUITES)
+    ctx = open_context(builder.f.path)
+    request_id = l3.request(ctx, "soak", "main", by="alice", note="before the branch cut")
+    with ctx.store.session_scope() as s:  # a finished L3 run of the request
+        run_id, _ = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L3, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
+                                                            "local", "l3", 0, (), ("soak",), {},
+                                                            l3_request_id=request_id), [])
+        tq.finish_run(s, run_id, "PASS", "soak passed", ())
+        bad_run, jobs = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L1, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
+                                                                "local", "validate", 0, (), ("unit",), {}), [])
+        tq.finish_run(s, bad_run, "FAIL", "", ())
+    return Fork(ctx, request_id, run_id, tmp_path / "actions.log")
+
+
+@pytest.fixture
+def client(fork: Fork) -> Iterator[TestClient]:
+    with TestClient(create_app(fork.ctx, TOKEN, actions_log=fork.log)) as c:
+        yield c
+
+
+def _signoffs(fork: Fork) -> list[tuple[str, str]]:
+    with fork.ctx.store.session_scope() as s:
+        req = tq.get_l3_request(s, fork.ctx.fork_id, fork.request_id)
+    assert req is not None
+    return [(x.owner, x.verdict) for x in req.signoffs]
+
+
+def _log(fork: Fork) -> list[dict[str, str]]:
+    return [json.loads(line) for line in fork.log.read_text().splitlines()]
+
+
+def _post(c: TestClient, fork: Fork, **fields: str) -> object:
+    return c.post(f"/validation/l3/{fork.request_id}/signoff", data=fields, follow_redirects=False)
+
+
+def test_signoff_without_or_with_a_wrong_token_is_403_and_changes_nothing(client: TestClient, fork: Fork) -> None:
+    form = {"owner": "perf-oncall", "verdict": "accept"}
+    r = client.post(f"/validation/l3/{fork.request_id}/signoff", data=form)
+    assert r.status_code == 403 and "this action needs the operator" in r.text
+    r = client.post(f"/validation/l3/{fork.request_id}/signoff", data={**form, "token": "guess-guess"})
+    assert r.status_code == 403
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", json=form,
+                    headers={"X-Forkflow-Token": TOKEN + "x"})
+    assert r.status_code == 403 and "token" in r.json()["error"]
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", json=form,
+                    headers={"Authorization": "Bearer nope"})
+    assert r.status_code == 403
+    assert _signoffs(fork) == []
+    outcomes = [e["outcome"] for e in _log(fork)]
+    assert outcomes == ["refused: no token", "refused: wrong token", "refused: wrong token",
+                        "refused: wrong token"]
+
+
+def test_signoff_with_the_token_by_an_owner_is_recorded_and_logged(client: TestClient, fork: Fork,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="forkflow.web.actions"):
+        r = client.post(f"/validation/l3/{fork.request_id}/signoff", follow_redirects=False,
+                        data={"owner": "perf-oncall", "verdict": "accept", "note": "loss ok", "token": TOKEN})
+    assert r.status_code == 303 and r.headers["location"] == f"/validation/l3/{fork.request_id}"
+    assert _signoffs(fork) == [("perf-oncall", "accept")]
+    page = client.get(f"/validation/l3/{fork.request_id}")
+    assert "ACCEPTED" in page.text and "loss ok" in page.text
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"owner": "perf-oncall", "verdict": "reject", "note": "regressed"})
+    assert r.status_code == 200 and r.json()["verdict"] == "reject"
+    assert client.get(f"/api/validation/l3/{fork.request_id}").json()["request"]["state"] == "REJECTED"
+    done = [e for e in _log(fork) if e["outcome"] == "done"]
+    assert [(e["action"], e["owner"], e["verdict"]) for e in done] == [
+        ("l3-signoff", "perf-oncall", "accept"), ("l3-signoff", "perf-oncall", "reject")]
+    assert any("l3-signoff" in rec.getMessage() for rec in caplog.records)
+
+
+def test_signoff_checks_owner_verdict_and_request(client: TestClient, fork: Fork) -> None:
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"owner": "mallory", "verdict": "accept"})
+    assert r.status_code == 400 and "not an owner" in r.json()["error"]
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"owner": "perf-oncall", "verdict": "maybe"})
+    assert r.status_code == 409 and "accept or reject" in r.json()["error"]
+    r = client.post("/api/validation/l3/999/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"owner": "perf-oncall", "verdict": "accept"})
+    assert r.status_code == 404 and "no L3 request 999" in r.json()["error"]
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN,
+                                                                             "Content-Type": "application/json"},
+                    content=b"[1, 2]")
+    assert r.status_code == 400 and "object" in r.json()["error"]
+    assert _signoffs(fork) == []
+
+
+def test_read_only_dashboard_refuses_every_action(fork: Fork) -> None:
+    with TestClient(create_app(fork.ctx, None, actions_log=fork.log)) as c:
+        r = c.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                   json={"owner": "perf-oncall", "verdict": "accept"})
+        assert r.status_code == 403 and "read-only" in r.json()["error"]
+        assert c.post(f"/api/validation/runs/{fork.run_id}/rerun", headers={"X-Forkflow-Token": TOKEN}
+                      ).status_code == 403
+        assert "sign off</button>" not in c.get(f"/validation/l3/{fork.request_id}").text
+    assert _signoffs(fork) == []
+
+
+def test_store_only_dashboard_cannot_sign_off_without_the_checkout(fork: Fork) -> None:
+    with TestClient(create_app(fork.ctx.store.url, TOKEN)) as c:
+        assert "sign off</button>" in c.get(f"/validation/l3/{fork.request_id}").text
+        r = c.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                   json={"owner": "perf-oncall", "verdict": "accept"})
+        assert r.status_code == 409 and "checkout" in r.json()["error"]
+    assert _signoffs(fork) == []
+
+
+def test_rerun_needs_the_token_and_a_failed_test(client: TestClient, fork: Fork) -> None:
+    assert client.post(f"/validation/runs/{fork.run_id}/rerun").status_code == 403
+    r = client.post("/api/validation/runs/99999/rerun", headers={"X-Forkflow-Token": TOKEN})
+    assert r.status_code == 404
+    r = client.post(f"/api/validation/runs/{fork.run_id}/rerun", headers={"X-Forkflow-Token": TOKEN})
+    assert r.status_code == 409 and "no failed test" in r.json()["error"]
+    assert [e["outcome"] for e in _log(fork)] == ["refused: no token", "refused: unknown run",
+                                                  "refused: nothing failed"]
