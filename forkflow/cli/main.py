@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "forkflow.cli.regress_cmds",
     "forkflow.cli.triage_cmds",
     "forkflow.cli.web_cmds",
+    "forkflow.cli.workloads_cmds",
 )
 
 

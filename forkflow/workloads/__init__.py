@@ -7,27 +7,14 @@ workload runs, so `forkflow workloads list` works without the `gpu` extra.
 """
 from __future__ import annotations
 
-import enum
 import importlib
 import importlib.util
 from dataclasses import dataclass, field
 
 from forkflow.errors import UserError
+from forkflow.tiers.tiers import ReportFormat, Tier
 
-
-class Tier(str, enum.Enum):
-    """The validation tier a workload belongs to (see DESIGN.md, Validation tiers)."""
-
-    L1 = "L1"
-    L2 = "L2"
-    L3 = "L3"
-
-
-class ReportFormat(str, enum.Enum):
-    """What the workload writes at `{report}`: JUnit XML or the metrics JSON."""
-
-    JUNIT = "junit"
-    METRICS = "metrics"
+__all__ = ["ReportFormat", "Tier", "Workload", "all_workloads", "get_workload"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +26,9 @@ class Workload:
     module: str  # under forkflow.workloads
     report: ReportFormat
     description: str
+    summary: str = ""  # a few words for `workloads list`
     needs_gpu: bool = False
-    resources: tuple[tuple[str, int], ...] = (("cpus", 1), ("gpus", 0))
+    resources: tuple[tuple[str, int], ...] = (("cpus", 2), ("gpus", 0))
     expect_tests: int | None = None  # JUnit cases (the same count on every machine)
     timeout: str = "20m"
     requires: tuple[str, ...] = ("torch", "triton")  # import names of the `gpu` extra it needs
@@ -54,6 +42,21 @@ class Workload:
     @property
     def report_suffix(self) -> str:
         return ".xml" if self.report is ReportFormat.JUNIT else ".json"
+
+    def suite_entry(self, name: str | None = None, paths: tuple[str, ...] | None = None,
+                    gpus: int | None = None, timeout: str | None = None) -> dict[str, object]:
+        """The `[[suite]]` table that runs this workload (the suite format of forkflow.tiers)."""
+        res = dict(self.resources)
+        if gpus is not None:
+            res["gpus"] = gpus
+        entry: dict[str, object] = {"name": name or self.name, "tier": self.tier.value,
+                                    "command": self.command, "report": self.report.value}
+        if self.expect_tests is not None:
+            entry["expect_tests"] = self.expect_tests
+        entry["paths"] = list(paths if paths is not None else self.paths)
+        entry["resources"] = res
+        entry["timeout"] = timeout or self.timeout
+        return entry
 
     def missing_packages(self) -> tuple[str, ...]:
         """The packages this workload imports that are not installed here."""

@@ -27,6 +27,7 @@ WORKLOAD = Workload(
     report=ReportFormat.METRICS,
     description="torch.compile (Inductor) of a small transformer block: cold and warm compile "
                 "seconds, forward and backward; GPU when present, else CPU",
+    summary="torch.compile cold/warm s",
     needs_gpu=False,
     resources=(("cpus", 4), ("gpus", 0)),
     timeout="30m",

@@ -44,6 +44,7 @@ WORKLOAD = Workload(
     report=ReportFormat.JUNIT,
     description="A Helion matmul and bias+ReLU, and torch.compile (Inductor) generated kernels, "
                 "against PyTorch references",
+    summary="Helion + Inductor kernels",
     needs_gpu=False,
     expect_tests=len(SPECS),
     timeout="15m",

@@ -29,6 +29,7 @@ WORKLOAD = Workload(
     report=ReportFormat.METRICS,
     description="FSDP2 fully_shard training of a small transformer: tokens/s, loss trajectory "
                 "and drift against a recorded reference; gloo on CPU, NCCL on GPUs",
+    summary="FSDP2 tokens/s, loss drift",
     needs_gpu=False,
     resources=(("cpus", 2), ("gpus", 0)),
     requires=("torch",),

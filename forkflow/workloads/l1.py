@@ -63,8 +63,10 @@ def finish(suite: str, cases: list[CaseResult], report: Path | None, dev: Device
         print(f"{c.outcome.value.upper():8} {c.name:44} {c.seconds:7.2f}s{note}")
     n = counts(cases)
     wall = time.perf_counter() - started
-    print(f"{suite} on {dev.describe()}: {n[Outcome.PASSED]} passed, {n[Outcome.FAILED]} failed, "
-          f"{n[Outcome.ERROR]} errors, {n[Outcome.SKIPPED]} skipped in {wall:.1f}s")
+    # The closing line in pytest's form, so a runner's own count reads it (forkflow.tiers.reports).
+    print(f"{suite} on {dev.describe()}")
+    print(f"{n[Outcome.PASSED]} passed, {n[Outcome.FAILED]} failed, {n[Outcome.ERROR]} errors, "
+          f"{n[Outcome.SKIPPED]} skipped in {wall:.1f}s")
     if report is not None:
         write_junit(report, suite, cases, {"device": dev.describe(), "wall_seconds": f"{wall:.2f}"})
         print(f"report: {report}")

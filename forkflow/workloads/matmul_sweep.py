@@ -24,6 +24,7 @@ WORKLOAD = Workload(
     report=ReportFormat.METRICS,
     description="Triton matmul TFLOP/s and latency over required shapes (large, decode), "
                 "with cuBLAS measured in the same run; GPU only",
+    summary="matmul TFLOP/s vs cuBLAS",
     needs_gpu=True,
     resources=(("cpus", 4), ("gpus", 1)),
     timeout="30m",
