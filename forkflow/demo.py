@@ -252,7 +252,8 @@ def run_demo(keep: Path | None, console: Console) -> int:
         _step(console, "6. forkflow status, after")
         ledger_cmds.status(json_out=False, commits=False, fetch=False, repo=sample.fork, store=None)
         _step(console, "7. forkflow conflicts")
-        ingest_cmds.conflicts_list(_NoSub(), all_=False, json_out=False, repo=sample.fork, store=None)
+        ingest_cmds.conflicts_list(_NoSub(), all_=False, json_out=False, repo=sample.fork,  # type: ignore[arg-type]
+                                   store=None)
         _explain(console, sample, keep, time.monotonic() - start)
     finally:
         if keep is None:

@@ -7,6 +7,7 @@ from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import (
     BASE_LABEL,
     OURS_LABEL,
+    Segment,
     THEIRS_LABEL,
     classify,
     conflict_key,
@@ -32,11 +33,11 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
     """Contents of each side, the kind of conflict and, for text, git's diff3 regions."""
     base, ours, theirs = (_content(picker, s) for s in (conflict.base, conflict.ours, conflict.theirs))
     binary = any(x is not None and b"\0" in x[:8000] for x in (base, ours, theirs))
-    kind = classify(*[(s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs)],
-                    is_binary=binary)
+    b, o, t = ((s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs))
+    kind = classify(b, o, t, is_binary=binary)
     raw, _ = picker.raw_message(sha)
     message = raw.decode("utf-8", "replace")
-    segments: tuple[object, ...] = ()
+    segments: tuple[Segment, ...] = ()
     key = ""
     if kind.is_text:
         _, merged = repo.merge_file(ours or b"", base or b"", theirs or b"",
@@ -46,7 +47,7 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
             segments = parsed
             key = conflict_key(parsed)
     return ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
-                        segments, key)  # type: ignore[arg-type]
+                        segments, key)
 
 
 def agent_backend(settings: AgentSettings, env: dict[str, str]) -> Backend | None:

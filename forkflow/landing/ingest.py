@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import pygit2
+
 from forkflow.config import STATE_DIR
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
@@ -426,7 +428,7 @@ class Ingestor:
         with self.ctx.store.session_scope() as s:
             crecords.add_attempt(s, self.ctx.fork_id, attempt)
 
-    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, object, str | None]:
+    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, pygit2.Signature | None, str | None]:
         if len(applied) == 1:
             raw, encoding = self.picker.raw_message(applied[0])
             return single_message(applied[0], raw), self.picker.author(applied[0]), encoding

@@ -95,7 +95,7 @@ def _entry(tree: pygit2.Tree, path: str) -> Entry | None:
 def _side(entry: pygit2.IndexEntry | None) -> Side | None:
     if entry is None:
         return None
-    return Side(str(entry.id), int(entry.mode), entry.path)
+    return Side(str(entry.id), int(entry.mode), str(entry.path))
 
 
 class MemoryPicker:
@@ -312,8 +312,9 @@ class MemoryPicker:
                      encoding: str | None = None) -> Sha:
         """Write a commit object (no ref moves); returns its sha."""
         committer = self.committer()
-        args: list[object] = [None, author or committer, committer, message, pygit2.Oid(hex=tree),
-                              [pygit2.Oid(hex=parent)]]
+        oid = pygit2.Oid(hex=tree)
+        parents: list[str | pygit2.Oid] = [pygit2.Oid(hex=parent)]
         if encoding:
-            args.append(encoding)
-        return Sha(str(self.repo.create_commit(*args)))
+            return Sha(str(self.repo.create_commit(None, author or committer, committer, message, oid, parents,
+                                                   encoding)))
+        return Sha(str(self.repo.create_commit(None, author or committer, committer, message, oid, parents)))
