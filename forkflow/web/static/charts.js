@@ -184,7 +184,7 @@
     var hi = 0;
     spec.y.forEach(function (v) { if (v !== null && v > hi) { hi = v; } });
     hi = hi || 1;
-    var bw = (w - m.l - m.r) / n;
+    var bw = Math.min((w - m.l - m.r) / n, 28);
     el("line", { x1: m.l, x2: w - m.r, y1: h - m.b, y2: h - m.b, "class": "ff-axis" }, svg);
     var top = el("text", { x: m.l - 4, y: m.t + 8, "text-anchor": "end", "class": "ff-tick" }, svg);
     top.textContent = fmt(hi);
@@ -202,7 +202,7 @@
 
   function render() {
     var block = document.getElementById("ff-charts");
-    if (!block) { return; }
+    if (!block) { document.documentElement.setAttribute("data-charts-rendered", "0"); return; }
     var specs;
     try { specs = JSON.parse(block.textContent); } catch (e) { return; }
     var boxes = document.querySelectorAll("[data-chart]");
