@@ -11,7 +11,7 @@ Two sources of evidence, as in predictive test selection:
   source file (`lib/foo.py` -> `test_foo.py`), are always selected.
 
 When there is no evidence at all for a changed file that the suite covers, the whole suite runs:
-forkflow never guesses that a change is safe.  Selection is by test file (`test_file()`), the
+forkflow never guesses that a change is safe.  Selection is by test file (`file_of()`), the
 unit harnesses accept on the command line; the run's fraction is counted in tests.
 """
 from __future__ import annotations
@@ -89,7 +89,7 @@ def matches(path: str, globs: Iterable[str]) -> bool:
     return any(_glob_regex(g + "**" if g.endswith("/") else g).match(path) for g in globs)
 
 
-def test_file(test_id: str) -> str:
+def file_of(test_id: str) -> str:
     """The file a test id lives in: `a/b.py::T::t` -> `a/b.py`, `S :: x/y.mlir` -> `x/y.mlir`,
     `pkg.tests.test_m.TestC::t` -> `pkg/tests/test_m.py`."""
     if " :: " in test_id:
@@ -108,7 +108,7 @@ def node_id(test_id: str) -> str:
     if " :: " in test_id:
         return test_id.split(" :: ", 1)[1]
     head, _, rest = test_id.partition("::")
-    file = test_file(test_id)
+    file = file_of(test_id)
     if file == head:
         return test_id
     classes = [p for p in head.split(".") if p[:1].isupper()]
@@ -159,7 +159,7 @@ def _select_tests(spec: SuiteSpec, changed: Sequence[str], cf: CoFailure,
                   recent_failures: frozenset[str]) -> SuiteSelection:
     by_file: dict[str, list[str]] = defaultdict(list)
     for t in spec.known_tests:
-        by_file[test_file(t)].append(t)
+        by_file[file_of(t)].append(t)
     stems: dict[str, set[str]] = defaultdict(set)
     for f in by_file:
         stems[_stem(f)].add(f)
@@ -174,11 +174,11 @@ def _select_tests(spec: SuiteSpec, changed: Sequence[str], cf: CoFailure,
         if covered and not known and not direct:
             return SuiteSelection(spec.name, True, None, None,
                                   (f"no history for {path}: the whole suite runs",))
-        files = direct | {test_file(t) for t in hits}
+        files = direct | {file_of(t) for t in hits}
         chosen |= files
         if files:
             reasons.append(f"{path}: {len(files)} test file(s)")
-    chosen |= {test_file(t) for t in recent_failures}
+    chosen |= {file_of(t) for t in recent_failures}
     if not chosen:
         return SuiteSelection(spec.name, False, (), (), ("no test is related to the change",))
     tests = tuple(t for f in sorted(chosen) for t in by_file.get(f, ()))
