@@ -86,10 +86,15 @@ def single_run_trials(trials: int) -> dict[str, float]:
 MEASURE = r'''
 import json, os, random, sys
 from pathlib import Path
+import fcntl
 idx = int(Path("idx.txt").read_text())
-cnt = Path(os.environ["COUNTER"])
-k = int(cnt.read_text()) if cnt.exists() else 0
-cnt.write_text(str(k + 1))
+with open(os.environ["COUNTER"], "a+") as cnt:  # one draw per run, also when runs overlap
+    fcntl.flock(cnt, fcntl.LOCK_EX)
+    cnt.seek(0)
+    k = int(cnt.read() or 0)
+    cnt.seek(0)
+    cnt.truncate()
+    cnt.write(str(k + 1))
 rng = random.Random(f"{os.environ['SEED']}-{k}")
 v = 100 * (1 + 0.05 * (idx >= int(os.environ["CULPRIT"]))) * (1 + 0.03 * rng.gauss(0, 1))
 if os.environ.get("MODE") == "threshold":
@@ -181,9 +186,10 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"{math.log2(N) + 2:.0f} rounds, K=4 ceil(log5 N)+2 = {math.ceil(math.log(N, 5)) + 2} rounds")
     print(f"{'method':<34} {'trials':>6} {'right':>8} {'max r':>6} {'mean r':>6} {'meas/rnd':>9} "
           f"{'meas':>8} {'s/trial':>8}")
-    row("forkflow K=1 (simulated)", args.trials, forkflow_trials(args.trials, 1))
-    row("forkflow K=4 (simulated)", args.trials, forkflow_trials(args.trials, 4))
-    row("single run + threshold (simulated)", args.trials, single_run_trials(args.trials))
+    if args.trials:
+        row("forkflow K=1 (simulated)", args.trials, forkflow_trials(args.trials, 1))
+        row("forkflow K=4 (simulated)", args.trials, forkflow_trials(args.trials, 4))
+        row("single run + threshold (simulated)", args.trials, single_run_trials(args.trials))
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "measure.py").write_text(MEASURE)
