@@ -239,3 +239,13 @@ def test_cli_bisect_bad_inputs(builder: ForkBuilder, tmp_path: Path, cli) -> Non
     assert "say what to bisect" in cli("bisect", "--command", cmd, repo=builder.f.path).err
     nothing = cli("detect", "--metric", "nope*", repo=builder.f.path)
     assert nothing.rc == 1 and "no stored L2 metric" in nothing.err
+
+
+def test_cli_bisect_pass_fail_inside_bundle(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    good, bad, ups = _fork(builder)
+    _init(cli, builder.f.path)
+    r = cli("bisect", "--pass-fail", "--good", good, "--bad", bad, "--command",
+            "test \"$(cat perf.txt)\" = 100", "--json", repo=builder.f.path)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert doc["mode"] == "pass-fail" and doc["culprit"]["upstream_commit"] == ups[5]
