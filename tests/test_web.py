@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import threading
@@ -302,3 +303,46 @@ def test_serve_bad_inputs(tmp_path: Path) -> None:
     assert r.rc == 1 and f"port {port}" in r.err and "in use" in r.err
     r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--fork", "nope", cwd=tmp_path)
     assert r.rc == 1 and "no fork named 'nope'" in r.err
+
+
+def test_demo_serve_shows_the_whole_product(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import urllib.request
+
+    port = _free_port()
+    exe = Path(sys.executable).parent / "forkflow"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
+    log = tmp_path / "demo.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([*cmd, "demo", "--serve", "--port", str(port), "--keep", str(tmp_path / "demo")],
+                                cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                env={**os.environ, "BROWSER": "true"})
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str) -> Any:
+        with urllib.request.urlopen(base + path, timeout=10) as r:
+            return json.loads(r.read())
+
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                overview = get("/api/overview")
+                break
+            except OSError:
+                assert proc.poll() is None, log.read_text()[-2000:]
+                assert time.monotonic() < deadline, "the demo's dashboard did not come up"
+                time.sleep(0.5)
+        assert overview["ledger"]["counts"]["PICKED"] > 0 and len(overview["history"]) >= 2
+        ingestion = get("/api/ingestion")
+        assert {u["status"] for u in ingestion["units"]} >= {"landed", "failed"} and ingestion["conflicts"]
+        l2 = get("/api/l2")
+        culprit = next(a["culprit"] for a in l2["alerts"] if a["culprit"])
+        commit = get(f"/api/commits/{culprit['upstream_commit']}")
+        assert commit["upstream"]["disposition"] == "PICKED"  # a real commit of the sample fork
+        assert get("/api/validation")["tiers"]["L2"] and get("/api/triage")["groups"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert (tmp_path / "demo" / "sample" / "fork" / "forkflow.toml").is_file()  # --keep kept it

@@ -248,14 +248,21 @@ def demo(
     keep: Annotated[Path | None, typer.Option("--keep", help="Keep the sample in this folder to explore.")] = None,
     repo: Annotated[Path | None, typer.Option("--repo", help="Show status, plan and a dry run of an "
                                                              "existing fork instead (writes nothing to git).")] = None,
+    serve: Annotated[bool, typer.Option("--serve", help="Then open the dashboard on the result "
+                                                        "(with a simulated year of nightly history).")] = False,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Dashboard port, with --serve.")] = 8040,
 ) -> int:
     """Generate a sample upstream and fork, then run init, status, plan and ingest --land on it."""
     from forkflow.demo import run_demo, run_demo_on
 
     if repo is not None:
-        if keep is not None:
-            raise UserError("--keep is for the generated sample; drop it when passing --repo")
+        if keep is not None or serve:
+            raise UserError("--keep and --serve are for the generated sample; drop them when passing --repo")
         return run_demo_on(repo, console)
+    if serve:
+        from forkflow.web.serve import serve_demo
+
+        return serve_demo(keep, console, port=port)
     return run_demo(keep, console)
 
 

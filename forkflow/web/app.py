@@ -8,6 +8,7 @@ data as JSON at `/api/<page>` or with `Accept: application/json`.
 """
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -59,7 +60,9 @@ def create_app(target: str | Context, token: str | None = None, *, fork: str | N
 
 
 async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    start = time.perf_counter()
     response = await call_next(request)
+    response.headers["Server-Timing"] = f"app;dur={(time.perf_counter() - start) * 1000:.1f}"
     response.headers.setdefault("Content-Security-Policy", CSP)
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
     response.headers.setdefault("X-Frame-Options", "DENY")

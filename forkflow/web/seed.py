@@ -96,8 +96,15 @@ def _metric_meta(i: int) -> tuple[str, Better, float]:
 
 
 def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSize(), *,
-               hostile: bool = False, ingestion: bool = True, seed: int = 7) -> SeedInfo:
-    """Write a fork's simulated year into `store`; returns the ids and shas the tests look for."""
+               hostile: bool = False, ingestion: bool = True, culprit: tuple[Sha, str] | None = None,
+               seed: int = 7) -> SeedInfo:
+    """Write a fork's simulated year into `store`; returns the ids and shas the tests look for.
+
+    Args:
+        ingestion: also write a ledger, snapshots, landing units and a conflict (False when the
+            store already has real ones, as after `forkflow demo`).
+        culprit: a real upstream commit (sha, subject) for the seeded bisection to blame.
+    """
     rnd = random.Random(seed)
     with store.session_scope() as s:
         fid = queries.fork_id(s, fork)
@@ -114,7 +121,7 @@ def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSiz
     with store.session_scope() as s:
         _metrics(s, fid, info, size, rnd)
     with store.session_scope() as s:
-        _alerts(s, fid, info, subjects, hostile)
+        _alerts(s, fid, info, subjects, culprit)
     with store.session_scope() as s:
         _validation(s, fid, info, size, rnd, hostile)
     with store.session_scope() as s:
@@ -228,7 +235,7 @@ def _metrics(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.R
     queries.add_metric_points(s, fid, points)
 
 
-def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], hostile: bool) -> None:
+def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], real: tuple[Sha, str] | None) -> None:
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
 
@@ -247,16 +254,17 @@ def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], hostile: 
         if members:
             info.alert_ids += [a.id for a in records.save_alerts(
                 s, fid, [AlertDraft(info.fork_revs[at - 1], info.fork_revs[at], tuple(members))])]
-    if len(info.alert_ids) < 2 or not info.upstream:
+    if len(info.alert_ids) < 2 or (not info.upstream and real is None):
         return
     idx = min(len(info.upstream) - 1, int(len(info.upstream) * 0.5))
-    culprit, subject = info.upstream[idx], subjects[idx]
+    culprit, subject = real if real is not None else (info.upstream[idx], subjects[idx])
+    pr = 4000 + idx if real is None else None
     bad = info.fork_revs[int(days * 0.8)]
     result = {"metric": info.metric_names[0], "mode": "perf", "good": info.fork_revs[int(days * 0.8) - 1],
               "bad": bad, "status": "found", "confidence": 0.97, "rounds": 5, "measurements": 60,
               "message": f"landing unit {bad[:12]} changed {info.metric_names[0]} by -10.0% (p=0.0004)",
               "culprit": {"fork_commit": bad, "landing_unit": bad, "subject": subject,
-                          "upstream_commit": culprit, "pr": 4000 + idx},
+                          "upstream_commit": culprit, "pr": pr},
               "stages": [{"name": "landing units", "status": "found", "message": "one unit", "confidence": 0.99,
                           "suspects": [bad], "skipped": {}, "rounds": [{}] * 3},
                          {"name": f"bundle {bad[:12]}", "status": "found", "message": "one commit",

@@ -9,6 +9,8 @@ import threading
 import webbrowser
 from pathlib import Path
 
+from rich.console import Console
+
 from forkflow.context import Context
 from forkflow.errors import UserError
 
@@ -67,3 +69,36 @@ def serve_store(target: str | Context, host: str = "127.0.0.1", port: int = 8040
         threading.Timer(0.8, lambda: webbrowser.open(url)).start()
     server.run()
     return 0
+
+
+def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", port: int = 8040, *,
+               open_browser: bool = True) -> int:
+    """`forkflow demo --serve`: run the demo, add a simulated year of nightly history, serve it all."""
+    import shutil
+    import tempfile
+
+    from forkflow.context import open_context
+    from forkflow.demo import run_demo
+    from forkflow.ledger.build import build_ledger
+    from forkflow.web.seed import SeedSize, seed_store
+
+    check_port(host, port)
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        raise UserError(f"{keep} is not empty; pass a new folder to --keep")
+    root = keep if keep is not None else Path(tempfile.mkdtemp(prefix="forkflow-demo-"))
+    try:
+        rc = run_demo(root, console)
+        if rc != 0:
+            return rc
+        ctx = open_context(root / "sample" / "fork")
+        picked = [e for e in build_ledger(ctx).entries if e.fork_shas]
+        culprit = (picked[-1].commit.sha, picked[-1].commit.subject) if picked else None
+        seed_store(ctx.store, ctx.fork_name, SeedSize(days=120, metrics=16, upstream_commits=0),
+                   ingestion=False, culprit=culprit)
+        console.rule("[bold]8. forkflow serve")
+        console.print("the landing units and conflicts above, plus a simulated year of nightly L2 metrics, "
+                      "alerts, a bisection, validation runs and triaged failures")
+        return serve_store(ctx, host, port, open_browser=open_browser, demo=True)
+    finally:
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)

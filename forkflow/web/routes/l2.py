@@ -2,7 +2,6 @@
 bisections and their culprit."""
 from __future__ import annotations
 
-import fnmatch
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -11,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.regress import records
 from forkflow.regress.records import Alert, BisectionRecord
+from forkflow.store import queries
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
 from forkflow.web.render import both, page
@@ -60,7 +60,9 @@ def _marks(series: reads.Series, alerts: list[Alert]) -> list[charts.Mark]:
 
 
 def _series_chart(sr: reads.Series, alerts: list[Alert], compact: bool) -> dict[str, Any]:
-    return charts.line(sr.name, sr.dates, sr.values, unit=sr.unit, labels=[r[:12] for r in sr.revs],
+    # a small chart's tooltip shows value and date; the metric's own page names each commit
+    labels = () if compact else [r[:12] for r in sr.revs]
+    return charts.line(sr.name, sr.dates, sr.values, unit=sr.unit, labels=labels,
                        marks=_marks(sr, alerts), href=f"/l2/metrics/{sr.name}", compact=compact,
                        better=sr.better)
 
@@ -79,7 +81,8 @@ def l2(request: Request, q: str = "*") -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        series = [sr for sr in reads.all_series(s, fid) if fnmatch.fnmatchcase(sr.name, q)] if fid else []
+        names = None if q == "*" else queries.metric_names(s, fid, q) if fid else []
+        series = reads.all_series(s, fid, names) if fid else []
         alerts = records.alerts(s, fid) if fid else []
         alert_docs = [_alert_doc(s, fid, a) for a in reversed(alerts)] if fid else []
     data = {"empty": not series and not alerts, "hint": FILL_HINT, "filter": q,
@@ -93,7 +96,7 @@ def metric(request: Request, name: str) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        found = reads.all_series(s, fid, name) if fid else []
+        found = reads.all_series(s, fid, [name]) if fid else []
         if not found:
             raise NotFound(f"no metric named {name!r} in the store; the L2 page lists every metric")
         sr = found[0]
@@ -116,7 +119,7 @@ def alert(request: Request, alert_id: int) -> Response:
         doc = _alert_doc(s, fid, a)
         bisections = [_culprit(records.bisection(s, fid, b)) for b in reads.bisection_ids(s, fid, alert_id)]
         shown = [m.metric for m in a.members][:12]
-        series = {sr.name: sr for name in shown for sr in reads.all_series(s, fid, name)}
+        series = {sr.name: sr for sr in reads.all_series(s, fid, shown)}
     data = {"alert": doc, "bisections": bisections}
     return page(request, "l2_alert.html", data, charts=lambda: {
         f"m{i}": _series_chart(series[n], [a], False) for i, n in enumerate(shown) if n in series})
