@@ -71,7 +71,12 @@ def unsupported_reason(dtype: str, dev: DeviceInfo) -> str | None:
 
 
 def use_interpreter_without_gpu() -> None:
-    """Set TRITON_INTERPRET=1 when there is no GPU, before any @triton.jit is defined."""
+    """Set TRITON_INTERPRET=1 when there is no GPU.
+
+    Call it before triton is first imported: triton.language's own @jit helpers (tl.max,
+    tl.sum...) choose between interpreter and compiler when triton loads, and the interpreter
+    reads the variable again at every launch, so it stays set.
+    """
     if os.environ.get("TRITON_INTERPRET") != "1" and not _cuda_available():
         os.environ["TRITON_INTERPRET"] = "1"
     if os.environ.get("TRITON_INTERPRET") == "1":

@@ -1,0 +1,257 @@
+"""The workload pack's registry, report writers, harness statistics, dtype rules, and CLI.
+
+Nothing here needs the `gpu` extra: these run wherever forkflow's own tests run.
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from forkflow.errors import UserError
+from forkflow.models import Better
+from forkflow.workloads import ReportFormat, Tier, Workload, all_workloads, get_workload
+from forkflow.workloads.device import Backend, DeviceInfo, parse_dtypes, unsupported_reason
+from forkflow.workloads.harness import (
+    calls_per_sample,
+    coefficient_of_variation,
+    quantile,
+    rotations_needed,
+)
+from forkflow.workloads.junit import CaseResult, Outcome, to_xml, write_junit
+from forkflow.workloads.matmul_sweep import Shape, bytes_per_call, memory_shortfall, parse_shapes
+from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
+from forkflow.workloads.suite_toml import add_suite, render_suite
+
+H100 = DeviceInfo(Backend.CUDA, "NVIDIA H100", (9, 0), 80 << 30)
+A100 = DeviceInfo(Backend.CUDA, "NVIDIA A100", (8, 0), 80 << 30)
+T4 = DeviceInfo(Backend.CUDA, "Tesla T4", (7, 5), 16 << 30)
+
+
+# -- registry -----------------------------------------------------------------------------------
+
+def test_registry_lists_every_workload_as_data() -> None:
+    ws = all_workloads()
+    assert list(ws) == ["kernels", "customer-kernels", "matmul-sweep", "compile-time", "fsdp2"]
+    for w in ws.values():
+        assert "{report}" in w.command and w.command.startswith("python -m forkflow.workloads.")
+        assert (w.report is ReportFormat.JUNIT) == (w.tier is Tier.L1)
+        assert (w.expect_tests is not None) == (w.report is ReportFormat.JUNIT)
+    assert ws["matmul-sweep"].needs_gpu and not ws["kernels"].needs_gpu
+    assert ws["kernels"].expect_tests == 21
+
+
+def test_listing_imports_no_gpu_package() -> None:
+    # `forkflow workloads list` must work without the gpu extra: torch/triton/helion blocked.
+    code = ("import sys\nfor m in ('torch', 'triton', 'helion'): sys.modules[m] = None\n"
+            "from forkflow.workloads import all_workloads\nprint(len(all_workloads()))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "5"
+
+
+def test_unknown_workload_names_the_known_ones() -> None:
+    with pytest.raises(UserError, match="no workload named 'matmul-fp9'; known: kernels"):
+        get_workload("matmul-fp9")
+
+
+def test_missing_packages_are_named() -> None:
+    w = Workload(name="x", tier=Tier.L1, module="kernels", report=ReportFormat.JUNIT,
+                 description="", requires=("json", "no_such_package_xyz"))
+    assert w.missing_packages() == ("no_such_package_xyz",)
+
+
+# -- JUnit and metrics ---------------------------------------------------------------------------
+
+CASES = [
+    CaseResult("kernels.matmul", "matmul[fp16-8x8x8]", Outcome.PASSED, 0.5),
+    CaseResult("kernels.matmul", "matmul[fp8-8x8x8]", Outcome.SKIPPED, 0.0, "fp8 needs 8.9"),
+    CaseResult("kernels.softmax", "softmax[fp32-4x4]", Outcome.FAILED, 0.1, "1 non-finite value(s)",
+               "NaN at [3, 0] <&>"),
+    CaseResult("kernels.rope", "rope[bf16-1x1x1x2]", Outcome.ERROR, 0.2, "out of memory on CPU"),
+]
+
+
+def test_junit_counts_and_outcomes_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "r.xml"
+    write_junit(path, "kernels", CASES, {"device": "cpu"})
+    ts = ET.parse(path).getroot().find("testsuite")
+    assert ts is not None
+    assert (ts.get("tests"), ts.get("failures"), ts.get("errors"), ts.get("skipped")) == ("4", "1", "1", "1")
+    tcs = ts.findall("testcase")
+    assert [tc.get("name") for tc in tcs] == [c.name for c in CASES]
+    assert tcs[2].find("failure").text == "NaN at [3, 0] <&>"  # type: ignore[union-attr]
+    assert tcs[1].find("skipped").get("message") == "fp8 needs 8.9"  # type: ignore[union-attr]
+    assert not list(tmp_path.joinpath("deep").glob(".r.xml.*"))  # no temporary left behind
+
+
+def test_junit_is_what_the_validation_tier_reads(tmp_path: Path) -> None:
+    from forkflow.tiers.reports import parse_junit
+
+    path = tmp_path / "r.xml"
+    path.write_bytes(to_xml("kernels", CASES))
+    parsed = parse_junit(path)
+    assert not parsed.problem
+    assert len(parsed.results) == 4
+    assert sorted(r.outcome.name for r in parsed.results) == ["ERROR", "FAIL", "PASS", "SKIP"]
+
+
+def test_metrics_json_is_what_the_validation_tier_reads(tmp_path: Path) -> None:
+    from forkflow.tiers.reports import parse_metrics
+
+    path = tmp_path / "m.json"
+    write_metrics(path, MetricsReport((Metric("matmul.bf16.8x8x8.tflops", 1.5, "TFLOP/s", Better.HIGHER,
+                                              (1.4, 1.5, 1.6)),), info={"device": "x"}))
+    doc = json.loads(path.read_text())
+    assert doc["metrics"][0] == {"name": "matmul.bf16.8x8x8.tflops", "value": 1.5, "unit": "TFLOP/s",
+                                 "better": "higher", "samples": [1.4, 1.5, 1.6]}
+    parsed = parse_metrics(path)
+    assert not parsed.problem and [m.name for m in parsed.metrics] == ["matmul.bf16.8x8x8.tflops"]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_metric_is_refused_and_nothing_written(tmp_path: Path, bad: float) -> None:
+    path = tmp_path / "m.json"
+    with pytest.raises(ValueError, match="refusing"):
+        write_metrics(path, MetricsReport((Metric("x", bad, "s", Better.LOWER),)))
+    assert not path.exists()
+
+
+# -- harness statistics (pure) --------------------------------------------------------------------
+
+def test_quantiles_and_cv_match_numpy() -> None:
+    import numpy as np
+
+    xs = [3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.0, 6.0]
+    for q in (0.0, 0.25, 0.5, 0.75, 1.0):
+        assert quantile(xs, q) == pytest.approx(float(np.quantile(xs, q)))
+    assert coefficient_of_variation(xs) == pytest.approx(float(np.std(xs, ddof=1) / np.mean(xs)))
+    assert coefficient_of_variation([2.0]) == 0.0
+    with pytest.raises(ValueError):
+        quantile([], 0.5)
+
+
+def test_rotation_covers_twice_the_l2_and_samples_are_whole_rotations() -> None:
+    l2 = 60 << 20
+    assert rotations_needed(400 << 20, l2) == 1        # one call already streams past L2
+    assert rotations_needed(96 << 20, l2) == 2         # 4096^3 bf16: a, b, c = 96 MiB
+    assert rotations_needed(1 << 20, l2) == 64         # capped
+    assert calls_per_sample(1.6, 40.0, 1) == 25
+    n = calls_per_sample(0.03, 40.0, 3)
+    assert n % 3 == 0 and n >= 1333
+    assert calls_per_sample(100.0, 40.0, 2) == 2       # at least one full rotation
+
+
+# -- dtypes and hardware ------------------------------------------------------------------------
+
+def test_dtype_the_hardware_lacks_is_named_with_its_need() -> None:
+    assert unsupported_reason("bf16", H100) is None and unsupported_reason("fp8", H100) is None
+    assert unsupported_reason("fp8", A100) == ("fp8 (float8_e4m3fn) needs compute capability 8.9 or "
+                                               "newer; NVIDIA A100 has 8.0")
+    assert "bf16 (bfloat16) needs compute capability 8.0" in str(unsupported_reason("bf16", T4))
+    assert unsupported_reason("fp16", T4) is None
+    assert "TRITON_INTERPRET=1" in str(unsupported_reason("fp32", DeviceInfo(Backend.CPU, "CPU")))
+    assert unsupported_reason("fp8", DeviceInfo(Backend.INTERPRETER, "interp")) is None
+
+
+def test_unknown_dtype_is_a_user_error() -> None:
+    assert parse_dtypes("bf16, fp8") == ("bf16", "fp8")
+    with pytest.raises(UserError, match="unknown dtype 'fp4'; use one or more of fp32, fp16, bf16, fp8"):
+        parse_dtypes("bf16,fp4")
+    with pytest.raises(UserError, match="no dtype"):
+        parse_dtypes(" , ")
+
+
+# -- sweep shapes and memory --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["8192x8192", "0x8x8", "axbxc", "8x8x-8", ","])
+def test_bad_shape_is_a_user_error(text: str) -> None:
+    with pytest.raises(UserError):
+        parse_shapes(text)
+
+
+def test_shape_that_does_not_fit_is_reported_as_out_of_memory() -> None:
+    s = parse_shapes("16x8192x8192, 300000x300000x300000")
+    assert s == (Shape(16, 8192, 8192), Shape(300000, 300000, 300000))
+    assert bytes_per_call(s[0], "bf16") == 2 * (16 * 8192 + 8192 * 8192 + 16 * 8192)
+    assert memory_shortfall(s[0], "bf16", 1, 139 << 30) is None
+    msg = memory_shortfall(s[1], "fp16", 1, 139 << 30)
+    assert msg == ("out of memory: 300000x300000x300000 fp16 needs 670.6 GiB of device memory "
+                   "(1 operand set(s)), 139.0 GiB free")
+
+
+# -- forkflow.toml ------------------------------------------------------------------------------
+
+def _config(tmp_path: Path, extra: str = "") -> Path:
+    p = tmp_path / "forkflow.toml"
+    p.write_text('[upstream]\nremote = "upstream"\n' + extra)
+    return p
+
+
+def test_add_appends_a_suite_the_loader_accepts(tmp_path: Path) -> None:
+    from forkflow.config import load_config
+    from forkflow.tiers.tiers import load_suites
+
+    cfg = _config(tmp_path)
+    add_suite(tmp_path, get_workload("kernels").suite_entry())
+    add_suite(tmp_path, get_workload("matmul-sweep").suite_entry(
+        "sweep-h200", ("python/triton/**",), gpus=1, timeout="45m"))
+    suites = load_suites(load_config(cfg))
+    assert [s.name for s in suites] == ["kernels", "sweep-h200"]
+    k, s = suites
+    assert k.tier.value == "L1" and k.report.value == "junit" and k.expect_tests == 21
+    assert k.command == "python -m forkflow.workloads.kernels --report {report}"
+    assert s.tier.value == "L2" and s.report.value == "metrics" and s.expect_tests is None
+    assert s.paths == ("python/triton/**",) and s.timeout_s == 45 * 60
+    assert s.resource_map["gpus"] == 1
+
+
+def test_add_refuses_a_taken_name_and_leaves_the_file_alone(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, '\n[[suite]]\nname = "kernels"\ncommand = "true"\n')
+    before = cfg.read_bytes()
+    with pytest.raises(UserError, match=r"forkflow.toml:5: a suite named 'kernels' already exists"):
+        add_suite(tmp_path, get_workload("kernels").suite_entry())
+    assert cfg.read_bytes() == before
+
+
+def test_add_refuses_an_entry_the_loader_rejects(tmp_path: Path) -> None:
+    cfg = _config(tmp_path)
+    entry = get_workload("fsdp2").suite_entry(timeout="soon")
+    with pytest.raises(UserError, match="timeout"):
+        add_suite(tmp_path, entry)
+    assert "[[suite]]" not in cfg.read_text()
+
+
+def test_add_without_config_says_to_init(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="no forkflow.toml .* forkflow init"):
+        add_suite(tmp_path, get_workload("kernels").suite_entry())
+
+
+def test_suite_strings_are_escaped() -> None:
+    import tomllib
+
+    entry = {"name": "q", "command": 'echo "a\\b" {report}', "paths": ["é/**"], "resources": {"gpus": 1}}
+    assert tomllib.loads(render_suite(entry))["suite"][0] == entry
+
+
+def test_cli_list_and_add(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    r = cli("workloads", "list", "--json")
+    assert r.rc == 0
+    names = [w["name"] for w in r.json()]
+    assert names == ["kernels", "customer-kernels", "matmul-sweep", "compile-time", "fsdp2"]
+    _config(tmp_path)
+    r = cli("workloads", "add", "compile-time", "--gpus", "1", "--path", "python/**", repo=tmp_path)
+    assert r.rc == 0, r.err
+    assert "added suite 'compile-time' (L2, metrics)" in r.out
+    text = (tmp_path / "forkflow.toml").read_text()
+    assert 'command = "python -m forkflow.workloads.compile_time --report {report}"' in text
+    assert "resources = { cpus = 4, gpus = 1 }" in text
+    r = cli("workloads", "add", "compile-time", repo=tmp_path)
+    assert r.rc == 1 and "already exists" in r.err
+    r = cli("workloads", "run", "no-such")
+    assert r.rc == 1 and "no workload named 'no-such'" in r.err
