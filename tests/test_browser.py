@@ -91,8 +91,13 @@ def browser_page(server: Server) -> Iterator[Any]:
         page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
         page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
                 if m.type == "error" else None)
-        page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-        page.problems = problems
+
+        def on_dialog(d: Any) -> None:
+            problems.append(f"dialog: {d.message}")
+            d.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.problems = problems  # type: ignore[attr-defined]
         try:
             yield page
         finally:

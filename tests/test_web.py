@@ -19,7 +19,6 @@ from forkflow.store import queries
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
 from forkflow.web.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
-from tests.conftest import run_forkflow
 
 SMALL = SeedSize(days=60, metrics=8, upstream_commits=400, tests_per_run=6)
 
@@ -123,6 +122,7 @@ def test_l2_series_alerts_and_culprit(client: TestClient, seeded: tuple[str, See
 
 def test_alert_page_links_to_the_culprit_commit(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
+    assert info.culprit_upstream is not None
     html = client.get(f"/l2/alerts/{info.alert_ids[1]}").text
     assert f'href="/commits/{info.culprit_upstream}"' in html
     commit = client.get(f"/api/commits/{info.culprit_upstream}").json()
@@ -290,18 +290,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_serve_bad_inputs(tmp_path: Path) -> None:
-    r = run_forkflow("serve", cwd=tmp_path)
+def test_serve_bad_inputs(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    store = f"sqlite:///{tmp_path / 's.db'}"
+    r = cli("serve")
     assert r.rc == 1 and "no forkflow.toml" in r.err and "--store" in r.err
-    r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--token", "short", cwd=tmp_path)
+    r = cli("serve", "--store", store, "--token", "short")
     assert r.rc == 1 and "shorter than 8" in r.err
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--port", str(port), cwd=tmp_path)
+        r = cli("serve", "--store", store, "--port", str(port))
     assert r.rc == 1 and f"port {port}" in r.err and "in use" in r.err
-    r = run_forkflow("serve", "--store", f"sqlite:///{tmp_path / 's.db'}", "--fork", "nope", cwd=tmp_path)
+    r = cli("serve", "--store", store, "--fork", "nope")
     assert r.rc == 1 and "no fork named 'nope'" in r.err
 
 

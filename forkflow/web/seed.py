@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -142,6 +143,8 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
     step = max(1, (days + 30) * DAY // max(n, 1))
     point = max(0, int(n * 0.96) - 1)
     entries = []
+    ev: tuple[Evidence, ...]
+    forks: tuple[Sha, ...]
     for i, sha in enumerate(upstream):
         c = Commit(sha, (upstream[i - 1],) if i else (), START - 30 * DAY + i * step, subjects[i],
                    author="Upstream Dev")
@@ -240,7 +243,9 @@ def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], real: tup
     from forkflow.regress.alerts import AlertDraft, SeriesChange
 
     days = len(info.fork_revs)
-    for at, pick in ((int(days * 0.5), lambda i: i % 7 == 1), (int(days * 0.8), lambda i: i % 5 == 0)):
+    picks: tuple[tuple[int, Callable[[int], bool]], ...] = (
+        (int(days * 0.5), lambda i: i % 7 == 1), (int(days * 0.8), lambda i: i % 5 == 0))
+    for at, pick in picks:
         if at < 1:
             continue
         members = []

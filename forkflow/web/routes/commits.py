@@ -9,7 +9,7 @@ from fastapi.responses import Response
 
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
-from forkflow.models import Ledger
+from forkflow.models import Ledger, Sha
 from forkflow.regress import records as regress_records
 from forkflow.store import queries
 from forkflow.web import reads
@@ -54,7 +54,7 @@ def commit(request: Request, sha: str) -> Response:
             if ids is not None:
                 units += [u for u in landing_records.units(s, fid, run_id=ids[1]) if u.id == uid]
         bisections = [regress_records.bisection(s, fid, b) for b in reads.bisections_naming(s, fid, full)]
-        runs = reads.runs_at(s, fid, [full]).get(full, [])  # type: ignore[call-overload]
+        runs = reads.runs_at(s, fid, [full]).get(Sha(full), [])
         metrics = reads.metric_revs(s, fid, full)
     if not (entry or decision or units or bisections or runs or metrics):
         raise NotFound(f"no commit {sha} in the store (not an upstream commit of the ledger, not in a "

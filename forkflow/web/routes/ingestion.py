@@ -99,8 +99,7 @@ def conflict(request: Request, conflict_id: int) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        c = conflict_records.conflict(s, fid, conflict_id) if fid else None
-        if c is None:
+        if fid is None or (c := conflict_records.conflict(s, fid, conflict_id)) is None:
             raise NotFound(f"no conflict {conflict_id}; the ingestion page lists the open ones "
                            "(`forkflow conflicts` too)")
         tried = conflict_records.attempts(s, fid, c.upstream_sha)

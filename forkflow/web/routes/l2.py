@@ -96,8 +96,8 @@ def metric(request: Request, name: str) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        found = reads.all_series(s, fid, [name]) if fid else []
-        if not found:
+        found = reads.all_series(s, fid, [name]) if fid is not None else []
+        if fid is None or not found:
             raise NotFound(f"no metric named {name!r} in the store; the L2 page lists every metric")
         sr = found[0]
         alerts = [a for a in records.alerts(s, fid) if any(m.metric == name for m in a.members)]
@@ -113,8 +113,7 @@ def alert(request: Request, alert_id: int) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        a = records.alert(s, fid, alert_id) if fid else None
-        if a is None:
+        if fid is None or (a := records.alert(s, fid, alert_id)) is None:
             raise NotFound(f"no L2 alert {alert_id}; the L2 page lists the alerts (`forkflow detect` opens them)")
         doc = _alert_doc(s, fid, a)
         bisections = [_culprit(records.bisection(s, fid, b)) for b in reads.bisection_ids(s, fid, alert_id)]
@@ -130,8 +129,7 @@ def bisection(request: Request, bisection_id: int) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        b = records.bisection(s, fid, bisection_id) if fid else None
-        if b is None:
+        if fid is None or (b := records.bisection(s, fid, bisection_id)) is None:
             raise NotFound(f"no bisection {bisection_id}; bisections are listed on their alert's page")
     stages = [{"name": st.get("name", ""), "status": st.get("status", ""), "message": st.get("message", ""),
                "confidence": st.get("confidence"), "suspects": st.get("suspects", []),
