@@ -16,7 +16,12 @@ import pytest
 from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload, all_workloads, get_workload
-from forkflow.workloads.device import Backend, DeviceInfo, parse_dtypes, unsupported_reason
+from forkflow.workloads.device import (
+    Backend,
+    DeviceInfo,
+    parse_dtypes,
+    unsupported_reason,
+)
 from forkflow.workloads.harness import (
     calls_per_sample,
     coefficient_of_variation,
@@ -24,7 +29,12 @@ from forkflow.workloads.harness import (
     rotations_needed,
 )
 from forkflow.workloads.junit import CaseResult, Outcome, to_xml, write_junit
-from forkflow.workloads.matmul_sweep import Shape, bytes_per_call, memory_shortfall, parse_shapes
+from forkflow.workloads.matmul_sweep import (
+    Shape,
+    bytes_per_call,
+    memory_shortfall,
+    parse_shapes,
+)
 from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
 from forkflow.workloads.suite_toml import add_suite, render_suite
 

@@ -4,6 +4,7 @@ Needs torch and triton (the `test` extra installs CPU builds); skipped where the
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,30 +13,27 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import importlib.util
-
 import pytest
 
 if importlib.util.find_spec("torch") is None or importlib.util.find_spec("triton") is None:
     pytest.skip("needs torch and triton (pip install 'forkflow[gpu]')", allow_module_level=True)
 
-from forkflow.workloads.device import Backend, DeviceInfo, use_interpreter_without_gpu  # noqa: E402
+from forkflow.workloads.device import Backend, DeviceInfo, use_interpreter_without_gpu
 
 # Before triton is first imported: triton.language's own @jit helpers (tl.max, tl.sum...) pick
 # interpreter or compiler mode when triton loads.
 use_interpreter_without_gpu()
 
 
-from forkflow.workloads.junit import Outcome  # noqa: E402
-from forkflow.workloads.kernels import SPECS, Spec  # noqa: E402
-from forkflow.workloads.l1 import run_check  # noqa: E402
+from forkflow.workloads.junit import Outcome
+from forkflow.workloads.kernels import SPECS, Spec
+from forkflow.workloads.l1 import run_check
 
 
 @pytest.fixture(scope="module")
 def kernels() -> Any:
     """The kernel modules (under TRITON_INTERPRET=1 when there is no GPU) and the device."""
     from forkflow.workloads.device import detect
-
     from forkflow.workloads.kernels import cases, matmul, softmax
 
     dev = detect()

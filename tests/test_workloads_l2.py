@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from forkflow.workloads import fsdp2  # noqa: E402
+from forkflow.workloads import fsdp2
 
 HAS_GPU = bool(torch.cuda.is_available())
 

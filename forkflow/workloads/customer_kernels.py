@@ -7,6 +7,7 @@ and Inductor's C++ backend; on a GPU Inductor emits Triton kernels.
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -144,7 +145,7 @@ def run_specs(specs: list[CustomerSpec], seed: int = 0) -> tuple[list[CaseResult
         gen = torch.Generator().manual_seed(seed * 1000 + i)
         skip = no_helion if spec.layer == "helion" else None
         results.append(run_check(f"customer.{spec.layer}", spec.id, spec.dtype, dev,
-                                 lambda s=spec, g=gen: _case(s, dev, g), skip=skip))
+                                 functools.partial(_case, spec, dev, gen), skip=skip))
     return results, dev
 
 

@@ -89,7 +89,7 @@ def build_model(p: Preset) -> Any:
             a = nn.functional.scaled_dot_product_attention(
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
             x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
-            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))  # type: ignore[no-any-return, unused-ignore]
 
     class LM(nn.Module):
         def __init__(self) -> None:
@@ -103,7 +103,7 @@ def build_model(p: Preset) -> Any:
             x = self.emb(tokens)
             for blk in self.blocks:
                 x = blk(x)
-            return self.head(self.ln(x))  # type: ignore[no-any-return]
+            return self.head(self.ln(x))  # type: ignore[no-any-return, unused-ignore]
 
     return LM()
 
@@ -149,7 +149,7 @@ def worker(rank: int, cfg: RunConfig, port: int, out: str) -> None:
             t0 = time.perf_counter()
             logits = model(x)
             loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, p.vocab), y.reshape(-1))
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             opt.step()
             opt.zero_grad(set_to_none=True)
             mean = loss.detach().clone()
@@ -178,7 +178,8 @@ def train(cfg: RunConfig) -> dict[str, list[float]]:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback only, see issue 7
     with tempfile.TemporaryDirectory(prefix="forkflow-fsdp2-") as tmp:
         out = str(Path(tmp) / "rank0.json")
-        mp.spawn(worker, args=(cfg, free_port(), out), nprocs=cfg.world, join=True)
+        mp.spawn(worker, args=(cfg, free_port(), out), nprocs=cfg.world,  # type: ignore[attr-defined, no-untyped-call]
+                 join=True)
         return json.loads(Path(out).read_text())  # type: ignore[no-any-return]
 
 

@@ -62,7 +62,8 @@ def to_xml(suite: str, cases: list[CaseResult], properties: dict[str, str] | Non
             if c.detail:
                 el.text = c.detail
     ET.indent(root)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    data: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return data
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -6,6 +6,7 @@ low-noise harness, and writes TFLOP/s and latency (median, with every sample) as
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,8 +137,8 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace) -> tuple[list[
         if not err < 2e-2:
             return [], f"{shape.label} {dtype}: Triton result differs from cuBLAS (relative error {err:.3g})"
         timings = measure_interleaved(
-            {"triton": [lambda s=s: matmul(s[0], s[1], config=None, c=s[2]) for s in sets],
-             "cublas": [lambda s=s: cublas_call(s[0], s[1], s[3]) for s in sets]},
+            {"triton": [functools.partial(matmul, s[0], s[1], config=None, c=s[2]) for s in sets],
+             "cublas": [functools.partial(cublas_call, s[0], s[1], s[3]) for s in sets]},
             repeats=args.repeats, use_graph=not args.no_graph)
         t_tri, t_cub = timings["triton"], timings["cublas"]
     except Exception as e:

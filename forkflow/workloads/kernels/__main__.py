@@ -1,6 +1,7 @@
 """python -m forkflow.workloads.kernels --report PATH: the Triton kernel checks, as JUnit."""
 from __future__ import annotations
 
+import functools
 import sys
 import time
 
@@ -27,7 +28,7 @@ def run_specs(specs: list[Spec], seed: int = 0) -> tuple[list[CaseResult], objec
     for i, spec in enumerate(specs):
         gen = torch.Generator().manual_seed(seed * 1000 + i)
         results.append(run_check(f"kernels.{spec.kernel}", spec.id, spec.dtype, dev,
-                                 lambda s=spec, g=gen: BUILDERS[s.kernel](s, dev, g),
+                                 functools.partial(BUILDERS[spec.kernel], spec, dev, gen),
                                  tolerance=spec.tolerance))
     return results, dev
 

@@ -1,4 +1,6 @@
 """Rotary position embedding (the half-rotation form) on x of shape (batch, seq, heads, dim)."""
+# mypy: disable-error-code="untyped-decorator,no-untyped-def"
+# (the bodies of @triton.jit / @helion.kernel functions take untyped kernel arguments)
 from __future__ import annotations
 
 import torch
