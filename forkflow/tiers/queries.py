@@ -283,7 +283,7 @@ def known_tests(s: Session, job_id: int) -> tuple[str, ...]:
     return tuple(s.scalars(q))
 
 
-def cofailure_history(s: Session, fid: int, limit: int = 500) -> list[HistoryEntry]:
+def cofailure_history(s: Session, fid: int, limit: int = 1000) -> list[HistoryEntry]:
     """The newest finished runs as (changed files, failed (suite, test id)) for test selection."""
     runs = s.scalars(select(ValidationRunRow).where(
         ValidationRunRow.fork_id == fid, ValidationRunRow.status.in_([PASS, FAIL]))

@@ -159,13 +159,14 @@ def _group_alive(pgid: int) -> bool:
 
 
 def kill_group(pgid: int, grace_s: float = KILL_GRACE_S,
-               reap: Callable[[], object] | None = None) -> None:
+               reap: Callable[[], object] | None = None, first: int = signal.SIGTERM) -> None:
     """SIGTERM the whole process group, then SIGKILL whatever is left after `grace_s`.
 
     `reap` (the leader's `Popen.poll`) collects the leader so its zombie does not keep the
     group looking alive.
     """
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 0.0)):
+    steps = ((first, grace_s), (signal.SIGKILL, 1.0)) if first != signal.SIGKILL else ((first, 1.0),)
+    for sig, wait in steps:
         try:
             os.killpg(pgid, sig)
         except (ProcessLookupError, PermissionError):
@@ -211,7 +212,8 @@ def run_process(job: Job) -> JobResult:
             msg = f"timed out after {job.timeout_s:g}s; its process group was killed"
             log.write(f"\n[forkflow] {msg}\n".encode())
             return JobResult(job.job_id, JobState.TIMEOUT, proc.returncode, time.monotonic() - start, msg)
-        kill_group(proc.pid, grace_s=0.5, reap=proc.poll)  # leftovers the command started in the background
+        # leftovers the command started in the background (and the guard's watchdog)
+        kill_group(proc.pid, grace_s=0.0, reap=proc.poll, first=signal.SIGKILL)
     msg = ""
     if rc in (126, 127):
         msg = f"exit code {rc}: the command was not found or is not executable (see the log)"

@@ -99,8 +99,8 @@ def _driver(address: str) -> int:
     if why:
         _emit({"error": f"cannot reach the Ray head {address}: {why}"})
         return 2
-    ray.init(address=address, log_to_driver=False, logging_level="ERROR", configure_logging=False)
-    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    ray.init(address=address, log_to_driver=False, logging_level=40, configure_logging=False)
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
     _emit({"ready": True, "nodes": nodes})
     line = sys.stdin.readline()
     if not line:
