@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import statistics
 import threading
+from operator import itemgetter
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -95,19 +96,20 @@ def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[str, float
 def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list[Series]:
     """Every metric's series (or those of `names`), in two queries, by name."""
     newest = select(func.max(MetricPointRow.id)).where(MetricPointRow.fork_id == fid)
-    q = select(MetricPointRow.name, MetricPointRow.rev, MetricPointRow.value, MetricPointRow.commit_date
-               ).where(MetricPointRow.fork_id == fid)
+    q = select(MetricPointRow.name, MetricPointRow.rev, MetricPointRow.value, MetricPointRow.commit_date,
+               MetricPointRow.id).where(MetricPointRow.fork_id == fid)
     if names is not None:
         newest = newest.where(MetricPointRow.name.in_(list(names)))
         q = q.where(MetricPointRow.name.in_(list(names)))
     meta = {n: (unit, better, suite) for n, unit, better, suite in s.execute(
         select(MetricPointRow.name, MetricPointRow.unit, MetricPointRow.better, MetricPointRow.suite)
         .where(MetricPointRow.id.in_(newest.group_by(MetricPointRow.name).scalar_subquery())))}
+    # sorted here: without an index on (name, commit_date) SQLite sorts slower than Python does
+    rows = sorted(s.execute(q).tuples(), key=itemgetter(0, 3, 4))
     grouped: dict[str, list[tuple[str, float, int]]] = defaultdict(list)
-    for n, rev, value, date in s.execute(q.order_by(MetricPointRow.name, MetricPointRow.commit_date,
-                                                    MetricPointRow.id)).tuples():
+    for n, rev, value, date, _id in rows:
         grouped[n].append((rev, value, date))
-    return [_collapse(n, meta[n], rows) for n, rows in grouped.items()]
+    return [_collapse(n, meta[n], pts) for n, pts in grouped.items()]
 
 
 # -- validation ----------------------------------------------------------------------------------
