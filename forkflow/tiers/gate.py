@@ -4,8 +4,11 @@
     result = gate.check(rev, base)        # GateResult(passed, summary, run_id, infra)
 
 It validates L1 at `rev` with `--changed-from base` selection (tests chosen by what the unit
-changed).  `passed` only when every selected suite ran whole and passed; `infra` when the
-runner failed rather than the code, so the caller can retry instead of blaming the unit.
+changed).  `passed` when every selected suite ran whole and passed, or when every failure is
+triaged as not this unit's (already red on the base: BROKEN_TRUNK, or FLAKY): a red trunk must
+not block units that did not cause it.  To tell, the base is validated too when it has no
+finished L1 run.  `infra` when the runner failed rather than the code, so the caller can retry
+instead of blaming the unit.
 Bad configuration (a suite command that does not exist...) raises UserError as usual.
 """
 from __future__ import annotations
@@ -27,5 +30,28 @@ class TierGate:
     def check(self, rev: Sha, base: Sha) -> GateResult:
         out = validate(self.ctx, ValidateRequest(Tier.L1, rev, changed_from=base, runner=self.runner,
                                                  trigger="gate"), self.reporter)
-        return GateResult(passed=out.status == q.PASS, summary=f"L1 {out.status}: {out.summary}",
-                          run_id=out.run_id, infra=out.status == q.INFRA)
+        result = GateResult(passed=out.status == q.PASS, summary=f"L1 {out.status}: {out.summary}",
+                            run_id=out.run_id, infra=out.status == q.INFRA)
+        if out.status != q.FAIL or out.run_id is None:
+            return result
+        return self._not_this_units_fault(result, out.run_id, base)
+
+    def _not_this_units_fault(self, result: GateResult, run_id: int, base: Sha) -> GateResult:
+        """Pass a failed unit when triage finds no NEW failure (see forkflow.triage)."""
+        from forkflow.triage.triage import blocking_failures, failures_of_run
+
+        if not failures_of_run(self.ctx, run_id):
+            return result  # a saturation finding without test failures: never waved through
+        with self.ctx.store.session_scope() as s:
+            suites = tuple(sorted({j.suite for j in q.jobs_of_run(s, run_id)}))
+            has_base = any(r.status in (q.PASS, q.FAIL)
+                           for r in q.runs_for_rev(s, self.ctx.fork_id, base, Tier.L1))
+        if not has_base:
+            validate(self.ctx, ValidateRequest(Tier.L1, base, suites=suites, runner=self.runner,
+                                               trigger="gate-base"), self.reporter)
+        blocking = blocking_failures(self.ctx, run_id)
+        if blocking:
+            names = ", ".join(v.failure.test for v in blocking[:5])
+            return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
+        return GateResult(True, f"L1 passed for this unit; failures not caused by it (red on "
+                                f"trunk or flaky): {result.summary}", run_id)
