@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from forkflow.context import Context, open_context
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
 from forkflow.tiers import queries as tq
+from forkflow.tiers.reports import Outcome, TestResult
 from forkflow.tiers.tiers import Tier
 from forkflow.web.app import create_app
 
@@ -40,6 +42,7 @@ class Fork:
     request_id: int
     run_id: int
     log: Path
+    failed_run_id: int
 
 
 @pytest.fixture
@@ -58,9 +61,12 @@ def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-
                                                             l3_request_id=request_id), [])
         tq.finish_run(s, run_id, "PASS", "soak passed", ())
         bad_run, jobs = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L1, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
-                                                                "local", "validate", 0, (), ("unit",), {}), [])
+                                                                "local", "validate", 0, (), ("unit",), {}),
+                                      [tq.NewJob("unit", "python -c pass", "", "", "", False, None, None)])
+        tq.finish_job(s, jobs[0], tq.JobFinish("FAIL", 1, 0.1, "", 1, 1, None, (), (), 1),
+                      [TestResult("[unit]", Outcome.FAIL, 0.0, "the suite failed")])
         tq.finish_run(s, bad_run, "FAIL", "", ())
-    return Fork(ctx, request_id, run_id, tmp_path / "actions.log")
+    return Fork(ctx, request_id, run_id, tmp_path / "actions.log", bad_run)
 
 
 @pytest.fixture
@@ -166,3 +172,19 @@ def test_rerun_needs_the_token_and_a_failed_test(client: TestClient, fork: Fork)
     assert r.status_code == 409 and "no failed test" in r.json()["error"]
     assert [e["outcome"] for e in _log(fork)] == ["refused: no token", "refused: unknown run",
                                                   "refused: nothing failed"]
+
+
+def test_rerun_with_the_token_runs_the_failed_tests_again(client: TestClient, fork: Fork) -> None:
+    r = client.post(f"/validation/runs/{fork.failed_run_id}/rerun", data={"token": TOKEN}, follow_redirects=False)
+    assert r.status_code == 303
+    deadline = time.monotonic() + 120
+    while (state := client.get(f"/api/validation/runs/{fork.failed_run_id}").json()["rerun"])["state"] == "running":
+        assert time.monotonic() < deadline, "the re-run did not finish"
+        time.sleep(0.2)
+    assert state["state"] == "done", state
+    with fork.ctx.store.session_scope() as s:
+        new = tq.get_run(s, state["new_run_id"])
+    assert new is not None and new.parent_run_id == fork.failed_run_id and new.trigger == "rerun"
+    page = client.get(f"/validation/runs/{new.id}").text
+    assert f'href="/validation/runs/{fork.failed_run_id}"' in page
+    assert [e["outcome"] for e in _log(fork)] == ["started"]
