@@ -1,8 +1,13 @@
-"""Start-up: `forkflow status` must not pay for heavy libraries of other commands."""
+"""Start-up: a command imports only its own module, so `forkflow status` stays light."""
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+
+import typer
+
+from forkflow.cli import main
 
 HEAVY = ("torch", "triton", "ray", "fastapi", "uvicorn", "scipy", "numpy", "pygit2", "tree_sitter",
          "playwright", "httpx", "alembic", "helion")
@@ -20,9 +25,23 @@ def test_cli_status_imports_no_heavy_library() -> None:
     assert out.stdout.strip() == "", f"imported at start-up: {out.stdout.strip()}"
 
 
-def test_cli_help_lists_every_command_module() -> None:
-    from forkflow.cli import main
+def test_cli_command_map_matches_what_modules_register() -> None:
+    for module, names in main.COMMAND_MODULES.items():
+        app = typer.Typer()
+        importlib.import_module(module).register(app)
+        assert main._registered(app) == set(names), module
 
+
+def test_cli_help_mounts_every_module() -> None:
     main._mount(["--help"])
-    assert len(main._MOUNTED) == len(main.COMMAND_MODULES)
-    assert {"init", "status", "history"} <= main._registered(main.app)
+    assert main._MOUNTED == set(main.COMMAND_MODULES)
+
+
+def test_cli_usage_errors_exit_2_without_a_crash_log() -> None:
+    from tests.conftest import run_forkflow
+    from pathlib import Path
+
+    for args in (["serve", "--port", "abc"], ["history", "--every"], ["nosuchcommand"]):
+        r = run_forkflow(*args, cwd=Path.cwd())
+        assert r.rc == 2, (args, r.rc, r.err)
+        assert "crash" not in r.err and "Usage" in r.err

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import click
 import typer
+
+try:  # Typer 0.2x ships its own copy of click; older ones use click itself
+    from typer._click import exceptions as _tclick
+except ImportError:  # pragma: no cover
+    _tclick = click.exceptions  # type: ignore[misc]
 from rich.markup import escape
 
 from forkflow import __version__
@@ -26,16 +31,17 @@ app = typer.Typer(
     add_completion=False,
 )
 
-# Each module has `register(app)`; a subsystem adds its line here.
-COMMAND_MODULES: tuple[str, ...] = (
-    "forkflow.cli.ledger_cmds",
-    "forkflow.cli.tiers_cmds",
-    "forkflow.cli.ingest_cmds",
-    "forkflow.cli.regress_cmds",
-    "forkflow.cli.triage_cmds",
-    "forkflow.cli.web_cmds",
-    "forkflow.cli.workloads_cmds",
-)
+# Each module has `register(app)` and mounts the commands listed here; a subsystem adds its
+# line.  Only the invoked command's module is imported (tests/test_cli_startup.py checks the list).
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "forkflow.cli.ledger_cmds": ("init", "status", "history"),
+    "forkflow.cli.ingest_cmds": ("plan", "ingest", "conflicts", "demo"),
+    "forkflow.cli.tiers_cmds": ("validate", "nightly", "l3"),
+    "forkflow.cli.regress_cmds": ("detect", "bisect"),
+    "forkflow.cli.triage_cmds": ("triage", "trunk", "issues"),
+    "forkflow.cli.web_cmds": ("serve",),
+    "forkflow.cli.workloads_cmds": ("workloads",),
+}
 
 
 def _registered(typer_app: typer.Typer) -> set[str]:
@@ -53,19 +59,16 @@ def _registered(typer_app: typer.Typer) -> set[str]:
 
 
 def _mount(argv: list[str] | None = None) -> None:
-    """Import command modules until the one that defines the invoked command is mounted.
+    """Import the module of the invoked command only; `--help` and unknown commands mount all.
 
-    `forkflow status` then never pays for the dashboard's or the Ray runner's imports;
-    `--help` and unknown commands mount everything.
+    `forkflow status` then never pays for the dashboard's, SciPy's or Ray's imports.
     """
     wanted = next((a for a in (argv or []) if not a.startswith("-")), None)
-    for name in COMMAND_MODULES:
-        if name in _MOUNTED:
-            continue
-        importlib.import_module(name).register(app)
-        _MOUNTED.add(name)
-        if wanted is not None and wanted in _registered(app):
-            return
+    owners = [m for m, names in COMMAND_MODULES.items() if wanted in names]
+    for name in owners or list(COMMAND_MODULES):
+        if name not in _MOUNTED:
+            importlib.import_module(name).register(app)
+            _MOUNTED.add(name)
 
 
 _MOUNTED: set[str] = set()
@@ -106,13 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="forkflow", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.exceptions.Abort:
+    except (click.exceptions.Exit, _tclick.Exit) as e:
+        return int(e.exit_code)
+    except (click.exceptions.Abort, _tclick.Abort):
         return 130
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
+    except (click.ClickException, _tclick.ClickException) as e:
+        e.show()  # a usage error: the command's usage line and what was wrong, exit 2
+        return int(e.exit_code)
     except (UserError, StoreError) as e:
         err_console.print(f"[bold red]error:[/] {escape(one_line(str(e)))}", soft_wrap=True,
                           highlight=False, emoji=False)
