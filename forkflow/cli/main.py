@@ -13,10 +13,14 @@ from pathlib import Path
 import click
 import typer
 
-try:  # Typer 0.2x ships its own copy of click; older ones use click itself
-    from typer._click import exceptions as _tclick
+try:  # Typer 0.2x ships its own copy of click; older ones raise click's own exceptions
+    from typer._click.exceptions import ClickException as _TyperClickException
 except ImportError:  # pragma: no cover
-    _tclick = click.exceptions  # type: ignore[misc]
+    _TyperClickException = click.ClickException  # type: ignore[misc,assignment]
+
+_EXITS = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
+_ABORTS = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
+_USAGE = tuple({click.ClickException, _TyperClickException})
 from rich.markup import escape
 
 from forkflow import __version__
@@ -109,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="forkflow", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
-    except (click.exceptions.Exit, _tclick.Exit) as e:
-        return int(e.exit_code)
-    except (click.exceptions.Abort, _tclick.Abort):
+    except _EXITS as e:
+        return int(getattr(e, "exit_code", 0))
+    except _ABORTS:
         return 130
-    except (click.ClickException, _tclick.ClickException) as e:
+    except _USAGE as e:
         e.show()  # a usage error: the command's usage line and what was wrong, exit 2
         return int(e.exit_code)
     except (UserError, StoreError) as e:
