@@ -75,7 +75,8 @@ def test_fsdp2_two_gloo_ranks_follow_one_process_and_the_reference(tmp_path: Pat
     assert len(losses) == 20 and losses[-1] < losses[0]  # it learns
     assert m["fsdp2.tiny.gloo2.tokens_per_s"]["value"] > 0
     assert m["fsdp2.tiny.gloo2.loss_drift"]["value"] < 1e-4  # against the recorded trajectory
-    one = fsdp2.train(fsdp2.RunConfig("tiny", "gloo", 1, 20, 3, "fp32"))
+    one = fsdp2.train(fsdp2.RunConfig("tiny", "gloo", 1, 8, 3, "fp32"))
+    assert len(one["losses"]) == 8
     assert fsdp2.drift(one["losses"], losses) < 1e-5  # sharding over 2 ranks changes nothing
 
 
