@@ -75,3 +75,23 @@ def service(env_name: str, what: str) -> str:
     if os.environ.get("FORKFLOW_REQUIRE_SERVICES"):
         pytest.fail(f"{env_name} is not set: .ci/run should have started {what}")
     pytest.skip(f"{what} not available (set {env_name}; .ci/run starts it)")
+
+
+@pytest.fixture
+def postgres_url():  # type: ignore[no-untyped-def]
+    """A fresh, empty database on the PostgreSQL server .ci/run starts; dropped afterwards."""
+    import uuid
+
+    from sqlalchemy import create_engine, text
+
+    base = service("FORKFLOW_TEST_POSTGRES", "a PostgreSQL server")
+    name = f"ff_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield base.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -278,29 +278,16 @@ def test_bad_status_fetch_unreachable(fork: Path, cli, tmp_path: Path) -> None: 
     assert subprocess.run(["git", "for-each-ref"], cwd=fork, capture_output=True, text=True).stdout == before
 
 
-def test_init_and_status_on_postgres(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import service
-    import uuid
+def test_init_and_status_on_postgres(fork: Path, cli, postgres_url: str) -> None:  # type: ignore[no-untyped-def]
     from sqlalchemy import create_engine, text
 
-    base = service("FORKFLOW_TEST_POSTGRES", "a PostgreSQL server")
-    name = f"ff_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = base.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        r = cli("init", "--upstream", "upstream", "--store", url, repo=fork)
-        assert r.rc == 0, r.err
-        assert url in (fork / "forkflow.toml").read_text()
-        assert not (fork / ".forkflow" / "forkflow.db").exists()
-        d = cli("status", "--json", repo=fork).json()
-        assert d["counts"]["pending"] == 3
-        eng = create_engine(url)
-        with eng.connect() as c:
-            assert c.execute(text("select count(*) from snapshots")).scalar() == 1
-        eng.dispose()
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    r = cli("init", "--upstream", "upstream", "--store", postgres_url, repo=fork)
+    assert r.rc == 0, r.err
+    assert postgres_url in (fork / "forkflow.toml").read_text()
+    assert not (fork / ".forkflow" / "forkflow.db").exists()
+    d = cli("status", "--json", repo=fork).json()
+    assert d["counts"]["pending"] == 3
+    eng = create_engine(postgres_url)
+    with eng.connect() as c:
+        assert c.execute(text("select count(*) from snapshots")).scalar() == 1
+    eng.dispose()

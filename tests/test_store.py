@@ -1,13 +1,11 @@
 """The store on real SQLite and on a real PostgreSQL server (FORKFLOW_TEST_POSTGRES, started by .ci/run)."""
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 
 from forkflow.errors import UserError
 from forkflow.ledger.classify import RecordedDecision
@@ -15,27 +13,13 @@ from forkflow.models import Better, Disposition, MetricPoint, Sha
 from forkflow.store import queries
 from forkflow.store.queries import Snapshot
 from forkflow.store.session import Store
-from tests.conftest import service
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'store.db'}"
-        return
-    base = service("FORKFLOW_TEST_POSTGRES", "a PostgreSQL server")
-    # one schema-isolated database per test: create a fresh database on the server
-    name = f"ff_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = base.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        yield url
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 def test_store_migrates_to_every_head(store_url: str) -> None:
