@@ -114,6 +114,32 @@ def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-unt
     assert [(c["path"], c["seen"]) for c in conflicts] == [("mini/kernels.py", 2)]
 
 
+def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    planned = cli("plan", "--json", repo=fork).json()["units"]
+    reasons = {sha: why for u in planned for sha, why in u["reasons"].items()}
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    from forkflow.context import open_context
+    from forkflow.landing import records
+
+    ctx = open_context(fork)
+    with ctx.store.session_scope() as s:
+        units = records.units(s, ctx.fork_id)
+        by_id = records.routing_reasons(s, [u.id for u in units])
+    statuses = {u.name: u.status for u in units}
+    # every outcome is a stored unit now: landed, failed, conflict, empty and waiting links
+    assert statuses["ops-api#1"] == "failed" and statuses["fork:mini/kernels.py#1"] == "conflict"
+    assert statuses["fork:mini/kernels.py#2"] == "waiting" and statuses["fork:csrc/ops.cpp#1"] == "empty"
+    assert "landed" in statuses.values()
+    stored = {sha: why for u in units for sha, why in by_id[u.id].items()}
+    assert stored == reasons  # each upstream commit once, with the plan's reason
+    for u in units:
+        assert u.reasons == by_id[u.id] and set(u.reasons) == {sha for sha, _ in u.members}
+    pin = next(u for u in units if u.name.startswith("pin:"))
+    assert list(pin.reasons.values()) == ["updates pin file third_party/llvm-hash.txt"]
+    dependent = next(u for u in units if u.name == "fork:mini/kernels.py#2")
+    assert "depends on chain fork:mini/kernels.py" in next(iter(dependent.reasons.values()))
+
+
 def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     assert cli("ingest", "--land", repo=fork).rc == 0
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]

@@ -161,6 +161,25 @@ def test_ingestion_units_conflicts_and_waiting(client: TestClient, seeded: tuple
     assert len(unit["members"]) == 40 and all(m["subject"] for m in unit["members"])
 
 
+def test_ingestion_shows_every_routing_reason(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    info = seeded[1]
+    doc = client.get("/api/ingestion").json()
+    by = {u["name"].split(" ")[0]: u for u in doc["units"]}
+    assert len(by["bundle-1"]["reasons"]) == 40
+    assert set(by["bundle-1"]["reasons"].values()) == {"low risk: touches no chain, pin file or fork change"}
+    assert list(by["llvm-pin"]["reasons"].values()) == ["updates pin file cmake/llvm-hash.txt"]
+    html = client.get("/ingestion").text
+    assert "why routed here" in html and "updates pin file cmake/llvm-hash.txt" in html
+    assert "declared in chain warp-spec" in html
+    warp = by["warp-spec#1"]
+    unit = client.get(f"/api/ingestion/units/{warp['id']}").json()
+    (member,) = unit["members"]
+    assert member["routing_reason"].startswith("touches lib/Dialect/TritonGPU/Transforms/WarpSpec.cpp")
+    assert unit["unit"]["reasons"] == {member["sha"]: member["routing_reason"]}
+    page = client.get(f"/ingestion/units/{warp['id']}").text
+    assert "why routed here" in page and "declared in chain warp-spec" in page
+
+
 def test_triage_groups_classes_health_and_tracking(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
     doc = client.get("/api/triage").json()

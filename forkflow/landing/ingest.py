@@ -148,6 +148,7 @@ class Ingestor:
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
         self._virtual: dict[str, Sha] = {}  # chain -> last validated link (without --land)
+        self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
         self._stop = ""
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
                                          self._log_attempt, dict(os.environ),
@@ -206,6 +207,7 @@ class Ingestor:
         until = resolve_until(self.ctx, ledger, self.options.until)
         result = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
                            picker=self.picker)
+        self.reasons.update({sha: why for u in result.plan.units for sha, why in u.reasons.items()})
         return result.plan
 
     def ingest_units(self, plan: Plan) -> list[UnitResult]:
@@ -260,6 +262,9 @@ class Ingestor:
             if blocked is not None:
                 reason = f"chain {unit.name}: waits for {blocked[:12]}"
                 self._decide(Disposition.DEFERRED, [sha], reason)
+                if self.writes:
+                    self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting", [(sha, "waiting")],
+                                   reason)
                 out.append(UnitResult(name, "chain", UnitStatus.WAITING, reason, deferred=(sha,)))
                 continue
             r = self.land_unit(name, unit, (sha,), start_tip)
@@ -291,9 +296,8 @@ class Ingestor:
             candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
             members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
                        + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
+            unit_id = self._add_unit(name, unit, base, candidate, "picking", members)
             with self.ctx.store.session_scope() as s:
-                unit_id = records.add_unit(s, self.run_id, self.ctx.fork_id, unit.kind.value, name, base,
-                                           candidate, "picking", members)
                 self._store_conflicts(s, pick.conflicted, conflict_chain, base)
             assert self.gate is not None
             verdict = self.gate.check(candidate, base)
@@ -334,6 +338,8 @@ class Ingestor:
         status = UnitStatus.CONFLICT if shas else UnitStatus.EMPTY
         summary = (f"conflict in {', '.join(c.path for step in conflicted for c in step.conflicts)[:200]}; "
                    "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
+        self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
+                       + [(s, "conflict") for s in shas], summary)
         return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas)
 
     def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
@@ -348,6 +354,13 @@ class Ingestor:
             self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
                           tuple(applied) + tuple(s.sha for s in conflicted))
+
+    def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: str,
+                  members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
+        """Store a landing unit with the routing reason of each member."""
+        with self.ctx.store.session_scope() as s:
+            return records.add_unit(s, self.run_id, self.ctx.fork_id, unit.kind.value, name, base, candidate,
+                                    status, members, summary, reasons=self.reasons)
 
     # -- decisions -------------------------------------------------------------
     def _decide(self, disposition: Disposition, shas: Sequence[Sha], reason: str,

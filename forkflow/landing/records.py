@@ -1,8 +1,8 @@
 """Store reads and writes of ingestion runs and landing units; returns dataclasses, never rows."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from sqlalchemy import delete, insert, select, update
@@ -32,6 +32,7 @@ class UnitRecord:
     status: str
     summary: str
     members: tuple[tuple[Sha, str], ...]  # (upstream sha, outcome) in order
+    reasons: dict[Sha, str] = field(default_factory=dict)  # upstream sha -> why it was routed here
 
 
 def _now() -> datetime:
@@ -59,13 +60,17 @@ def interrupt_running(s: Session, fid: int) -> int:
 
 
 def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
-             status: str, members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
+             status: str, members: Sequence[tuple[Sha, str]], summary: str = "",
+             reasons: Mapping[Sha, str] | None = None) -> int:
+    """A landing unit and its members, each with the routing reason the plan gave it."""
     row = LandingUnitRow(run_id=run_id, fork_id=fid, kind=kind, name=name, base_sha=base,
                          candidate_sha=candidate, status=status, summary=summary)
     s.add(row)
     s.flush()
+    reasons = reasons or {}
     for i, (sha, outcome) in enumerate(members):
-        s.add(UnitMemberRow(unit_id=row.id, upstream_sha=sha, position=i, outcome=outcome))
+        s.add(UnitMemberRow(unit_id=row.id, upstream_sha=sha, position=i, outcome=outcome,
+                            reason=reasons.get(sha, "")))
     return row.id
 
 
@@ -77,11 +82,11 @@ def set_unit(s: Session, unit_id: int, status: str, summary: str | None = None) 
 
 
 def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
-    members = s.execute(select(UnitMemberRow.upstream_sha, UnitMemberRow.outcome)
+    members = s.execute(select(UnitMemberRow.upstream_sha, UnitMemberRow.outcome, UnitMemberRow.reason)
                         .where(UnitMemberRow.unit_id == row.id).order_by(UnitMemberRow.position)).all()
     return UnitRecord(row.id, row.run_id, row.kind, row.name, Sha(row.base_sha),
                       Sha(row.candidate_sha) if row.candidate_sha else None, row.status, row.summary,
-                      tuple((Sha(a), b) for a, b in members))
+                      tuple((Sha(a), b) for a, b, _ in members), {Sha(a): r for a, _, r in members if r})
 
 
 def units(s: Session, fid: int, statuses: Iterable[str] | None = None,
@@ -92,6 +97,25 @@ def units(s: Session, fid: int, statuses: Iterable[str] | None = None,
     if run_id is not None:
         q = q.where(LandingUnitRow.run_id == run_id)
     return [_record(s, r) for r in s.scalars(q.order_by(LandingUnitRow.id)).all()]
+
+
+def unit(s: Session, fid: int, unit_id: int) -> UnitRecord | None:
+    """One landing unit of the fork, or None."""
+    row = s.scalar(select(LandingUnitRow).where(LandingUnitRow.fork_id == fid, LandingUnitRow.id == unit_id))
+    return _record(s, row) if row is not None else None
+
+
+def routing_reasons(s: Session, unit_ids: Sequence[int]) -> dict[int, dict[Sha, str]]:
+    """Per landing unit, why the plan routed each of its upstream commits there (in unit order)."""
+    out: dict[int, dict[Sha, str]] = {i: {} for i in unit_ids}
+    ids = list(unit_ids)
+    for i in range(0, len(ids), 500):
+        q = (select(UnitMemberRow.unit_id, UnitMemberRow.upstream_sha, UnitMemberRow.reason)
+             .where(UnitMemberRow.unit_id.in_(ids[i:i + 500]))
+             .order_by(UnitMemberRow.unit_id, UnitMemberRow.position))
+        for unit_id, sha, reason in s.execute(q):
+            out[unit_id][Sha(sha)] = reason
+    return out
 
 
 def cached_touches(s: Session, shas: Sequence[Sha]) -> dict[Sha, Touch]:

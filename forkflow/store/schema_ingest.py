@@ -47,6 +47,8 @@ class UnitMemberRow(Base):
     upstream_sha: Mapped[str] = mapped_column(String(64), index=True)
     position: Mapped[int] = mapped_column(Integer)
     outcome: Mapped[str] = mapped_column(String(16))  # applied | resolved | empty | conflict
+    # why the planner routed this commit into this unit (the overlapping file or symbol, the conflict)
+    reason: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class ConflictRow(Base):

@@ -204,7 +204,9 @@ def _ingestion(s: Session, fid: int, info: SeedInfo, subjects: list[str], hostil
             name, summary = f"bundle-2 {HOSTILE}", f"{summary} {HOSTILE}"
         if cand is not None:
             info.candidates.append(cand)
-        info.unit_ids.append(records.add_unit(s, run_id, fid, kind, name, base, cand, status, members, summary))
+        reasons = {sha: _routing_reason(name, j, hostile) for j, (sha, _) in enumerate(members)}
+        info.unit_ids.append(records.add_unit(s, run_id, fid, kind, name, base, cand, status, members, summary,
+                                              reasons=reasons))
         if status == "conflict":
             sha = members[0][0]
             info.conflict_ids.append(conflicts.upsert_conflict(
@@ -214,6 +216,18 @@ def _ingestion(s: Session, fid: int, info: SeedInfo, subjects: list[str], hostil
                 marked="<<<<<<< fork\nauto x = warpSpec(a);\n=======\nauto x = warpSpec(a, b);\n>>>>>>> upstream\n",
                 tried=["recorded: no recorded resolution", "trivial: both sides changed the same line"]))
     records.finish_run(s, run_id)
+
+
+def _routing_reason(unit: str, j: int, hostile: bool) -> str:
+    """What `forkflow plan` would have said about the j-th commit of a seeded unit."""
+    if unit.startswith("warp-spec"):
+        return ("touches lib/Dialect/TritonGPU/Transforms/WarpSpec.cpp, declared in chain warp-spec "
+                "(lib/Dialect/TritonGPU/Transforms/WarpSpec*)")
+    if unit == "llvm-pin":
+        return "updates pin file cmake/llvm-hash.txt"
+    if hostile and unit.startswith("bundle-2") and j == 0:
+        return f"low risk: touches no chain, pin file or fork change {HOSTILE}"
+    return "low risk: touches no chain, pin file or fork change"
 
 
 def _value(i: int, d: int, base: float, better: Better, rnd: random.Random, days: int) -> float:

@@ -1,5 +1,5 @@
-"""Ingestion: landing units (bundles and chains) with their commits, L1 results, landed or waiting,
-and the conflicts kept for a person."""
+"""Ingestion: landing units (bundles and chains) with their commits, routing reasons, L1 results,
+landed or waiting, and the conflicts kept for a person."""
 from __future__ import annotations
 
 from typing import Any
@@ -41,6 +41,7 @@ def ingestion(request: Request) -> Response:
             return page(request, "ingestion.html", {"empty": True, "hint": FILL_HINT, "units": [],
                                                     "waiting": [], "conflicts": []})
         units = reads.recent_units(s, fid)
+        reasons = landing_records.routing_reasons(s, [u.id for u in units])
         checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
         conflicts = conflict_records.conflicts(s, fid, "open")
         deferred = [d for d in queries.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
@@ -50,7 +51,7 @@ def ingestion(request: Request) -> Response:
         "empty": not units and not conflicts and not deferred, "hint": FILL_HINT,
         "units": [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
                    "summary": u.summary, "commits": u.commits, "candidate_sha": u.candidate_sha,
-                   "updated_at": u.updated_at,
+                   "updated_at": u.updated_at, "reasons": reasons.get(u.id, {}),
                    "l1": _l1(checks.get(u.candidate_sha, [])) if u.candidate_sha else None}
                   for u in units],
         "waiting": [{"sha": d.sha, "subject": subjects.get(d.sha, ("", None))[0],
@@ -77,7 +78,8 @@ def unit(request: Request, unit_id: int) -> Response:
         ids = reads.unit_ids(s, fid, unit_id) if fid else None
         if fid is None or ids is None:
             raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
-        u = next(x for x in landing_records.units(s, fid, run_id=ids[1]) if x.id == unit_id)
+        u = landing_records.unit(s, fid, unit_id)
+        assert u is not None
         decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
         ledger, _, _ = _ledger(src, s, fid)
@@ -87,9 +89,11 @@ def unit(request: Request, unit_id: int) -> Response:
         d = decisions.get(sha)
         subject, pr = subjects.get(sha, ("", None))
         members.append({"sha": sha, "subject": subject, "pr": pr, "outcome": outcome,
+                        "routing_reason": u.reasons.get(sha, ""),
                         "disposition": d.disposition.value if d else None, "reason": d.reason if d else ""})
     data = {"unit": {"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
-                     "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha},
+                     "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha,
+                     "reasons": dict(u.reasons)},
             "members": members, "runs": runs}
     return page(request, "ingestion_unit.html", data)
 
