@@ -137,9 +137,11 @@ def test_tier_gate_runs_l1_with_selection(tmp_path: Path, cli) -> None:  # type:
     gate = TierGate(open_context(repo))
     res = gate.check(good, base)
     assert res.passed and not res.infra and res.run_id is not None and res.summary.startswith("L1 PASS")
+    assert cli("validate", "--tier", "L1", "--rev", base, repo=repo).rc == 0  # trunk is green
     fails.write_text("tests/test_beta.py::test_0\n")
     res = gate.check(good, base)
     assert not res.passed and not res.infra and "1 failed" in res.summary
+    assert "NEW failures: tests/test_beta.py::test_0" in res.summary  # triage: this unit's failure
 
 
 def test_hanging_test_times_out_as_failure(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
