@@ -18,9 +18,9 @@ try:  # Typer 0.2x ships its own copy of click; older ones raise click's own exc
 except ImportError:  # pragma: no cover
     _TyperClickException = click.ClickException  # type: ignore[misc,assignment]
 
-_EXITS = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
-_ABORTS = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
-_USAGE = tuple({click.ClickException, _TyperClickException})
+_EXITS: tuple[type[BaseException], ...] = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
+_ABORTS: tuple[type[BaseException], ...] = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
+_USAGE: tuple[type[BaseException], ...] = tuple({click.ClickException, _TyperClickException})
 from rich.markup import escape
 
 from forkflow import __version__
@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     except _ABORTS:
         return 130
     except _USAGE as e:
-        e.show()  # a usage error: the command's usage line and what was wrong, exit 2
-        return int(e.exit_code)
+        usage: click.ClickException = e  # type: ignore[assignment]  (both copies share the API)
+        usage.show()  # a usage error: the command's usage line and what was wrong, exit 2
+        return int(usage.exit_code)
     except (UserError, StoreError) as e:
         err_console.print(f"[bold red]error:[/] {escape(one_line(str(e)))}", soft_wrap=True,
                           highlight=False, emoji=False)
