@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     except _ABORTS:
         return 130
     except _USAGE as e:
-        usage: click.ClickException = e  # type: ignore[assignment]  (both copies share the API)
+        usage: click.ClickException = e  # type: ignore[assignment]
         usage.show()  # a usage error: the command's usage line and what was wrong, exit 2
         return int(usage.exit_code)
     except (UserError, StoreError) as e:
