@@ -134,3 +134,27 @@ def test_bisect_pass_fail_verdicts_recorded_per_round() -> None:
     assert out.culprit == 5
     decided = {i: v for r in out.rounds for i, v, _ in r.verdicts}
     assert decided[4] is Verdict.GOOD and decided[5] is Verdict.BAD
+
+
+def test_suite_test_probe_reads_one_test_from_the_suite_report() -> None:
+    from forkflow.bisect.probes import MeasureStatus
+    from forkflow.bisect.testprobe import outcome_of_test, suite_command
+    from forkflow.tiers.reports import Outcome, ParsedReport, TestResult
+    from forkflow.tiers.tiers import ReportFormat, Suite, Tier
+
+    suite = Suite("unit", Tier.L1, "pytest --junitxml={report} {tests}", ReportFormat.JUNIT, all_tests="tests")
+    whole = Suite("lit", Tier.L1, "lit -v {report}", ReportFormat.JUNIT)
+    assert suite_command(suite, "tests/t.py::test_a b", "/r.xml", "/a") == "pytest --junitxml=/r.xml 'tests/t.py::test_a b'"
+    assert suite_command(suite, "[unit]", "/r.xml", "/a") == "pytest --junitxml=/r.xml tests"
+    assert suite_command(whole, "x", "/r.xml", "/a") == "lit -v /r.xml"
+    report = ParsedReport((TestResult("t::a", Outcome.PASS), TestResult("t::b", Outcome.FAIL),
+                           TestResult("t::c", Outcome.SKIP)))
+    assert outcome_of_test(suite, "t::a", report, 1, "").passed is True
+    assert outcome_of_test(suite, "t::b", report, 1, "").passed is False
+    assert outcome_of_test(suite, "t::c", report, 0, "").passed is True
+    assert outcome_of_test(suite, "t::gone", report, 1, "").status is MeasureStatus.UNTESTABLE
+    assert outcome_of_test(suite, "t::a", report, 125, "no build").status is MeasureStatus.UNTESTABLE
+    crashed = outcome_of_test(suite, "t::a", ParsedReport(problem="no report was written", exists=False), 139, "")
+    assert crashed.status is MeasureStatus.ERROR and "no report" in crashed.detail
+    assert outcome_of_test(suite, "[unit]", report, 0, "").passed is True
+    assert outcome_of_test(suite, "[unit]", ParsedReport(problem="empty"), 0, "").passed is False

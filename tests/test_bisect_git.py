@@ -249,3 +249,18 @@ def test_cli_bisect_pass_fail_inside_bundle(builder: ForkBuilder, cli) -> None: 
     assert r.rc == 0, r.err
     doc = r.json()
     assert doc["mode"] == "pass-fail" and doc["culprit"]["upstream_commit"] == ups[5]
+
+
+def test_cli_bisect_pass_fail_bad_inputs_one_line_each(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    good, bad, _ = _fork(builder)
+    _init(cli, builder.f.path)
+    for args, rc, words in (
+            (("--good", bad, "--bad", good, "--command", "true"), 1, "swap them"),
+            (("--good", good, "--bad", bad, "--command", "true"), 2, "the test passes at the bad end; nobody"),
+            (("--good", good, "--bad", bad, "--command", "false"), 2, "fails at the good end too; pick an older"),
+            (("--good", good, "--bad", bad, "--command", "exit 125"), 2, "cannot measure the good end and the bad end")):
+        r = cli("bisect", "--pass-fail", *args, "--json", repo=builder.f.path)
+        assert r.rc == rc and words in r.err, (args, r.rc, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        if rc == 2:
+            assert r.json()["culprit"] is None

@@ -205,7 +205,7 @@ class Bisector:
             if bad_end:
                 self._finish_round(0, ends, before, {})
                 which = " and ".join("the good end" if i == 0 else "the bad end" for i in bad_end)
-                reasons = "; ".join(self.log.skipped[i] for i in bad_end)
+                reasons = "; ".join(dict.fromkeys(self.log.skipped[i] for i in bad_end))
                 return self._early(Status.UNTESTABLE, f"cannot measure {which}: {reasons}")
             verdict = self._ends_verdict()
             if verdict is not None:

@@ -83,6 +83,38 @@ def parse_metrics(text: str, metric: str) -> Measurement:
     return Measurement(MeasureStatus.MISSING, detail=f"metric {metric!r} not reported")
 
 
+class Worktrees:
+    """Detached work trees of commits (prefix commits too: objects without a ref), made once each."""
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self.root = Path(tempfile.mkdtemp(prefix="forkflow-bisect-"))
+        self._trees: dict[Sha, Path] = {}
+        self._lock = threading.Lock()
+
+    def get(self, rev: Sha) -> Path | None:
+        """The work tree of `rev`, or None when it cannot be checked out."""
+        with self._lock:  # git worktree add takes repository locks: one at a time
+            if rev in self._trees:
+                return self._trees[rev]
+            path = self.root / rev[:16]
+            try:
+                self.repo.git("worktree", "add", "--detach", "--force", str(path), rev)
+            except GitError:
+                return None
+            self._trees[rev] = path
+            return path
+
+    def close(self) -> None:
+        """Remove every work tree made here."""
+        with self._lock:
+            for path in self._trees.values():
+                self.repo.git("worktree", "remove", "--force", str(path), check=False)
+            self._trees.clear()
+            self.repo.git("worktree", "prune", check=False)
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
 class CommandProbe:
     """Runs a shell command in a temporary work tree of each commit."""
 
@@ -93,24 +125,11 @@ class CommandProbe:
         self.metric = metric  # None: pass/fail by exit code
         self.timeout = timeout
         self.env = env or {}
-        self._root = Path(tempfile.mkdtemp(prefix="forkflow-bisect-"))
-        self._trees: dict[Sha, Path] = {}
-        self._lock = threading.Lock()
-
-    def _tree(self, rev: Sha) -> Path | None:
-        with self._lock:  # git worktree add takes repository locks: one at a time
-            if rev in self._trees:
-                return self._trees[rev]
-            path = self._root / rev[:16]
-            try:
-                self.repo.git("worktree", "add", "--detach", "--force", str(path), rev)
-            except GitError:
-                return None
-            self._trees[rev] = path
-            return path
+        self.trees = Worktrees(repo)
+        self._root = self.trees.root
 
     def measure(self, rev: Sha) -> Measurement:
-        tree = self._tree(rev)
+        tree = self.trees.get(rev)
         if tree is None:
             return Measurement(MeasureStatus.UNTESTABLE, detail=f"cannot check out {rev[:12]}")
         fd, out_name = tempfile.mkstemp(prefix="metrics-", suffix=".json", dir=self._root)
@@ -140,9 +159,4 @@ class CommandProbe:
 
     def close(self) -> None:
         """Remove every work tree this probe made."""
-        with self._lock:
-            for path in self._trees.values():
-                self.repo.git("worktree", "remove", "--force", str(path), check=False)
-            self._trees.clear()
-            self.repo.git("worktree", "prune", check=False)
-            shutil.rmtree(self._root, ignore_errors=True)
+        self.trees.close()

@@ -1,6 +1,7 @@
 """Two-stage bisection on a fork: over landing units, then inside a guilty bundle."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,31 @@ class _ConflictAware:
         self.inner.close()
 
 
+class _Replay:
+    """Answers a commit's first runs from an earlier stage's pass/fail results, then measures.
+
+    Both ends of the search inside a bundle (its base and the bundle itself) were judged in the
+    landing-unit stage; replaying those runs saves running the test on them again.
+    """
+
+    def __init__(self, inner: Probe, known: dict[Sha, list[bool]]) -> None:
+        self.inner = inner
+        self.known = known
+
+    def measure(self, rev: Sha) -> Measurement:
+        runs = self.known.get(rev)
+        if runs:
+            return Measurement(MeasureStatus.OK, passed=runs.pop(0), detail="replayed from the landing-unit stage")
+        return self.inner.measure(rev)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def _known_runs(outcome: BisectOutcome, cands: Sequence[Candidate]) -> dict[Sha, list[bool]]:
+    return {cands[i].sha: list(runs) for i, runs in outcome.runs.items()}
+
+
 def bisect_fork(repo: Repo, metric: str, good: str, bad: str, probe: Probe, reporter: Reporter | None = None,
                 *, mode: Mode = Mode.PERF, policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
                 better: Better | None = None, descend: bool = True) -> BisectReport:
@@ -121,7 +147,8 @@ def bisect_fork(repo: Repo, metric: str, good: str, bad: str, probe: Probe, repo
     culprit = _unit_culprit(repo, unit)
     conf, message = first.confidence, first.message
     if descend and unit.is_bundle and unit.parent is not None:
-        second, cands2 = _inside_bundle(repo, unit, probe, reporter, mode, policy, parallel,
+        inner = _Replay(probe, _known_runs(first, cands)) if mode is Mode.PASS_FAIL else probe
+        second, cands2 = _inside_bundle(repo, unit, inner, reporter, mode, policy, parallel,
                                         better or first.better)
         stages.append(Stage(f"bundle {unit.sha[:12]}", cands2, second))
         if second.status is Status.FOUND and second.culprit is not None:

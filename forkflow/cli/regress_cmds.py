@@ -75,7 +75,9 @@ def _render_alert(a: Alert) -> None:
         console.print(f"next: forkflow bisect --alert {a.id}")
 
 
-class _Reporter:
+class RoundReporter:
+    """Bisection progress on stderr, one line per round start and end (quiet under --json)."""
+
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
 
@@ -97,29 +99,38 @@ def bisect(
     good: Annotated[str | None, typer.Option("--good", help="A commit without the change.")] = None,
     bad: Annotated[str | None, typer.Option("--bad", help="A later commit with it.")] = None,
     alert_id: Annotated[int | None, typer.Option("--alert", help="Bisect a stored alert.")] = None,
+    test: Annotated[str | None, typer.Option("--test", help="Bisect where this test turned red (pass/fail, "
+                                             "run by its suite's command).")] = None,
+    suite: Annotated[str | None, typer.Option("--suite", help="With --test: its suite (default: the one "
+                                              "whose stored runs have the test).")] = None,
     parallel: Annotated[int, typer.Option("--parallel", help="Commits measured per round (K).")] = 1,
     command: Annotated[str | None, typer.Option("--command", help="Measurement command "
                                                 "(default: [bisect] command in forkflow.toml).")] = None,
     pass_fail: Annotated[bool, typer.Option("--pass-fail", help="Exit code 0 = pass, else fail.")] = False,
     max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
+    reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
 ) -> int:
-    """Name the landing unit and upstream commit that changed a metric (exit 2: inconclusive)."""
-    if parallel < 1 or max_repeats < 2:
-        raise UserError("--parallel must be at least 1 and --max-repeats at least 2")
+    """Name the landing unit and upstream commit that changed a metric or broke a test (exit 2: none)."""
+    if parallel < 1 or max_repeats < 2 or reruns < 1:
+        raise UserError("--parallel and --reruns must be at least 1 and --max-repeats at least 2")
+    policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
+                           reruns=reruns)
+    if test is not None:
+        return _bisect_test(test, suite, good, bad, (metric, alert_id, command), policy, parallel,
+                            json_out, repo, store)
     ctx = open_context(repo, store)
     metric, good, bad, better = _target(ctx, metric, good, bad, alert_id, pass_fail)
     cmd = command or ctx.config.section("bisect").get("command")
     if not isinstance(cmd, str) or not cmd.strip():
         raise UserError("no measurement command; pass --command CMD or set `command` under [bisect] "
                         "in forkflow.toml")
-    policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats))
     probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout)
     try:
-        report = bisect_fork(ctx.repo, metric, good, bad, probe, _Reporter(json_out),
+        report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(json_out),
                              mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,
                              parallel=parallel, better=better)
     finally:
@@ -127,11 +138,36 @@ def bisect(
     doc = report.to_dict()
     with ctx.store.session_scope() as s:
         doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
+    return _finish(report, doc, json_out)
+
+
+def _bisect_test(test: str, suite: str | None, good: str | None, bad: str | None, other: tuple[object, ...],
+                 policy: VerdictPolicy, parallel: int, json_out: bool, repo: Path, store: str | None) -> int:
+    """`bisect --test ID --good A --bad B`: pass/fail with the test's own suite command."""
+    from forkflow.triage.culprits import bisect_test, find_suite
+
+    if any(o is not None for o in other):
+        raise UserError("--test bisects with the test's suite command; drop --metric, --alert and --command")
+    if not good or not bad:
+        raise UserError("say where to look: --test ID --good A --bad B (A passes, B fails)")
+    ctx = open_context(repo, store)
+    report, bisection_id = bisect_test(ctx, find_suite(ctx, test, suite), test, good, bad, policy=policy,
+                                       parallel=parallel, reporter=RoundReporter(json_out))
+    return _finish(report, report.to_dict() | {"id": bisection_id}, json_out)
+
+
+def _finish(report: BisectReport, doc: dict[str, Any], json_out: bool) -> int:
+    """Print the result; 0 when it names a culprit (or, for a metric, when nothing regressed), else 2."""
     if json_out:
         print_json(doc)
     else:
         _render_report(report, doc["id"])
-    return 0 if report.status in (Status.FOUND, Status.NO_DIFFERENCE, Status.NOT_A_REGRESSION) else 2
+    ok = (Status.FOUND,) if report.mode is Mode.PASS_FAIL else (
+        Status.FOUND, Status.NO_DIFFERENCE, Status.NOT_A_REGRESSION)
+    if report.status in ok:
+        return 0
+    err_console.print(f"no culprit ({report.status.value}): {escape(report.message)}", soft_wrap=True)
+    return 2
 
 
 def _target(ctx: Context, metric: str | None, good: str | None, bad: str | None, alert_id: int | None,

@@ -1,19 +1,24 @@
 """`forkflow triage RUN_ID`, `forkflow trunk`, `forkflow issues sync`."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
-from forkflow.context import open_context
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.context import Context, open_context
+from forkflow.errors import UserError
 from forkflow.triage.models import Classification
 from forkflow.triage.tracking import sync_tracking
 from forkflow.triage.triage import TriageSettings, load_settings, triage_run
-from forkflow.triage.trunk import trunk_health
+from forkflow.triage.trunk import RedItem, trunk_health
+
+if TYPE_CHECKING:
+    from forkflow.triage.culprits import RedBisection
 
 COLOUR = {Classification.NEW: "bold red", Classification.BROKEN_TRUNK: "yellow",
           Classification.FLAKY: "cyan", Classification.INFRA: "magenta"}
@@ -51,25 +56,64 @@ def triage(
     return 0
 
 
-def trunk(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
-    """What is red on fork main now, since when, and the culprit where one is known."""
+def trunk(
+    bisect: Annotated[bool, typer.Option("--bisect", help="Bisect each red test without a culprit (pass/fail, "
+                                         "its suite's command, last green run .. first red run).")] = False,
+    test: Annotated[list[str] | None, typer.Option("--test", help="With --bisect: only this red test "
+                                                   "(repeatable).")] = None,
+    again: Annotated[bool, typer.Option("--again", help="With --bisect: bisect tests already bisected.")] = False,
+    reruns: Annotated[int, typer.Option(help="With --bisect: reruns of a failure before it counts.")] = 2,
+    parallel: Annotated[int, typer.Option("--parallel", help="With --bisect: commits tested per round.")] = 1,
+    json_out: JsonOpt = False,
+    repo: RepoOpt = Path("."),
+    store: StoreOpt = None,
+) -> int:
+    """What is red on fork main now, since when, and the culprit where a bisection found one."""
+    if (test or again) and not bisect:
+        raise UserError("--test and --again go with --bisect: forkflow trunk --bisect --test ID")
+    if reruns < 1 or parallel < 1:
+        raise UserError("--reruns and --parallel must be at least 1")
     ctx = open_context(repo, store)
+    done = _bisect_red(ctx, test or (), again, reruns, parallel, json_out) if bisect else []
     items = trunk_health(ctx)
     if json_out:
-        print_json({"red": [i.to_dict() for i in items]})
+        print_json({"red": [i.to_dict() for i in items], **({"bisected": [d.to_dict() for d in done]}
+                                                            if bisect else {})})
         return 0
+    _render_trunk(items)
+    return 0
+
+
+def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, parallel: int,
+                quiet: bool) -> list[RedBisection]:
+    from forkflow.bisect.verdict import VerdictPolicy  # SciPy: only when bisecting
+    from forkflow.cli.regress_cmds import RoundReporter
+    from forkflow.triage.culprits import bisect_red
+
+    done = bisect_red(ctx, tests, again=again, policy=VerdictPolicy(reruns=reruns), parallel=parallel,
+                      reporter=RoundReporter(quiet))
+    for d in done:
+        what = f"bisection {d.bisection_id}: {d.status.value}" if d.status else "not bisected"
+        err_console.print(f"{escape(d.item.failure.test)}: {what}: {escape(d.reason)}", soft_wrap=True)
+    return done
+
+
+def _render_trunk(items: Sequence[RedItem]) -> None:
     if not items:
         console.print("trunk is green (in the newest L1 and L2 runs of fork main)")
-        return 0
+        return
     t = Table(title="red on fork main")
     for col in ("tier", "test", "since", "runs red", "culprit", "signature"):
         t.add_column(col, overflow="fold")
     for i in items:
+        culprit = i.culprit or (f"nobody ({i.bisection.status}, bisection {i.bisection.id})" if i.bisection
+                                else "-")
         t.add_row(i.tier, escape(f"{i.failure.job} :: {i.failure.test}"),
                   f"run {i.since_run_id} {short(i.since_rev)}", str(i.runs_red),
-                  escape(i.culprit or "-"), escape(i.failure.signature.text[:100]))
+                  escape(culprit), escape(i.failure.signature.text[:100]))
     console.print(t)
-    return 0
+    if any(i.culprit is None and i.bisection is None and i.last_green_rev for i in items):
+        console.print("next: forkflow trunk --bisect (finds the culprits)")
 
 
 issues_app = typer.Typer(help="Tracking issues for nightly failures.", no_args_is_help=True)

@@ -115,7 +115,7 @@ def deterministic_suggestion(excerpt: str, culprit: Culprit | None,
         parts.append("Owners of the touched paths: " + ", ".join(owners))
     if not parts:
         parts.append("No culprit known yet: bisect the landing units between the last green and "
-                     "the first red run.")
+                     "the first red run (`forkflow trunk --bisect`).")
     return Suggestion("deterministic", "\n\n".join(parts))
 
 

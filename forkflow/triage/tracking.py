@@ -117,14 +117,39 @@ def _codeowners(ctx: Context, rev: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
-    if item.culprit is None:
+    """The culprit's diff for the suggested fix: the upstream commit's when a bisection named one."""
+    c = item.culprit_detail
+    if c is None:
         return None
-    sha = ctx.repo.resolve(item.culprit.split()[0])
+    if c.upstream_sha and ctx.repo.resolve(c.upstream_sha) is not None:
+        sha, subject = ctx.repo.resolve(c.upstream_sha), c.upstream_subject or c.unit_subject
+    else:
+        sha, subject = ctx.repo.resolve(c.fork_sha), c.unit_subject
     if sha is None:
         return None
     diff = ctx.repo.git("show", "--format=", "--no-color", "-U3", sha)
     files = ctx.repo.changed_files([sha]).get(sha, ())
-    return Culprit(sha, item.culprit.split(" ", 1)[-1], diff, files)
+    return Culprit(sha, subject, diff, files)
+
+
+def culprit_line(items: Sequence[RedItem]) -> str:
+    """The body's culprit: fork commit (landing unit), upstream commit and PR, and how it was found."""
+    known = [i for i in items if i.culprit_detail is not None]
+    if known:
+        c = known[0].culprit_detail
+        assert c is not None
+        text = f"fork commit `{c.fork_sha[:12]}` (landing unit: {c.unit_subject})"
+        if c.upstream_sha:
+            text += f"; upstream commit `{c.upstream_sha[:12]}`" + (f" {c.upstream_subject}" if
+                                                                   c.upstream_subject else "")
+        text += f" (PR #{c.pr})" if c.pr and f"#{c.pr})" not in text else ""
+        how = (f"bisection {c.bisection_id}, confidence {c.confidence:.0%}" if c.source == "bisection"
+               else "the only commit between the last green and the first red run")
+        return f"{text}; found by {how}"
+    tried = [i.bisection for i in items if i.bisection is not None]
+    if tried:
+        return f"nobody: bisection {tried[0].id} says {tried[0].status} ({tried[0].message})"
+    return "not known yet (run `forkflow trunk --bisect`)"
 
 
 def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Sequence[str],
@@ -134,7 +159,7 @@ def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Seque
     lines = [f"**Signature** ({f.signature.kind.value}): `{f.signature.text[:300]}`", "",
              f"**Red since** run {first.since_run_id} at `{first.since_rev[:12]}`"
              + (f" (last green `{first.last_green_rev[:12]}`)" if first.last_green_rev else ""),
-             f"**Culprit**: {culprit.sha[:12] + ' ' + culprit.subject if culprit else 'not known yet'}",
+             f"**Culprit**: {culprit_line(items)}",
              "", "**Affected tests**:", *[f"- `{i.failure.job}` :: `{i.failure.test}`" for i in items],
              "", "**Log excerpt**:", "", fence(f.signature.excerpt[-3000:]), "",
              f"**Owners**: {', '.join(owners) if owners else 'none found in CODEOWNERS'}", "",
@@ -191,7 +216,7 @@ def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
         ref = sink.close(IssueRef(sink.name, t.issue_id, t.url, True),
                          f"Green for {t.green_streak + 1} nightlies (run {run_id}); closing.")
         return ref, replace(t, open=False, green_streak=t.green_streak + 1, last_run_id=run_id)
-    first = step.items[0]
+    first = next((i for i in step.items if i.culprit_detail is not None), step.items[0])
     culprit = _culprit(ctx, first)
     owners = owners_for(culprit.files if culprit else (), rules)
     sig = first.failure.signature

@@ -1,14 +1,59 @@
-"""Trunk health: what is red on fork main now, since when, and the culprit where one is known."""
+"""Trunk health: what is red on fork main now, since when, and the culprit where one is known.
+
+A red test's culprit comes from its stored pass/fail bisection over the range from the last
+green run to the first red one (`forkflow trunk --bisect`, see `forkflow.triage.culprits`):
+the fork commit, its landing unit, and the upstream commit (down to one inside a bundle) with
+its PR.  Without one, a range of exactly one commit names that commit; a bisection that found
+the failure flaky, or no difference between the ends, names nobody.
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from forkflow.context import Context
 from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
+from forkflow.triage import store as ts
 from forkflow.triage.models import Failure
+
+FOUND = "found"  # forkflow.bisect.bisector.Status.FOUND (not imported: it pulls SciPy in)
+
+
+def red_test_metric(suite: str, test: str) -> str:
+    """The name a red test's pass/fail bisection is stored under.  [pure]"""
+    return f"test:{suite}:{test}"
+
+
+@dataclass(frozen=True, slots=True)
+class TrunkCulprit:
+    """Who turned a test red: the fork commit (its landing unit), the upstream commit, its PR."""
+
+    fork_sha: str
+    unit_subject: str
+    upstream_sha: str | None = None
+    upstream_subject: str = ""
+    pr: int | None = None
+    source: str = "bisection"     # "bisection" | "single-commit" (the only commit in the range)
+    bisection_id: int | None = None
+    confidence: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fork_commit": self.fork_sha, "landing_unit": self.fork_sha,
+                "unit_subject": self.unit_subject, "upstream_commit": self.upstream_sha,
+                "upstream_subject": self.upstream_subject, "pr": self.pr, "source": self.source,
+                "bisection": self.bisection_id, "confidence": self.confidence}
+
+    @property
+    def line(self) -> str:
+        """One line for people: `abc123456789 Cherry-pick 3 ... -> upstream def456789012 Fix x (PR #12)`."""
+        text = f"{self.fork_sha[:12]} {self.unit_subject}".rstrip()
+        if self.upstream_sha and self.upstream_subject != self.unit_subject:
+            text += f" -> upstream {self.upstream_sha[:12]} {self.upstream_subject}".rstrip()
+        elif self.upstream_sha:
+            text += f" (upstream {self.upstream_sha[:12]})"
+        return text + (f" (PR #{self.pr})" if self.pr and f"#{self.pr}" not in text else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,15 +72,22 @@ class RedItem:
     since_rev: str
     runs_red: int
     last_green_rev: str | None  # the run before the streak, when history reaches it
-    culprit: str | None = None  # "sha subject" when known
+    culprit: str | None = None  # "sha subject (upstream sha, PR #n)" when known
+    culprit_detail: TrunkCulprit | None = None
+    bisection: ts.RedTestBisection | None = None  # the stored bisection of this streak's range
 
     def to_dict(self) -> dict[str, Any]:
         f = self.failure
+        b = self.bisection
         return {"test": f.test, "suite": f.job, "tier": self.tier, "group": f.signature.key,
                 "kind": f.signature.kind.value, "signature": f.signature.text,
                 "since_run": self.since_run_id, "since_rev": self.since_rev,
                 "runs_red": self.runs_red, "last_green_rev": self.last_green_rev,
-                "culprit": self.culprit}
+                "culprit": self.culprit,
+                "culprit_detail": self.culprit_detail.to_dict() if self.culprit_detail else None,
+                "bisection": None if b is None else {
+                    "id": b.id, "status": b.status, "message": b.message, "confidence": b.confidence,
+                    "rounds": b.rounds, "measurements": b.measurements}}
 
 
 def red_streaks(runs: Sequence[TrunkRun]) -> list[RedItem]:
@@ -68,19 +120,37 @@ def trunk_runs(ctx: Context, tier: Tier, limit: int = 30) -> list[TrunkRun]:
             for r in runs[:limit]]
 
 
-def _culprit(ctx: Context, item: RedItem) -> str | None:
+def _single_commit(ctx: Context, item: RedItem) -> TrunkCulprit | None:
     """The one commit between the last green and the first red run, when there is only one."""
     if item.last_green_rev is None or item.last_green_rev == item.since_rev:
         return None
     commits = ctx.repo.log(f"{item.last_green_rev}..{item.since_rev}", first_parent=True)
     if len(commits) == 1:
-        return f"{commits[0].sha[:12]} {commits[0].subject}"
+        return TrunkCulprit(commits[0].sha, commits[0].subject, source="single-commit")
     return None
 
 
+def _from_bisection(ctx: Context, b: ts.RedTestBisection) -> TrunkCulprit | None:
+    if b.status != FOUND or not b.fork_sha:
+        return None
+    unit = ctx.repo.log("-1", b.fork_sha, reverse=False) if ctx.repo.resolve(b.fork_sha) else []
+    unit_subject = unit[0].subject if unit else b.subject
+    return TrunkCulprit(b.fork_sha, unit_subject, b.upstream_sha, b.subject if b.upstream_sha else "",
+                        b.pr, "bisection", b.id, b.confidence)
+
+
 def with_culprits(ctx: Context, items: list[RedItem]) -> list[RedItem]:
-    return [RedItem(i.failure, i.tier, i.since_run_id, i.since_rev, i.runs_red, i.last_green_rev,
-                    _culprit(ctx, i)) for i in items]
+    """Each item with its stored bisection and culprit (see the module docstring)."""
+    out = []
+    for i in items:
+        b = None
+        if i.last_green_rev is not None:
+            with ctx.store.session_scope() as s:
+                b = ts.red_test_bisection(s, ctx.fork_id, red_test_metric(i.failure.job, i.failure.test),
+                                          i.last_green_rev, i.since_rev)
+        c = _from_bisection(ctx, b) if b is not None else _single_commit(ctx, i)
+        out.append(replace(i, culprit=c.line if c else None, culprit_detail=c, bisection=b))
+    return out
 
 
 def trunk_health(ctx: Context, limit: int = 30) -> list[RedItem]:
