@@ -333,3 +333,98 @@ def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, monkeypat
     assert type(select_gate(ctx, settings)).__name__ == "TierGate"
     monkeypatch.setitem(sys.modules, "forkflow.tiers.gate", None)  # the tier module absent: fall back
     assert isinstance(select_gate(ctx, settings), CommandGate)
+
+
+# -- re-running one stored unit: `forkflow ingest --unit ID` -----------------------------------------
+
+def _blocked_fork(cli, builder: ForkBuilder, block: Path) -> Path:  # type: ignore[no-untyped-def]
+    """A bundle of one commit and a declared chain of two; L1 fails while `block` exists."""
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    builder.upstream_commit({"x.py": "X = 1\n"}, "Add x (#10)")
+    builder.upstream_commit({"ops/o.py": "O = 1\n"}, "Ops (#11)")
+    builder.upstream_commit({"ops/o.py": "O = 2\n"}, "Ops again (#12)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f'\n[ingest]\nl1_command = "test ! -e {block}"\n\n[[ingest.chain]]\nname = "ops"\n'
+                'paths = ["ops/**"]\n')
+    block.write_text("L1 is red\n")
+    return fork
+
+
+def _units(fork: Path) -> dict[str, list]:  # type: ignore[type-arg]
+    from forkflow.context import open_context
+    from forkflow.landing import records
+
+    ctx = open_context(fork)
+    with ctx.store.session_scope() as s:
+        out: dict[str, list] = {}  # type: ignore[type-arg]
+        for u in records.units(s, ctx.fork_id):
+            out.setdefault(u.name, []).append(u)
+    return out
+
+
+def test_ingest_unit_rerun_fails_again_then_lands_once_l1_passes(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    block = tmp_path / "block"
+    fork = _blocked_fork(cli, builder, block)
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    st = {u["name"]: u for u in doc["units"]}
+    bundle = next(u for u in doc["units"] if u["kind"] == "bundle")
+    assert bundle["status"] == "failed" and st["ops#1"]["status"] == "failed" and st["ops#2"]["status"] == "waiting"
+    assert all(isinstance(u["id"], int) for u in doc["units"])
+    main = _git(fork, "rev-parse", "main")
+
+    again = cli("ingest", "--unit", str(bundle["id"]), "--json", repo=fork)  # the cause is still there
+    assert again.rc == 0, again.err
+    (u,) = again.json()["units"]
+    assert u["status"] == "failed" and u["id"] != bundle["id"] and u["failed"] == bundle["failed"]
+    assert _git(fork, "rev-parse", "main") == main
+    assert _rows(_status(cli, fork))["10"]["disposition"] == "DEFERRED"
+    retried = _units(fork)[bundle["name"]]
+    assert [(x.status, x.retry_of) for x in retried] == [("failed", None), ("failed", bundle["id"])]
+
+    block.unlink()
+    landed = cli("ingest", "--unit", str(bundle["id"]), "--json", repo=fork)
+    assert landed.rc == 0, landed.err
+    (u,) = landed.json()["units"]
+    assert u["status"] == "landed" and _git(fork, "rev-parse", "main") == u["fork_sha"]
+    assert _git(fork, "rev-parse", "main~1") == main
+    assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"
+    r = cli("ingest", "--unit", str(bundle["id"]), repo=fork)
+    assert r.rc == 1 and "nothing left to pick" in r.err
+    r = cli("ingest", "--unit", str(u["id"]), repo=fork)
+    assert r.rc == 1 and "already landed" in r.err
+
+
+def test_ingest_unit_rerun_keeps_chain_order(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    block = tmp_path / "block"
+    fork = _blocked_fork(cli, builder, block)
+    st = {u["name"]: u for u in cli("ingest", "--land", "--json", repo=fork).json()["units"]}
+    block.unlink()
+    before = _refs(fork)
+    r = cli("ingest", "--unit", str(st["ops#2"]["id"]), repo=fork)
+    assert r.rc == 1 and "waits for" in r.err and "re-run the unit holding that commit first" in r.err
+    assert _refs(fork) == before and len(_units(fork)["ops#2"]) == 1
+    first = cli("ingest", "--unit", str(st["ops#1"]["id"]), "--json", repo=fork).json()["units"]
+    assert [u["status"] for u in first] == ["landed"]
+    second = cli("ingest", "--unit", str(st["ops#2"]["id"]), "--json", repo=fork).json()
+    assert [u["status"] for u in second["units"]] == ["landed"]
+    assert _git(fork, "show", "main:ops/o.py") == "O = 2"
+    rows = _rows(_status(cli, fork))
+    assert rows["11"]["disposition"] == rows["12"]["disposition"] == "PICKED"
+    assert rows["10"]["disposition"] == "DEFERRED"  # the bundle was not re-run
+
+
+@pytest.mark.parametrize("args, text", [
+    (("--unit", "1", "--dry-run"), "--dry-run writes nothing"),
+    (("--unit", "1", "--until", "main"), "--unit re-runs one stored unit"),
+    (("--unit", "999"), "no landing unit 999"),
+    (("--unit", "0"), "Invalid value for '--unit'"),
+])
+def test_ingest_unit_rerun_bad_input(cli, fork: Path, args: tuple[str, ...], text: str) -> None:  # type: ignore[no-untyped-def]
+    before = _refs(fork)
+    r = cli("ingest", *args, repo=fork)
+    assert r.rc in (1, 2) and text in r.err
+    assert _refs(fork) == before

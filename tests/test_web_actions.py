@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -82,7 +83,7 @@ def _signoffs(fork: Fork) -> list[tuple[str, str]]:
     return [(x.owner, x.verdict) for x in req.signoffs]
 
 
-def _log(fork: Fork) -> list[dict[str, str]]:
+def _log(fork: Fork | Units) -> list[dict[str, str]]:
     return [json.loads(line) for line in fork.log.read_text().splitlines()]
 
 
@@ -188,3 +189,122 @@ def test_rerun_with_the_token_runs_the_failed_tests_again(client: TestClient, fo
     page = client.get(f"/validation/runs/{new.id}").text
     assert f'href="/validation/runs/{fork.failed_run_id}"' in page
     assert [e["outcome"] for e in _log(fork)] == ["started"]
+
+
+# -- re-running a landing unit ----------------------------------------------------------------------
+
+@dataclass
+class Units:
+    ctx: Context
+    block: Path
+    log: Path
+    ids: dict[str, int]  # unit name -> stored id, after a first `ingest --land` with L1 red
+
+
+@pytest.fixture
+def units(builder: ForkBuilder, cli, tmp_path: Path) -> Units:  # type: ignore[no-untyped-def]
+    """A bundle of one commit and a declared chain of two; L1 fails while `block` exists."""
+    block = tmp_path / "block"
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    builder.upstream_commit({"x.py": "X = 1\n"}, "Add x (#10)")
+    builder.upstream_commit({"ops/o.py": "O = 1\n"}, "Ops (#11)")
+    builder.upstream_commit({"ops/o.py": "O = 2\n"}, "Ops again (#12)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a", encoding="utf-8") as f:
+        f.write(f'\n[ingest]\nl1_command = "test ! -e {block}"\n\n[[ingest.chain]]\nname = "ops"\n'
+                'paths = ["ops/**"]\n')
+    block.write_text("L1 is red\n")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert {u["status"] for u in doc["units"]} == {"failed", "waiting"}
+    return Units(open_context(fork), block, tmp_path / "actions.log", {u["name"]: u["id"] for u in doc["units"]})
+
+
+def _state(u: Units) -> tuple[str, list[tuple[int, str]], list[tuple[str, str]]]:
+    """The fork branch, every stored unit, every recorded decision: what an action could change."""
+    from forkflow.landing import records
+    from forkflow.store import queries
+
+    with u.ctx.store.session_scope() as s:
+        stored = [(x.id, x.status) for x in records.units(s, u.ctx.fork_id)]
+        decisions = sorted((d.sha, d.disposition.value) for d in queries.recorded_decisions(s, u.ctx.fork_id))
+    return str(u.ctx.repo.resolve("main")), stored, [(str(a), b) for a, b in decisions]
+
+
+def _bundle(u: Units) -> int:
+    return next(i for name, i in u.ids.items() if name.startswith("bundle-"))
+
+
+def _wait_rerun(c: TestClient, unit_id: int) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while (state := c.get(f"/api/ingestion/units/{unit_id}").json()["rerun"])["state"] == "running":
+        assert time.monotonic() < deadline, "the re-run did not finish"
+        time.sleep(0.2)
+    return state  # type: ignore[no-any-return]
+
+
+def test_unit_rerun_without_or_with_a_wrong_token_is_403_and_changes_nothing(units: Units) -> None:
+    before = _state(units)
+    target = _bundle(units)
+    with TestClient(create_app(units.ctx, TOKEN, actions_log=units.log)) as c:
+        assert "re-run this unit" in c.get(f"/ingestion/units/{target}").text
+        r = c.post(f"/ingestion/units/{target}/rerun")
+        assert r.status_code == 403 and "this action needs the operator" in r.text
+        assert c.post(f"/ingestion/units/{target}/rerun", data={"token": "guess-guess"}).status_code == 403
+        r = c.post(f"/api/ingestion/units/{target}/rerun", headers={"X-Forkflow-Token": TOKEN + "x"})
+        assert r.status_code == 403 and "operator's token" in r.json()["error"]
+        assert c.get(f"/api/ingestion/units/{target}").json()["rerun"] is None
+    with TestClient(create_app(units.ctx, None, actions_log=units.log)) as ro:
+        r = ro.post(f"/api/ingestion/units/{target}/rerun", headers={"X-Forkflow-Token": TOKEN})
+        assert r.status_code == 403 and "read-only" in r.json()["error"]
+        assert "re-run this unit" not in ro.get(f"/ingestion/units/{target}").text
+    time.sleep(0.3)  # nothing may have started in the background either
+    assert _state(units) == before
+    assert [(e["action"], e["outcome"]) for e in _log(units)] == [
+        ("unit-rerun", "refused: no token"), ("unit-rerun", "refused: wrong token"),
+        ("unit-rerun", "refused: wrong token"), ("unit-rerun", "refused: read-only dashboard")]
+
+
+def test_unit_rerun_of_a_unit_that_still_fails_is_recorded(units: Units) -> None:
+    main, stored, decisions = _state(units)
+    target = _bundle(units)
+    with TestClient(create_app(units.ctx, TOKEN, actions_log=units.log)) as c:
+        r = c.post(f"/api/ingestion/units/{target}/rerun", headers={"X-Forkflow-Token": TOKEN})
+        assert r.status_code == 202 and r.json()["state"] == "running"
+        state = _wait_rerun(c, target)
+        assert state["state"] == "done", state
+        (new,) = state["units"]
+        assert new["status"] == "failed" and "l1_command failed" in new["summary"]
+        page = c.get(f"/api/ingestion/units/{new['id']}").json()
+        assert page["unit"]["retry_of"] == target and page["unit"]["status"] == "failed"
+        assert c.get(f"/api/ingestion/units/{target}").json()["unit"]["retried_as"] == [new["id"]]
+        assert f'href="/ingestion/units/{new["id"]}"' in c.get(f"/ingestion/units/{target}").text
+    main2, stored2, decisions2 = _state(units)
+    assert main2 == main and decisions2 == decisions  # still DEFERRED, the branch did not move
+    assert stored2 == stored + [(new["id"], "failed")]
+    assert [e["outcome"] for e in _log(units)] == ["started", "done"]
+
+
+def test_unit_rerun_lands_once_l1_passes_and_refuses_what_it_cannot_do(units: Units) -> None:
+    main = _state(units)[0]
+    units.block.unlink()
+    with TestClient(create_app(units.ctx, TOKEN, actions_log=units.log)) as c:
+        r = c.post(f"/api/ingestion/units/{units.ids['ops#2']}/rerun", headers={"X-Forkflow-Token": TOKEN})
+        assert r.status_code == 409 and "waits for" in r.json()["error"]
+        assert c.post("/api/ingestion/units/999/rerun", headers={"X-Forkflow-Token": TOKEN}).status_code == 404
+        r = c.post(f"/ingestion/units/{units.ids['ops#1']}/rerun", data={"token": TOKEN}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/ingestion/units/{units.ids['ops#1']}"
+        state = _wait_rerun(c, units.ids["ops#1"])
+        (new,) = state["units"]
+        assert new["status"] == "landed", state
+        r = c.post(f"/api/ingestion/units/{new['id']}/rerun", headers={"X-Forkflow-Token": TOKEN})
+        assert r.status_code == 409 and "already landed" in r.json()["error"]
+    main2, stored, _ = _state(units)
+    assert main2 != main and units.ctx.repo.resolve("main~1") == main
+    assert (new["id"], "landed") in stored
+    outcomes = [e["outcome"] for e in _log(units)]
+    assert outcomes[0].startswith(f"refused: unit {units.ids['ops#2']} (ops#2) waits for ")
+    assert outcomes[1:] == ["refused: unknown unit", "started", "done",
+                            f"refused: unit {new['id']} (ops#1) already landed as {main2[:12]}; nothing to re-run"]

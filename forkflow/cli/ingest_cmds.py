@@ -84,19 +84,29 @@ def ingest_cmd(
     push: Annotated[bool, typer.Option("--push", help="Push the fork branch after landing.")] = False,
     max_units: Annotated[int | None, typer.Option("--max-units", min=1, help="Stop after N units.")] = None,
     until: UntilOpt = None, max_bundle: MaxBundleOpt = None,
+    unit: Annotated[int | None, typer.Option("--unit", min=1, help="Re-run this stored unit (failed, waiting, "
+                                             "conflict or not landed) on the current tip; lands it if L1 "
+                                             "passes.")] = None,
     json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
 ) -> int:
     """Pick pending upstream commits in memory, run L1 on each unit, and (with --land) land them."""
-    if dry_run and (do_land or push):
-        raise UserError("--dry-run writes nothing; drop --land/--push, or drop --dry-run")
-    if push and not do_land:
+    if dry_run and (do_land or push or unit is not None):
+        raise UserError("--dry-run writes nothing; drop --land/--push/--unit, or drop --dry-run")
+    if unit is not None and (until is not None or max_units is not None or max_bundle is not None):
+        raise UserError("--unit re-runs one stored unit as it was planned; drop --until/--max-units/--max-bundle")
+    if push and not do_land and unit is None:
         raise UserError("--push pushes what --land landed; add --land")
     mode = Mode.DRY_RUN if dry_run else Mode.LAND if do_land else Mode.VALIDATE
     ctx = open_context(repo, store)
     options = IngestOptions(mode, push, max_units, until, max_bundle)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=json_out) as bar:
-        report = ingest(ctx, options, _BarReporter(bar))
+        if unit is not None:
+            from forkflow.landing.retry import retry_unit
+
+            report = retry_unit(ctx, unit, push=push, reporter=_BarReporter(bar))
+        else:
+            report = ingest(ctx, options, _BarReporter(bar))
     if json_out:
         print_json(report_json(report))
     else:
@@ -108,9 +118,10 @@ def report_json(r: IngestReport) -> dict[str, object]:
     return {
         "mode": r.mode.value, "base": r.base, "tip": r.tip, "ingestion_point": r.ingestion_point,
         "plan": r.plan.to_json(), "notes": list(r.notes),
-        "units": [{"name": u.name, "kind": u.kind, "status": u.status.value, "summary": u.summary,
+        "units": [{"id": u.unit_id, "name": u.name, "kind": u.kind, "status": u.status.value, "summary": u.summary,
                    "picked": list(u.picked), "skipped": list(u.skipped), "deferred": list(u.deferred),
-                   "fork_sha": u.fork_sha, "resolved_by": u.resolved_by} for u in r.results],
+                   "failed": list(u.failed), "fork_sha": u.fork_sha, "resolved_by": u.resolved_by}
+                  for u in r.results],
     }
 
 
@@ -120,12 +131,12 @@ _STYLE = {"landed": "green", "validated": "green", "would-pick": "cyan", "failed
 
 def render_report(r: IngestReport) -> None:
     t = Table(title=f"ingest ({r.mode.value}): fork branch {short(r.base)} -> {short(r.tip)}")
-    for col in ("unit", "status", "picked", "skipped", "deferred", "fork commit", "details"):
+    for col in ("id", "unit", "status", "picked", "skipped", "deferred", "fork commit", "details"):
         t.add_column(col, overflow="fold")
     for u in r.results:
         style = _STYLE.get(u.status.value, "")
         detail = u.summary + "".join(f"; {k} resolved by {v}" for k, v in u.resolved_by.items())
-        t.add_row(escape(u.name), f"[{style}]{u.status.value}[/]", str(len(u.picked)), str(len(u.skipped)),
+        t.add_row(str(u.unit_id or ""), escape(u.name), f"[{style}]{u.status.value}[/]", str(len(u.picked)), str(len(u.skipped)),
                   str(len(u.deferred)), short(u.fork_sha) if u.fork_sha else "", escape(detail[:300]))
     console.print(t)
     if r.ingestion_point:
@@ -134,6 +145,8 @@ def render_report(r: IngestReport) -> None:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if r.mode is Mode.VALIDATE and r.results:
         console.print("nothing landed (validation only); run `forkflow ingest --land` to land passing units")
+    if any(u.status.value in ("failed", "waiting", "conflict") and u.unit_id for u in r.results):
+        console.print("re-run one on the current tip once its cause is fixed: forkflow ingest --unit ID")
 
 
 # -- conflicts ------------------------------------------------------------------

@@ -77,6 +77,8 @@ class UnitResult:
     deferred: tuple[Sha, ...] = ()
     fork_sha: Sha | None = None
     resolved_by: dict[str, str] = field(default_factory=dict)  # "sha12 path" -> resolver
+    unit_id: int | None = None  # the stored landing unit (none for a dry run)
+    failed: tuple[Sha, ...] = ()  # the picked commits that failed L1 together
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,8 @@ class Ingestor:
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
         self._virtual: dict[str, Sha] = {}  # chain -> last validated link (without --land)
         self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
+        self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
+        self.gate_runs = 0
         self._stop = ""
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
                                          self._log_attempt, dict(os.environ),
@@ -165,6 +169,12 @@ class Ingestor:
         ledger = self.load_ledger()
         plan = self.plan(ledger)
         results = self.ingest_units(plan)
+        return self.finish(ledger, plan, results)
+
+    def finish(self, ledger: Ledger, plan: Plan, results: Sequence[UnitResult]) -> IngestReport:
+        """Move the ingestion point, push when asked, close the run; the report of it all."""
+        if self._stop:
+            self.notes.append(self._stop)
         point = self.advance_point() if self.options.mode is Mode.LAND else None
         if self.options.push and self.options.mode is Mode.LAND:
             self.push()
@@ -190,17 +200,21 @@ class Ingestor:
                 else:
                     records.set_unit(s, u.id, "abandoned", "interrupted before landing")
 
-    def load_ledger(self) -> Ledger:
+    def load_ledger(self, start_run: bool = True) -> Ledger:
         self.reporter.phase("reading the ledger")
         fork_tip, upstream_tip = check_repo(self.repo, self.ctx.config)
         ledger = build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
         self.order = [e.commit.sha for e in ledger.entries]
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
-        if self.writes:
-            with self.ctx.store.session_scope() as s:
-                self.run_id = records.start_run(s, self.ctx.fork_id, self.options.mode.value, fork_tip)
+        if self.writes and start_run:
+            self.start_run(fork_tip)
         return ledger
+
+    def start_run(self, fork_tip: Sha) -> None:
+        mode = "retry" if self.retry_of is not None else self.options.mode.value
+        with self.ctx.store.session_scope() as s:
+            self.run_id = records.start_run(s, self.ctx.fork_id, mode, fork_tip)
 
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
@@ -222,8 +236,6 @@ class Ingestor:
             for r in self.process_unit(unit, plan.base):
                 out.append(r)
                 self.reporter.unit_done(r)
-        if self._stop:
-            self.notes.append(self._stop)
         return out
 
     def advance_point(self) -> Sha | None:
@@ -254,7 +266,7 @@ class Ingestor:
     # -- one unit ------------------------------------------------------------
     def process_unit(self, unit: Unit, start_tip: Sha) -> list[UnitResult]:
         if unit.kind is UnitKind.BUNDLE:
-            return [self.land_unit(unit.name, unit, unit.commits, start_tip)]
+            return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
         blocked: Sha | None = None
         for i, sha in enumerate(unit.commits):
@@ -262,10 +274,9 @@ class Ingestor:
             if blocked is not None:
                 reason = f"chain {unit.name}: waits for {blocked[:12]}"
                 self._decide(Disposition.DEFERRED, [sha], reason)
-                if self.writes:
-                    self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting", [(sha, "waiting")],
-                                   reason)
-                out.append(UnitResult(name, "chain", UnitStatus.WAITING, reason, deferred=(sha,)))
+                unit_id = self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting",
+                                         [(sha, "waiting")], reason) if self.writes else None
+                out.append(UnitResult(name, "chain", UnitStatus.WAITING, reason, deferred=(sha,), unit_id=unit_id))
                 continue
             r = self.land_unit(name, unit, (sha,), start_tip)
             out.append(r)
@@ -280,6 +291,10 @@ class Ingestor:
                 raise UserError(f"the fork branch {self.ctx.config.fork_ref} was deleted during ingest")
             return tip
         return self._virtual.get(unit.name, start_tip)
+
+    def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
+        """Land a bundle, or one chain link."""
+        return [self.land_unit(name, unit, shas, start_tip)]
 
     def land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
         is_chain = unit.kind is UnitKind.CHAIN
@@ -300,16 +315,18 @@ class Ingestor:
             with self.ctx.store.session_scope() as s:
                 self._store_conflicts(s, pick.conflicted, conflict_chain, base)
             assert self.gate is not None
+            self.gate_runs += 1
             verdict = self.gate.check(candidate, base)
             with self.ctx.store.session_scope() as s:
                 records.set_unit(s, unit_id, "passed" if verdict.passed else "failed", verdict.summary)
             if not verdict.passed:
-                return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base)
+                return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
             if self.options.mode is Mode.VALIDATE:
                 ref = keep_candidate(self.repo, name, candidate)
                 self._virtual[unit.name] = candidate
                 return UnitResult(name, unit.kind.value, UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}",
-                                  pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied))
+                                  pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
+                                  unit_id)
             if land(self.repo, self.ctx.config, candidate, base, name):
                 with self.ctx.store.session_scope() as s:
                     self._record_landing(s, candidate, members, base)
@@ -317,7 +334,7 @@ class Ingestor:
                 self._defer_conflicts(pick.conflicted, conflict_chain)
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
-                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied))
+                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id)
             with self.ctx.store.session_scope() as s:
                 records.set_unit(s, unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
@@ -338,29 +355,29 @@ class Ingestor:
         status = UnitStatus.CONFLICT if shas else UnitStatus.EMPTY
         summary = (f"conflict in {', '.join(c.path for step in conflicted for c in step.conflicts)[:200]}; "
                    "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
-        self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
-                       + [(s, "conflict") for s in shas], summary)
-        return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas)
+        unit_id = self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
+                                 + [(s, "conflict") for s in shas], summary)
+        return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas, unit_id=unit_id)
 
     def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
-                conflicted: Sequence[PickStep], base: Sha) -> UnitResult:
+                conflicted: Sequence[PickStep], base: Sha, unit_id: int) -> UnitResult:
         if verdict.infra:
             self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
-            return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary)
+            return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id)
         chain = unit.name
         if self.options.mode is Mode.LAND:
             self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}")
             self._skip_empty(empty, base)
             self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
-                          tuple(applied) + tuple(s.sha for s in conflicted))
+                          tuple(applied) + tuple(s.sha for s in conflicted), unit_id=unit_id, failed=tuple(applied))
 
     def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: str,
                   members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
         """Store a landing unit with the routing reason of each member."""
         with self.ctx.store.session_scope() as s:
             return records.add_unit(s, self.run_id, self.ctx.fork_id, unit.kind.value, name, base, candidate,
-                                    status, members, summary, reasons=self.reasons)
+                                    status, members, summary, reasons=self.reasons, retry_of=self.retry_of)
 
     # -- decisions -------------------------------------------------------------
     def _decide(self, disposition: Disposition, shas: Sequence[Sha], reason: str,

@@ -19,6 +19,7 @@ from forkflow.store.schema_ingest import (
 )
 
 OPEN_STATUSES = ("picking", "passed")  # a unit a crash may have left half-way
+RETRYABLE = ("failed", "waiting", "conflict", "passed", "abandoned")  # `forkflow ingest --unit ID` re-runs these
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class UnitRecord:
     summary: str
     members: tuple[tuple[Sha, str], ...]  # (upstream sha, outcome) in order
     reasons: dict[Sha, str] = field(default_factory=dict)  # upstream sha -> why it was routed here
+    retry_of: int | None = None  # the unit this one re-ran
 
 
 def _now() -> datetime:
@@ -61,10 +63,10 @@ def interrupt_running(s: Session, fid: int) -> int:
 
 def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
              status: str, members: Sequence[tuple[Sha, str]], summary: str = "",
-             reasons: Mapping[Sha, str] | None = None) -> int:
+             reasons: Mapping[Sha, str] | None = None, retry_of: int | None = None) -> int:
     """A landing unit and its members, each with the routing reason the plan gave it."""
     row = LandingUnitRow(run_id=run_id, fork_id=fid, kind=kind, name=name, base_sha=base,
-                         candidate_sha=candidate, status=status, summary=summary)
+                         candidate_sha=candidate, status=status, summary=summary, retry_of=retry_of)
     s.add(row)
     s.flush()
     reasons = reasons or {}
@@ -86,7 +88,8 @@ def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
                         .where(UnitMemberRow.unit_id == row.id).order_by(UnitMemberRow.position)).all()
     return UnitRecord(row.id, row.run_id, row.kind, row.name, Sha(row.base_sha),
                       Sha(row.candidate_sha) if row.candidate_sha else None, row.status, row.summary,
-                      tuple((Sha(a), b) for a, b, _ in members), {Sha(a): r for a, _, r in members if r})
+                      tuple((Sha(a), b) for a, b, _ in members), {Sha(a): r for a, _, r in members if r},
+                      row.retry_of)
 
 
 def units(s: Session, fid: int, statuses: Iterable[str] | None = None,
@@ -103,6 +106,12 @@ def unit(s: Session, fid: int, unit_id: int) -> UnitRecord | None:
     """One landing unit of the fork, or None."""
     row = s.scalar(select(LandingUnitRow).where(LandingUnitRow.fork_id == fid, LandingUnitRow.id == unit_id))
     return _record(s, row) if row is not None else None
+
+
+def retries_of(s: Session, unit_id: int) -> list[UnitRecord]:
+    """The units that re-ran this one, oldest first."""
+    q = select(LandingUnitRow).where(LandingUnitRow.retry_of == unit_id).order_by(LandingUnitRow.id)
+    return [_record(s, r) for r in s.scalars(q)]
 
 
 def routing_reasons(s: Session, unit_ids: Sequence[int]) -> dict[int, dict[Sha, str]]:

@@ -35,6 +35,7 @@ class LandingUnitRow(Base):
     # picking | passed | failed | landed | abandoned | conflict | empty | candidate
     status: Mapped[str] = mapped_column(String(16))
     summary: Mapped[str] = mapped_column(Text, default="")
+    retry_of: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the unit this one re-ran
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 

@@ -1,19 +1,27 @@
 """Ingestion: landing units (bundles and chains) with their commits, routing reasons, L1 results,
-landed or waiting, and the conflicts kept for a person."""
+landed or waiting, and the conflicts kept for a person.
+
+One action: re-running a unit (`forkflow ingest --unit ID` in the background) needs the
+operator's token, is checked before anything else, and is logged whether done or refused.
+"""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from forkflow.conflicts import records as conflict_records
 from forkflow.landing import records as landing_records
 from forkflow.models import Disposition, Ledger
 from forkflow.store import queries
 from forkflow.web import reads
-from forkflow.web.errors import NotFound
-from forkflow.web.render import both, page
+from forkflow.errors import UserError
+from forkflow.web.errors import NotFound, Unavailable
+from forkflow.web.render import both, page, wants_json
+from forkflow.web.security import form_fields, record, require_token
 from forkflow.web.routes.overview import _ledger
 from forkflow.web.source import Source
 
@@ -81,6 +89,7 @@ def unit(request: Request, unit_id: int) -> Response:
         u = landing_records.unit(s, fid, unit_id)
         assert u is not None
         decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+        retries = [x.id for x in landing_records.retries_of(s, unit_id)]
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
         ledger, _, _ = _ledger(src, s, fid)
     subjects = _subjects(ledger)
@@ -93,8 +102,9 @@ def unit(request: Request, unit_id: int) -> Response:
                         "disposition": d.disposition.value if d else None, "reason": d.reason if d else ""})
     data = {"unit": {"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
                      "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha,
-                     "reasons": dict(u.reasons)},
-            "members": members, "runs": runs}
+                     "reasons": dict(u.reasons), "retry_of": u.retry_of, "retried_as": retries},
+            "members": members, "runs": runs, "rerun": request.app.state.jobs.get(("unit-rerun", unit_id)),
+            "can_rerun": u.status in landing_records.RETRYABLE}
     return page(request, "ingestion_unit.html", data)
 
 
@@ -111,3 +121,59 @@ def conflict(request: Request, conflict_id: int) -> Response:
             "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
                           "duration_ms": a.duration_ms} for a in tried]}
     return page(request, "ingestion_conflict.html", data)
+
+
+@router.post("/ingestion/units/{unit_id}/rerun")
+@router.post("/api/ingestion/units/{unit_id}/rerun")
+async def rerun_unit(request: Request, unit_id: int) -> Response:
+    """Pick the unit again on the current fork tip, run L1, land it if it passes (in the background)."""
+    form = await form_fields(request)
+    require_token(request, "unit-rerun", f"landing unit {unit_id}", form.get("token"))
+    return await run_in_threadpool(_rerun_unit, request, unit_id)
+
+
+def _rerun_unit(request: Request, unit_id: int) -> Response:
+    from forkflow.landing.retry import check_retry, retry_unit
+
+    target = f"landing unit {unit_id}"
+    src: Source = request.app.state.source
+    with src.session() as s:
+        fid = src.fork(s)
+        known = fid is not None and reads.unit_ids(s, fid, unit_id) is not None
+    if not known:
+        record(request, "unit-rerun", target, "refused: unknown unit")
+        raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
+    if src.ctx is None:
+        record(request, "unit-rerun", target, "refused: no checkout")
+        raise Unavailable("re-running a unit picks and lands commits: start the dashboard in the fork's "
+                          "checkout (forkflow serve --repo PATH --token ...)")
+    jobs: dict[Any, dict[str, Any]] = request.app.state.jobs
+    key = ("unit-rerun", unit_id)
+    if jobs.get(key, {}).get("state") == "running":
+        record(request, "unit-rerun", target, "refused: already running")
+        raise Unavailable(f"a re-run of unit {unit_id} is already running")
+    try:
+        check_retry(src.ctx, unit_id)
+    except UserError as e:
+        record(request, "unit-rerun", target, f"refused: {e}")
+        raise Unavailable(str(e)) from None
+    jobs[key] = {"state": "running", "units": [], "error": ""}
+    ctx = src.ctx
+
+    def work() -> None:
+        try:
+            report = retry_unit(ctx, unit_id)
+            units = [{"id": r.unit_id, "name": r.name, "status": r.status.value, "summary": r.summary}
+                     for r in report.results]
+            jobs[key] = {**jobs[key], "state": "done", "units": units}
+        except Exception as e:  # noqa: BLE001  (reported on the unit's page, not lost in a thread)
+            jobs[key] = {**jobs[key], "state": "error", "error": " ".join(str(e).split())[:500]}
+        record(request, "unit-rerun", target, jobs[key]["state"],
+               units=[(u["id"], u["status"]) for u in jobs[key]["units"]], error=jobs[key]["error"])
+
+    threading.Thread(target=work, name=f"forkflow-unit-rerun-{unit_id}", daemon=True).start()
+    record(request, "unit-rerun", target, "started")
+    href = f"/ingestion/units/{unit_id}"
+    if wants_json(request) or request.headers.get("x-forkflow-token"):
+        return JSONResponse({"unit_id": unit_id, "state": "running", "href": href}, status_code=202)
+    return RedirectResponse(href, status_code=303)

@@ -1,0 +1,104 @@
+"""Re-run one stored landing unit: `forkflow ingest --unit ID` and the dashboard's re-run action.
+
+A unit that failed L1, waits in its chain, hit a conflict or was validated but not landed is
+picked again in memory on the current fork tip (only its commits that still have no PICKED or
+SKIPPED decision), gated by L1 and landed by compare-and-swap when it passes.  The outcome is a
+new stored unit that names the old one (`retry_of`); the old one stays as history.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forkflow.context import Context
+from forkflow.errors import UserError
+from forkflow.landing import records
+from forkflow.landing.gate import Gate
+from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, UnitResult, select_gate
+from forkflow.landing.settings import ingest_settings
+from forkflow.models import Disposition, Ledger, Sha
+from forkflow.planning.model import Plan, Unit, UnitKind
+
+OPEN = (Disposition.PENDING, Disposition.DEFERRED)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryTarget:
+    """What re-running a stored unit picks: its commits still without a decision, in upstream order."""
+
+    record: records.UnitRecord
+    unit: Unit
+    commits: tuple[Sha, ...]
+
+
+def _chain_name(record: records.UnitRecord) -> str:
+    return record.name.rsplit("#", 1)[0] if record.kind == UnitKind.CHAIN.value else record.name
+
+
+def load_target(ctx: Context, unit_id: int) -> records.UnitRecord:
+    """The stored unit, or a UserError saying why it cannot be re-run."""
+    with ctx.store.session_scope() as s:
+        rec = records.unit(s, ctx.fork_id, unit_id)
+    if rec is None:
+        raise UserError(f"no landing unit {unit_id}; `forkflow ingest --json` prints unit ids "
+                        "(the dashboard's ingestion page lists them too)")
+    if rec.status == "landed":
+        raise UserError(f"unit {unit_id} ({rec.name}) already landed as {(rec.candidate_sha or '')[:12]}; "
+                        "nothing to re-run")
+    if rec.status not in records.RETRYABLE:
+        what = {"picking": "is being picked by a running ingest; wait for it to finish",
+                "empty": "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
+        raise UserError(f"unit {unit_id} ({rec.name}) {what}")
+    return rec
+
+
+def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> RetryTarget:
+    """The commits of `rec` that still need a decision, checked against the chain's order.  [pure]"""
+    state = {e.commit.sha: e for e in ledger.entries}
+    position = {sha: i for i, sha in enumerate(state)}
+    open_ = sorted((sha for sha, _ in rec.members if sha in state and state[sha].disposition in OPEN),
+                   key=position.__getitem__)
+    if not open_:
+        raise UserError(f"unit {rec.id} ({rec.name}) has nothing left to pick: each of its commits has a "
+                        "decision now (`forkflow status --commits` shows them)")
+    name = _chain_name(rec)
+    if rec.kind == UnitKind.CHAIN.value:
+        prefix = f"chain {name}:"
+        first = position[open_[0]]
+        ahead = next((e for e in ledger.entries[:first]
+                      if e.disposition is Disposition.DEFERRED and e.reason.startswith(prefix)), None)
+        if ahead is not None:
+            raise UserError(f"unit {rec.id} ({rec.name}) waits for {ahead.commit.sha[:12]} of chain {name}, which "
+                            "has not landed; re-run the unit holding that commit first (chains land in order)")
+    unit = Unit(UnitKind(rec.kind), name, tuple(open_), {s: rec.reasons.get(s, "") for s in open_})
+    return RetryTarget(rec, unit, tuple(open_))
+
+
+def check_retry(ctx: Context, unit_id: int) -> RetryTarget:
+    """What re-running the unit would pick now, or the UserError saying why it cannot be re-run."""
+    from forkflow.ledger.build import build_ledger
+
+    return plan_retry(load_target(ctx, unit_id), build_ledger(ctx))
+
+
+def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Reporter | None = None,
+               gate: Gate | None = None) -> IngestReport:
+    """Pick a stored unit again on the current fork tip, run L1, land it by compare-and-swap if it passes.
+
+    Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
+    chain link whose chain has an earlier commit that has not landed.
+    """
+    rec = load_target(ctx, unit_id)
+    settings = ingest_settings(ctx.config)
+    if gate is None:
+        gate = select_gate(ctx, settings)
+    ing = Ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+    ing.retry_of = rec.id
+    ledger = ing.load_ledger(start_run=False)
+    target = plan_retry(rec, ledger)
+    ing.start_run(ledger.fork_tip)
+    ing.reasons.update(target.unit.reasons)
+    ing.reporter.start_units(1)
+    results: list[UnitResult] = ing.land_units(rec.name, target.unit, target.commits, ledger.fork_tip)
+    for r in results:
+        ing.reporter.unit_done(r)
+    return ing.finish(ledger, Plan((target.unit,), ledger.fork_tip), results)
