@@ -155,3 +155,37 @@ def test_trunk_shows_red_since_and_culprit(fork: Path, builder: ForkBuilder, cli
     assert item["test"] == "test_mm" and item["runs_red"] == 2 and item["since_rev"] == bad
     assert item["culprit"].startswith(bad[:12]) and "break matmul" in item["culprit"]
     assert "red on fork main" in cli("trunk", repo=fork).out
+
+
+def test_trunk_culprit_from_stored_bisection_wins(fork: Path, builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.regress import records
+    from forkflow.triage.trunk import red_test_metric
+
+    ctx = open_context(fork)
+    green = builder.f.git("rev-parse", "HEAD").strip()
+    add_run(ctx, green, [("test_mm", Outcome.PASS, "")])
+    bad = builder.fork_commit({"mm.py": "broken\n"}, "[fork] break matmul")
+    add_run(ctx, bad, [("test_mm", Outcome.FAIL, CUDA)])
+
+    def store(status: str, culprit: dict[str, object] | None) -> int:
+        doc = {"metric": red_test_metric("unit", "test_mm"), "mode": "pass-fail", "good": green, "bad": bad,
+               "status": status, "confidence": 1.0, "message": status, "culprit": culprit,
+               "rounds": 1, "measurements": 3}
+        with ctx.store.session_scope() as s:
+            return records.save_bisection(s, ctx.fork_id, None, doc)
+
+    [item] = cli("trunk", "--json", repo=fork).json()["red"]
+    assert item["culprit_detail"]["source"] == "single-commit" and item["bisection"] is None
+    flaky = store("flaky", None)  # the bisection found it flaky: the only commit is not blamed
+    [item] = cli("trunk", "--json", repo=fork).json()["red"]
+    assert item["culprit"] is None and item["bisection"] == {
+        "id": flaky, "status": "flaky", "message": "flaky", "confidence": 1.0, "rounds": 1, "measurements": 3}
+    up = "ab" * 20
+    found = store("found", {"fork_commit": bad, "landing_unit": bad, "subject": "Fix mm (#77)",
+                            "upstream_commit": up, "pr": 77})
+    [item] = cli("trunk", "--json", repo=fork).json()["red"]
+    assert item["culprit_detail"] == {
+        "fork_commit": bad, "landing_unit": bad, "unit_subject": "[fork] break matmul", "upstream_commit": up,
+        "upstream_subject": "Fix mm (#77)", "pr": 77, "source": "bisection", "bisection": found,
+        "confidence": 1.0}
+    assert item["culprit"] == f"{bad[:12]} [fork] break matmul -> upstream {up[:12]} Fix mm (#77)"

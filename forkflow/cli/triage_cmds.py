@@ -90,8 +90,13 @@ def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, pa
     from forkflow.cli.regress_cmds import RoundReporter
     from forkflow.triage.culprits import bisect_red
 
+    def start(item: RedItem) -> None:
+        if not quiet:
+            err_console.print(f"bisecting {escape(item.failure.test)}: {short(item.last_green_rev)} (green) .. "
+                              f"{short(item.since_rev)} (first red)", soft_wrap=True)
+
     done = bisect_red(ctx, tests, again=again, policy=VerdictPolicy(reruns=reruns), parallel=parallel,
-                      reporter=RoundReporter(quiet))
+                      reporter=RoundReporter(quiet), on_start=start)
     for d in done:
         what = f"bisection {d.bisection_id}: {d.status.value}" if d.status else "not bisected"
         err_console.print(f"{escape(d.item.failure.test)}: {what}: {escape(d.reason)}", soft_wrap=True)

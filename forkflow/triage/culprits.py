@@ -9,7 +9,7 @@ reads the stored result (`forkflow.triage.trunk.with_culprits`).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,8 @@ def _why_not(item: RedItem, again: bool) -> str | None:
 
 def bisect_red(ctx: Context, tests: Sequence[str] = (), *, again: bool = False,
                policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
-               reporter: Reporter | None = None) -> list[RedBisection]:
+               reporter: Reporter | None = None,
+               on_start: Callable[[RedItem], None] | None = None) -> list[RedBisection]:
     """Bisect each test red on trunk now (or only `tests`), from its last green to its first red run."""
     items = [i for i in trunk_health(ctx) if not tests or i.failure.test in tests]
     missing = sorted(set(tests) - {i.failure.test for i in items})
@@ -114,6 +115,8 @@ def bisect_red(ctx: Context, tests: Sequence[str] = (), *, again: bool = False,
             out.append(RedBisection(item, False, why or ""))
             continue
         assert item.last_green_rev is not None
+        if on_start is not None:
+            on_start(item)
         try:
             report, bid = bisect_test(ctx, suite, item.failure.test, item.last_green_rev, item.since_rev,
                                       policy=policy, parallel=parallel, reporter=reporter)
