@@ -273,6 +273,9 @@ def test_ingest_needs_an_l1_gate(cli, fork: Path) -> None:  # type: ignore[no-un
     ("[ingest]\nl1_timeout = -1\n", "ingest.l1_timeout"),
     ("[ingest.agent]\nurl = \"ftp://x\"\n", "ingest.agent.url"),
     ("[ingest.agent]\nurl = \"http://127.0.0.1:1/v1\"\n", "ingest.agent.url"),
+    ("[ingest]\nsplit_failed_bundles = \"yes\"\n", "ingest.split_failed_bundles"),
+    ("[ingest]\nsplit_max_gate_runs = 0\n", "ingest.split_max_gate_runs"),
+    ("[ingest]\nsplit_max_gate_runs = true\n", "ingest.split_max_gate_runs"),
 ])
 def test_ingest_bad_config_names_the_key(cli, builder: ForkBuilder, snippet: str, key: str) -> None:  # type: ignore[no-untyped-def]
     builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
@@ -428,3 +431,77 @@ def test_ingest_unit_rerun_bad_input(cli, fork: Path, args: tuple[str, ...], tex
     r = cli("ingest", *args, repo=fork)
     assert r.rc in (1, 2) and text in r.err
     assert _refs(fork) == before
+
+
+# -- a bundle that fails L1 bisects itself within the run ------------------------------------------
+
+def _six_bundle(cli, builder: ForkBuilder, runs: Path, extra: str = "") -> Path:  # type: ignore[no-untyped-def]
+    """Six low-risk upstream commits (one bundle); the fourth breaks L1. Every L1 run leaves a line in `runs`."""
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    for i in range(1, 7):
+        files = {f"m{i}.py": f"M{i} = {i}\n"}
+        if i == 4:
+            files["broken.flag"] = "this commit breaks L1\n"
+        builder.upstream_commit(files, f"Add m{i} (#{20 + i})")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f'\n[ingest]\nl1_command = "echo run >> {runs}; test ! -e broken.flag"\n{extra}')
+    return fork
+
+
+def _gate_runs(runs: Path) -> int:
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runs = tmp_path / "runs"
+    fork = _six_bundle(cli, builder, runs)
+    (bundle,) = cli("plan", "--json", repo=fork).json()["units"]
+    assert bundle["kind"] == "bundle" and len(bundle["commits"]) == 6
+    start = _git(fork, "rev-parse", "main")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    name = bundle["name"]
+    assert [(u["name"], u["status"]) for u in doc["units"]] == [
+        (name, "failed"), (f"{name}[1-3]", "landed"), (f"{name}[4-6]", "failed"), (f"{name}[4]", "failed"),
+        (f"{name}[5-6]", "landed")]
+    assert _gate_runs(runs) == 5
+    culprit = bundle["commits"][3]
+    assert doc["units"][3]["failed"] == [culprit]
+    log = _git(fork, "log", "--format=%B", f"{start}..main")
+    picked = sorted(line.split(": ")[1] for line in log.splitlines() if line.startswith("Upstream-Commit: "))
+    assert picked == sorted(bundle["commits"][:3] + bundle["commits"][4:])  # in upstream order, once each
+    assert _git(fork, "log", "--format=%s", f"{start}..main").splitlines() == [
+        "Cherry-pick 2 upstream (#25 #26)", "Cherry-pick 3 upstream (#21 #22 #23)"]
+    assert "broken.flag" not in _git(fork, "ls-tree", "--name-only", "main")
+    rows = _rows(_status(cli, fork))
+    assert [rows[str(20 + i)]["disposition"] for i in range(1, 7)] == ["PICKED"] * 3 + ["DEFERRED"] + ["PICKED"] * 2
+    assert f"L1 failed in {name}[4]: l1_command failed" in rows["24"]["evidence"][0]
+    assert _git(fork, "rev-parse", "refs/forkflow/ingestion-point/main") == _git(fork, "rev-parse", "upstream/main")
+    stored = _units(fork)
+    assert stored[f"{name}[4]"][0].status == "failed"
+    assert stored[f"{name}[5-6]"][0].reasons[bundle["commits"][4]].endswith(f"split out of {name}, which failed L1")
+    again = cli("ingest", "--land", "--json", repo=fork).json()  # the culprit is a chain now: one more L1 run
+    assert [(u["name"], u["status"]) for u in again["units"]] == [(f"{name}#1", "failed")]
+    assert _gate_runs(runs) == 6
+
+
+def test_ingest_bundle_bisection_is_bounded_and_can_be_turned_off(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runs = tmp_path / "runs"
+    fork = _six_bundle(cli, builder, runs, "split_max_gate_runs = 2\n")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["failed", "landed", "failed"]
+    assert _gate_runs(runs) == 3
+    assert any("bisection stopped after 2 L1 runs" in n and "3 commit(s) stay DEFERRED" in n for n in doc["notes"])
+    rows = _rows(_status(cli, fork))
+    assert [rows[str(20 + i)]["disposition"] for i in range(1, 7)] == ["PICKED"] * 3 + ["DEFERRED"] * 3
+
+
+def test_ingest_bundle_bisection_off_defers_the_whole_bundle(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    runs = tmp_path / "runs"
+    fork = _six_bundle(cli, ForkBuilder(tmp_path / "b"), runs, "split_failed_bundles = false\n")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["failed"] and _gate_runs(runs) == 1
+    assert {c["disposition"] for c in _status(cli, fork)["commits"]} == {"DEFERRED"}

@@ -293,8 +293,42 @@ class Ingestor:
         return self._virtual.get(unit.name, start_tip)
 
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
-        """Land a bundle, or one chain link."""
-        return [self.land_unit(name, unit, shas, start_tip)]
+        """Land a bundle (bisecting it when it fails L1 and `split_failed_bundles` is on), or one chain link."""
+        first = self.land_unit(name, unit, shas, start_tip)
+        if (unit.kind is not UnitKind.BUNDLE or first.status is not UnitStatus.FAILED or len(first.failed) < 2
+                or not self.settings.split_failed_bundles or self.options.mode is not Mode.LAND):
+            return [first]
+        return [first] + self.split_bundle(name, unit, first.failed, start_tip)
+
+    def split_bundle(self, name: str, unit: Unit, failed: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
+        """Bisect a bundle that failed L1: gate halves in upstream order, land the passing ones by
+        compare-and-swap, split failing halves again; a member failing alone is a culprit, kept out
+        (DEFERRED in the bundle's chain, with its failure).  At most `split_max_gate_runs` L1 runs."""
+        budget, start = self.settings.split_max_gate_runs, self.gate_runs
+        index = {sha: i + 1 for i, sha in enumerate(unit.commits)}
+        for sha in failed:
+            self.reasons[sha] = f"{self.reasons.get(sha, '')}; split out of {name}, which failed L1".lstrip("; ")
+        out: list[UnitResult] = []
+        left: list[Sha] = []
+
+        def bisect(group: Sequence[Sha]) -> None:
+            mid = len(group) // 2
+            for half in (group[:mid], group[mid:]):
+                if self._stop or self.gate_runs - start >= budget:
+                    left.extend(half)
+                    continue
+                first, last = index.get(half[0], 0), index.get(half[-1], 0)
+                part = f"{name}[{first}]" if len(half) == 1 else f"{name}[{first}-{last}]"
+                r = self.land_unit(part, unit, half, start_tip)
+                out.append(r)
+                if r.status is UnitStatus.FAILED and len(r.failed) > 1:
+                    bisect(r.failed)
+
+        bisect(list(failed))
+        if left and not self._stop:
+            self.notes.append(f"{name}: bisection stopped after {budget} L1 runs ([ingest] split_max_gate_runs); "
+                              f"{len(left)} commit(s) stay DEFERRED in chain {unit.name} for the next run")
+        return out
 
     def land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
         is_chain = unit.kind is UnitKind.CHAIN

@@ -36,6 +36,8 @@ class IngestSettings:
     resolvers: tuple[str, ...] = DEFAULT_ORDER
     agent: AgentSettings = AgentSettings()
     has_l1_suites: bool = False
+    split_failed_bundles: bool = True  # bisect a bundle that fails L1 within the run
+    split_max_gate_runs: int = 16  # L1 runs one failed bundle's bisection may take
 
 
 def _text(config: Config) -> str:
@@ -124,6 +126,11 @@ def ingest_settings(config: Config) -> IngestSettings:
     if unknown:
         raise config_error(config.path, _text(config), "ingest.resolvers",
                            f"names unknown resolver {unknown[0]!r} (known: {', '.join(DEFAULT_ORDER)})")
+    split = _get(sect, "split_failed_bundles", bool, True, config, "ingest.split_failed_bundles")
+    split_runs = _get(sect, "split_max_gate_runs", int, 16, config, "ingest.split_max_gate_runs")
+    if split_runs < 1:
+        raise config_error(config.path, _text(config), "ingest.split_max_gate_runs",
+                           f"must be >= 1, not {split_runs} (set split_failed_bundles = false to never split)")
     suites = config.raw.get("suite", [])
     has_l1 = isinstance(suites, list) and any(
         isinstance(x, dict) and str(x.get("tier", "")).upper() == "L1" for x in suites)
@@ -131,4 +138,5 @@ def ingest_settings(config: Config) -> IngestSettings:
         l1_command=l1 or None, l1_timeout=float(timeout), max_bundle=max_bundle, chains=_chains(sect, config),
         pin_files=_strings(sect, "pin_files", config, "ingest.pin_files"),
         push_remote=_get(sect, "push_remote", str, "origin", config, "ingest.push_remote"),
-        resolvers=resolvers, agent=_agent(sect, config), has_l1_suites=has_l1)
+        resolvers=resolvers, agent=_agent(sect, config), has_l1_suites=has_l1, split_failed_bundles=split,
+        split_max_gate_runs=split_runs)
