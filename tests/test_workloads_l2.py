@@ -52,7 +52,7 @@ def test_sweep_bad_arguments_are_user_errors() -> None:
 
 
 def test_fsdp2_world_must_divide_the_batch() -> None:
-    p = _run("forkflow.workloads.fsdp2", "--world", "3")
+    p = _run("forkflow.workloads.fsdp2", "--backend", "gloo", "--world", "3")
     assert p.returncode == 2 and "--world 3 must divide the global batch of 8" in p.stderr
 
 

@@ -124,6 +124,7 @@ def batch(p: Preset, step: int, rank: int, world: int, device: str) -> tuple[Any
 def worker(rank: int, cfg: RunConfig, port: int, out: str) -> None:
     import torch
     import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     p = PRESETS[cfg.preset]
@@ -137,9 +138,11 @@ def worker(rank: int, cfg: RunConfig, port: int, out: str) -> None:
         model = build_model(p).to(device)
         mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if cfg.dtype == "bf16" else torch.float32,
                                   reduce_dtype=torch.float32)
+        # an explicit mesh: without one, fully_shard puts gloo runs on CUDA when a GPU is present
+        mesh = init_device_mesh("cuda" if cfg.backend == "nccl" else "cpu", (cfg.world,))
         for blk in model.blocks:
-            fully_shard(blk, mp_policy=mp)
-        fully_shard(model, mp_policy=mp)
+            fully_shard(blk, mesh=mesh, mp_policy=mp)
+        fully_shard(model, mesh=mesh, mp_policy=mp)
         opt = torch.optim.AdamW(model.parameters(), lr=p.lr)
         losses, times = [], []
         for step in range(cfg.steps):

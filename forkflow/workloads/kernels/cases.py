@@ -21,8 +21,16 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def _randn(gen: torch.Generator, shape: tuple[int, ...], dtype: str, dev: DeviceInfo,
            scale: float = 1.0) -> torch.Tensor:
-    t = torch.randn(shape, generator=gen, dtype=torch.float32) * scale
-    return t.to(torch_dtype(dtype)).to(dev.torch_device)
+    device = torch.device(dev.torch_device)
+    if device.type == "cpu":
+        t = torch.randn(shape, generator=gen, dtype=torch.float32) * scale
+        return t.to(torch_dtype(dtype))
+    # on a GPU, draw on the GPU: a shape too large for it is then a CUDA out-of-memory error,
+    # never a host allocation of the same size (which the host's OOM killer answers)
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=gen))
+    on_dev = torch.Generator(device=device).manual_seed(seed)
+    t = torch.randn(shape, generator=on_dev, dtype=torch.float32, device=device) * scale
+    return t.to(torch_dtype(dtype))
 
 
 def _matmul(spec: Spec, dev: DeviceInfo, gen: torch.Generator) -> Pair:
