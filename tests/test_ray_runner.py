@@ -114,3 +114,18 @@ def test_head_going_down_mid_run_loses_nothing(tmp_path: Path, throwaway_head) -
     time.sleep(1.5)
     pid = int(pidfile.read_text())
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+
+
+def test_ray_client_address_runs_jobs(tmp_path: Path) -> None:
+    """`ray://` addresses go through the head's Ray Client server (.ci/run starts it on 10001)."""
+    address = service("FORKFLOW_TEST_RAY_CLIENT", "a Ray Client server")
+    assert address.startswith("ray://")
+    r = make_runner("ray", RunnerOptions(address=address))
+    try:
+        jobs = [_job(tmp_path, "echo via client $X; exit 3", 0, env=(("X", "ok"),))]
+        r.check(jobs)
+        res = r.run(jobs)
+    finally:
+        r.close()
+    assert res[0].state is JobState.FINISHED and res[0].returncode == 3
+    assert (tmp_path / "j0.log").read_text() == "via client ok\n"
