@@ -264,3 +264,41 @@ def test_cli_bisect_pass_fail_bad_inputs_one_line_each(builder: ForkBuilder, cli
         assert len(r.err.strip().splitlines()) == 1, r.err
         if rc == 2:
             assert r.json()["culprit"] is None
+
+
+def test_cli_detect_bisect_starts_from_alert_with_the_l2_suite(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """`detect --bisect`: a new regression alert is bisected at once, measured by its own L2 suite."""
+    good, bad, ups = _fork(builder)
+    _init(cli, builder.f.path)
+    script = tmp_path / "measure.py"
+    script.write_text(MEASURE)
+    cfg = builder.f.path / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + "\n[[suite]]\nname = \"perf\"\ntier = \"L2\"\n"
+                   f"command = 'FORKFLOW_METRICS_OUT={{report}} {sys.executable} {script}'\n"
+                   "report = \"metrics\"\n")
+    for i in range(12):
+        builder.fork_commit({"later.txt": f"{i}\n"}, f"fork: later work {i}")
+    ctx = open_context(builder.f.path)
+    repo = Repo.open(builder.f.path)
+    commits = repo.log("-1", good, reverse=False) + repo.log(f"{good}..HEAD", first_parent=True)
+    import random
+    rng = random.Random(5)
+    points = [MetricPoint("matmul/m128/latency", c.sha,
+                          (106.0 if k >= 5 else 100.0) * (1 + 0.01 * rng.gauss(0, 1)), "ms", Better.LOWER,
+                          suite="perf", commit_date=c.date, measured_at=k)
+              for k, c in enumerate(commits)]
+    with ctx.store.session_scope() as s:
+        queries.add_metric_points(s, ctx.fork_id, points)
+    r = cli("detect", "--bisect", "--json", repo=builder.f.path)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert len(doc["alerts"]) == 1 and len(doc["bisections"]) == 1
+    b = doc["bisections"][0]
+    assert b["status"] == "found" and b["alert"] == doc["alerts"][0]["id"]
+    assert doc["alerts"][0]["status"] == "bisected" and doc["alerts"][0]["bisection"] == b["id"]
+    again = cli("detect", "--bisect", "--json", repo=builder.f.path).json()
+    assert again["bisections"] == []  # an alert is bisected once
+    # the culprit is the upstream commit inside the bundle, as with `bisect --alert`
+    shown = cli("bisect", "--alert", str(b["alert"]), "--json", repo=builder.f.path)
+    assert shown.rc == 0, shown.err
+    assert shown.json()["culprit"]["upstream_commit"] == ups[5]

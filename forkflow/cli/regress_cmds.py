@@ -28,6 +28,9 @@ def detect(
     metric: Annotated[str, typer.Option("--metric", help="Shell glob of metric names.")] = "*",
     max_pvalue: Annotated[float, typer.Option(help="Significance a change must reach.")] = 0.01,
     min_magnitude: Annotated[float, typer.Option(help="Smallest relative change (0.02 = 2%).")] = 0.0,
+    auto_bisect: Annotated[bool, typer.Option("--bisect", help="Bisect every new regression alert now "
+                                              "(the [bisect] command, else the metric's L2 suite).")] = False,
+    parallel: Annotated[int, typer.Option("--parallel", help="With --bisect: commits measured per round.")] = 1,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -42,13 +45,58 @@ def detect(
     if not names:
         raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
                         "--metric with a glob of stored names")
+    bisections = _bisect_new_alerts(ctx, found, parallel, json_out) if auto_bisect else []
+    if auto_bisect:
+        with ctx.store.session_scope() as s:
+            found = [records.alert(s, ctx.fork_id, a.id) or a for a in found]
     if json_out:
-        print_json({"metrics": len(names), "alerts": [_alert_dict(a) for a in found]})
+        print_json({"metrics": len(names), "alerts": [_alert_dict(a) for a in found],
+                    "bisections": bisections})
         return 0
     console.print(f"{len(names)} metric(s) examined, {len(found)} alert(s)")
     for a in found:
         _render_alert(a)
+    for b in bisections:
+        console.print(f"alert {b['alert']}: bisection {b['id']} {b['status']}"
+                      + (f", culprit {short(b['culprit'])}" if b.get("culprit") else ""))
     return 0
+
+
+def _bisect_new_alerts(ctx: Context, found: Sequence[Alert], parallel: int,
+                       quiet: bool) -> list[dict[str, Any]]:
+    """Start a bisection for every regression alert that has none yet (`detect --bisect`)."""
+    out: list[dict[str, Any]] = []
+    for a in found:
+        if a.direction.value != "regression" or a.bisection_id is not None:
+            continue
+        metric = a.worst.metric
+        cmd, env = _measurement_command(ctx, metric, None)
+        report, doc = _bisect_metric(ctx, metric, a.good_rev, a.bad_rev, a.worst.better, a.id, cmd, env,
+                                     pass_fail=False, policy=VerdictPolicy(), parallel=parallel,
+                                     timeout=1800.0, quiet=quiet)
+        culprit = report.culprit
+        out.append({"alert": a.id, "id": doc["id"], "status": report.status.value,
+                    "culprit": culprit.fork_sha if culprit is not None else None})
+    return out
+
+
+def _measurement_command(ctx: Context, metric: str, command: str | None) -> tuple[str, dict[str, str]]:
+    """--command, else [bisect] command, else the L2 suite that measured `metric` (its {report}
+    becomes $FORKFLOW_METRICS_OUT)."""
+    cmd = command or ctx.config.section("bisect").get("command")
+    if isinstance(cmd, str) and cmd.strip():
+        return cmd, {}
+    from forkflow.tiers.tiers import load_suites
+
+    with ctx.store.session_scope() as s:
+        series = queries.metric_series(s, ctx.fork_id, metric)
+    suites = {x.name: x for x in load_suites(ctx.config)}
+    suite = suites.get(series[-1].suite) if series else None
+    if suite is None:
+        raise UserError(f"no measurement command for {metric!r}; pass --command CMD, set `command` under "
+                        "[bisect] in forkflow.toml, or measure it with an L2 [[suite]]")
+    return (suite.command.replace("{report}", '"$FORKFLOW_METRICS_OUT"').replace("{tests}", ""),
+            dict(suite.env))
 
 
 def _alert_dict(a: Alert) -> dict[str, Any]:
@@ -124,13 +172,27 @@ def bisect(
                             json_out, repo, store)
     ctx = open_context(repo, store)
     metric, good, bad, better = _target(ctx, metric, good, bad, alert_id, pass_fail)
-    cmd = command or ctx.config.section("bisect").get("command")
-    if not isinstance(cmd, str) or not cmd.strip():
-        raise UserError("no measurement command; pass --command CMD or set `command` under [bisect] "
-                        "in forkflow.toml")
-    probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout)
+    if pass_fail:
+        cmd = command or ctx.config.section("bisect").get("command")
+        if not isinstance(cmd, str) or not cmd.strip():
+            raise UserError("no test command; pass --command CMD or set `command` under [bisect] "
+                            "in forkflow.toml")
+        env: dict[str, str] = {}
+    else:
+        cmd, env = _measurement_command(ctx, metric, command)
+    report, doc = _bisect_metric(ctx, metric, good, bad, better, alert_id, cmd, env, pass_fail=pass_fail,
+                                 policy=policy, parallel=parallel, timeout=timeout, quiet=json_out)
+    return _finish(report, doc, json_out)
+
+
+def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Better | None,
+                   alert_id: int | None, cmd: str, env: dict[str, str], *, pass_fail: bool,
+                   policy: VerdictPolicy, parallel: int, timeout: float,
+                   quiet: bool) -> tuple[BisectReport, dict[str, Any]]:
+    """Run one metric (or pass/fail) bisection with a measurement command and store it."""
+    probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
     try:
-        report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(json_out),
+        report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(quiet),
                              mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,
                              parallel=parallel, better=better)
     finally:
@@ -138,7 +200,7 @@ def bisect(
     doc = report.to_dict()
     with ctx.store.session_scope() as s:
         doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
-    return _finish(report, doc, json_out)
+    return report, doc
 
 
 def _bisect_test(test: str, suite: str | None, good: str | None, bad: str | None, other: tuple[object, ...],
