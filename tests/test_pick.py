@@ -72,10 +72,11 @@ def test_pick_content_conflict_reports_three_sides(fork: ForkBuilder) -> None:
     (c,) = step.conflicts
     assert c.path == "k.py" and c.base and c.ours and c.theirs
     assert b"100" in p.blob(c.theirs.oid) and b"fork" in p.blob(c.ours.oid)
-    kind = classify(*[(s.mode, s.path) for s in (c.base, c.ours, c.theirs)], is_binary=False)
+    kind = classify((c.base.mode, c.base.path), (c.ours.mode, c.ours.path), (c.theirs.mode, c.theirs.path),
+                    is_binary=False)
     assert kind is ConflictKind.CONTENT
     resolved = p.resolve(p.commit_tree(_tip(fork)), u, {"k.py": b"def f():\n    return 110\n"})
-    assert p.repo.get(resolved)["k.py"].data == b"def f():\n    return 110\n"  # type: ignore[index,union-attr]
+    assert p.repo.get(resolved)["k.py"].data == b"def f():\n    return 110\n"  # type: ignore[index]
 
 
 def test_pick_delete_modify_conflict(fork: ForkBuilder) -> None:
@@ -115,11 +116,11 @@ def test_pick_mode_change_and_rename_follow_the_fork_edit(fork: ForkBuilder, tmp
     tree = p.commit_tree(_tip(fork))
     s1 = p.pick(tree, mode)
     assert s1.status is PickStatus.APPLIED
-    assert p.repo.get(s1.tree)["doc.txt"].filemode == 0o100755  # type: ignore[index,union-attr]
+    assert p.repo.get(s1.tree)["doc.txt"].filemode == 0o100755  # type: ignore[index]
     s2 = p.pick(s1.tree, ren)
     assert s2.status is PickStatus.APPLIED
     t = p.repo.get(s2.tree)
-    assert "k.py" not in t and b"fork" in t["kern.py"].data  # type: ignore[operator,index,union-attr]
+    assert "k.py" not in t and b"fork" in t["kern.py"].data  # type: ignore[operator,index]
 
 
 def test_pick_submodule_pointer_changes(fork: ForkBuilder) -> None:
@@ -134,15 +135,15 @@ def test_pick_submodule_pointer_changes(fork: ForkBuilder) -> None:
     p = MemoryPicker(fork.f.path)
     step = p.pick(p.commit_tree(_tip(fork)), bump)
     assert step.status is PickStatus.APPLIED
-    assert str(p.repo.get(step.tree)["third_party/sub"].id) == b_  # type: ignore[index,union-attr]
+    assert str(p.repo.get(step.tree)["third_party/sub"].id) == b_  # type: ignore[index]
     fork.f.git("update-index", "--cacheinfo", f"160000,{c},third_party/sub")
     fork.f.commit({}, "[fork] our own submodule pointer")
     step = p.pick(p.commit_tree(_tip(fork)), bump)
     assert step.status is PickStatus.CONFLICT
     sides = step.conflicts[0]
     assert sides.ours and sides.ours.is_submodule
-    assert classify(*[(s.mode, s.path) if s else None for s in (sides.base, sides.ours, sides.theirs)],
-                    is_binary=False) is ConflictKind.SUBMODULE
+    base, ours, theirs = ((s.mode, s.path) if s else None for s in (sides.base, sides.ours, sides.theirs))
+    assert classify(base, ours, theirs, is_binary=False) is ConflictKind.SUBMODULE
 
 
 def test_pick_upstream_merge_commit_against_its_mainline(fork: ForkBuilder, tmp_path: Path) -> None:
@@ -158,7 +159,7 @@ def test_pick_upstream_merge_commit_against_its_mainline(fork: ForkBuilder, tmp_
     step = p.pick(p.commit_tree(_tip(fork)), merge)
     assert step.status is PickStatus.APPLIED
     tree = p.repo.get(step.tree)
-    assert "topic.py" in tree and p.repo.get(step.tree)["doc.txt"].data == b"a\nb\nc\n"  # type: ignore[operator,index,union-attr]
+    assert "topic.py" in tree and p.repo.get(step.tree)["doc.txt"].data == b"a\nb\nc\n"  # type: ignore[operator,index]
     assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), merge, tmp_path)
 
 
@@ -203,3 +204,31 @@ def test_pick_messages_quote_evidence_lines_and_list_bundles() -> None:
     assert text.startswith("Cherry-pick 2 upstream (#10)\n")
     assert f"Upstream-Commit: {'1' * 40}\nUpstream-Commit: {'2' * 40}" in text
     assert "- 111111111111 One (#10)" in text
+
+
+def _loose(repo: Path) -> set[Path]:
+    return {f for d in (repo / ".git/objects").glob("[0-9a-f][0-9a-f]") for f in d.iterdir()}
+
+
+def test_pick_batch_writes_reach_git_only_on_flush_as_one_pack(fork: ForkBuilder) -> None:
+    ups = [fork.upstream_commit({f"m{i}/a.py": f"A = {i}\n"}, f"Add m{i} (#{30 + i})") for i in range(3)]
+    conflict = fork.upstream_commit({"k.py": "def f():\n    return 11\n\n\ndef g():\n    return 2\n"}, "f (#40)")
+    fork.fetch()
+    repo = fork.f.path
+    packs = set((repo / ".git/objects/pack").glob("*.pack"))
+    loose = _loose(repo)
+    p = MemoryPicker(repo, batch_writes=True)
+    unit = p.pick_sequence(p.commit_tree(_tip(fork)), ups)
+    resolved = p.resolve(p.commit_tree(_tip(fork)), conflict, {"k.py": b"def f():\n    return 12\n"})
+    commit = p.write_commit(unit.tree, _tip(fork), b"Cherry-pick 3 upstream\n")
+    assert p.pending_writes > 3 and p.repo.get(commit) is not None  # this process reads its own writes
+    missing = run_git("cat-file", "--batch-check", cwd=repo, input=f"{commit}\n{resolved}\n")
+    assert missing.split() == [commit, "missing", resolved, "missing"]  # git does not see them yet
+    p.flush()
+    assert p.pending_writes == 0
+    assert run_git("rev-parse", f"{commit}^{{tree}}", cwd=repo).strip() == unit.tree
+    assert run_git("show", f"{commit}:m2/a.py", cwd=repo) == "A = 2\n"
+    assert run_git("show", f"{resolved}:k.py", cwd=repo) == "def f():\n    return 12\n"
+    assert len(set((repo / ".git/objects/pack").glob("*.pack")) - packs) == 1 and _loose(repo) == loose
+    p.flush()  # nothing left: no empty pack
+    assert len(set((repo / ".git/objects/pack").glob("*.pack")) - packs) == 1

@@ -141,7 +141,7 @@ class Ingestor:
         self.settings = settings or ingest_settings(ctx.config)
         self.gate = gate
         self.reporter = reporter or QuietReporter()
-        self.picker = MemoryPicker(ctx.repo.path)
+        self.picker = MemoryPicker(ctx.repo.path, batch_writes=True)
         self.notes: list[str] = []
         self.decided: set[Sha] = set()
         self.order: list[Sha] = []
@@ -343,6 +343,7 @@ class Ingestor:
                                             conflict_chain)
             message, author, encoding = self._message(pick.applied)
             candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
+            self.picker.flush()  # one pack with the unit's trees and commit, before git needs them
             members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
                        + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, "picking", members)

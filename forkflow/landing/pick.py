@@ -3,12 +3,17 @@
 Picking upstream commit C onto tree T is the merge of T and C's tree with C's mainline parent
 as the ancestor (what `git cherry-pick -m 1` does), computed by `Repository.merge_trees`.
 Results are tree ids; commits are written only for a unit that is ready to be validated.
+
+With `batch_writes=True` every object the picker writes (trees of each pick, blobs of
+resolutions, commits) is held in memory until `flush()` writes them all as one pack: one file
+instead of a loose object file per tree and commit, and the trees of in-memory probes that
+nothing keeps are never written at all.
 """
 from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,16 +103,73 @@ def _side(entry: pygit2.IndexEntry | None) -> Side | None:
     return Side(str(entry.id), int(entry.mode), str(entry.path))
 
 
+class _MemoryObjects(pygit2.OdbBackend):
+    """Objects written since the last flush, in memory; first in the object database's order, so
+    every write lands here and reads of fresh objects are served from here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
+
+    def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        try:
+            return self.objects[oid]
+        except KeyError:
+            raise KeyError(oid) from None
+
+    def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
+        kind, data = self.read_cb(oid)
+        return kind, len(data)
+
+    def read_prefix_cb(self, oid: pygit2.Oid) -> tuple[int, bytes, pygit2.Oid]:
+        raise KeyError(oid)  # short ids are for people; fresh objects are always named in full
+
+    def exists_cb(self, oid: pygit2.Oid) -> bool:
+        return oid in self.objects
+
+    def exists_prefix_cb(self, oid: pygit2.Oid) -> pygit2.Oid:
+        raise KeyError(oid)
+
+    def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
+        self.objects[oid] = (kind, bytes(data))
+
+    def refresh_cb(self) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[pygit2.Oid]:
+        return iter(list(self.objects))
+
+
 class MemoryPicker:
     """Picks upstream commits onto trees of one repository's object database."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, batch_writes: bool = False) -> None:
         try:
             self.repo = pygit2.Repository(str(path))
         except pygit2.GitError as e:
             raise UserError(f"{path} is not a git repository ({e}); pass --repo PATH") from e
         self._trees: dict[str, str] = {}
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
+        self._memory: _MemoryObjects | None = None
+        if batch_writes:
+            self._memory = _MemoryObjects()
+            self.repo.odb.add_backend(self._memory, 1000)
+
+    @property
+    def pending_writes(self) -> int:
+        """Objects written since the last `flush()` that only this process can see."""
+        return len(self._memory.objects) if self._memory is not None else 0
+
+    def flush(self) -> None:
+        """Write the objects held in memory as one pack, so that git (and other processes) see them."""
+        if self._memory is None or not self._memory.objects:
+            return
+        pack = pygit2.PackBuilder(self.repo)
+        pack.set_threads(1)
+        for oid in self._memory.objects:
+            pack.add(oid)
+        pack.write()
+        self._memory.objects.clear()
 
     def commit_tree(self, sha: str) -> str:
         cached = self._trees.get(sha)
@@ -147,7 +209,9 @@ class MemoryPicker:
         """(path, before, after) of every path the commit changes against its mainline parent."""
         cached = self._deltas.get(sha)
         if cached is None:
-            diff = self.repo.diff(self.mainline_tree(sha), self.commit_tree(sha))
+            # only ids, modes and paths are read: no blob is loaded to tell binary from text
+            diff = self.repo.diff(self.mainline_tree(sha), self.commit_tree(sha),
+                                  flags=pygit2.enums.DiffOption.SKIP_BINARY_CHECK)
             cached = []
             for d in diff.deltas:
                 old = None if d.status_char() == "A" else (str(d.old_file.id), int(d.old_file.mode))
@@ -310,7 +374,8 @@ class MemoryPicker:
 
     def write_commit(self, tree: str, parent: Sha, message: bytes, author: pygit2.Signature | None = None,
                      encoding: str | None = None) -> Sha:
-        """Write a commit object (no ref moves); returns its sha."""
+        """Write a commit object (no ref moves); returns its sha.  With batch writes, `flush()` before
+        git needs it."""
         committer = self.committer()
         oid = pygit2.Oid(hex=tree)
         parents: list[str | pygit2.Oid] = [pygit2.Oid(hex=parent)]

@@ -124,7 +124,7 @@ def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: 
               max_bundle: int | None = None, progress: Progress | None = None,
               picker: MemoryPicker | None = None) -> PlanResult:
     """Route pending commits into chains and bundles; probe bundles so that conflicts leave them."""
-    picker = picker or MemoryPicker(ctx.repo.path)
+    picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
     reader = TouchReader(ctx.repo.path)
     entries = pending_entries(ledger, until)
     touches = load_touches(ctx, reader, [e.commit.sha for e in entries], progress)
