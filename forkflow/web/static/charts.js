@@ -22,6 +22,14 @@
     return String(Math.round(v * 1000) / 1000);
   }
 
+  // axis ticks: enough decimals to tell the three ticks apart (a span of 1e-4 needs 6)
+  function fmtTick(v, span) {
+    var a = Math.abs(v);
+    if (a !== 0 && a >= 1e6) { return v.toExponential(3); }
+    var digits = span > 0 ? Math.max(0, Math.ceil(-Math.log10(span)) + 2) : 3;
+    return v.toFixed(Math.min(digits, 10));
+  }
+
   function day(t) {
     var d = new Date(t * 1000);
     return d.toISOString().slice(0, 10);
@@ -67,7 +75,7 @@
       var y = s.y(v);
       el("line", { x1: m.l, x2: w - m.r, y1: y, y2: y, "class": "ff-grid" }, g);
       var t = el("text", { x: m.l - 4, y: y + 3, "text-anchor": "end", "class": "ff-tick" }, g);
-      t.textContent = fmt(v);
+      t.textContent = fmtTick(v, s.yhi - s.ylo);
     });
     var n = spec.y.length;
     if (n > 0 && spec.x && spec.x.length === n && spec.x[0] > 1e8) {
