@@ -34,7 +34,7 @@ def test_detect_two_steps_in_a_long_series() -> None:
     x = 100 * (1 + 0.02 * rng.standard_normal(300))
     x[100:] *= 1.08
     x[220:] *= 0.9
-    idx = [c.index for c in detect_change_points(x)]
+    idx = [c.index for c in detect_change_points(x.tolist())]
     assert len(idx) == 2
     assert abs(idx[0] - 100) <= 2 and abs(idx[1] - 220) <= 2
 

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forkflow.models import Sha
 from forkflow.testing.gitrepo import EVIDENCE_STYLES, ForkBuilder
 
 
-def _build(root: Path) -> list[str]:
+def _build(root: Path) -> list[Sha]:
     b = ForkBuilder(root)
     shas = [b.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")]
     b.branch_fork()

@@ -109,7 +109,7 @@ def _assert_store_agrees_with_git(cli, fork: Path, start: str) -> None:  # type:
     with ctx.store.session_scope() as s:
         units = records.units(s, ctx.fork_id)
         decisions = queries.recorded_decisions(s, ctx.fork_id)
-    landed = [u.candidate_sha for u in units if u.status == "landed"]
+    landed = [str(u.candidate_sha) for u in units if u.status == "landed"]
     assert sorted(landed) == sorted(new), "landed units in the store differ from the commits on the branch"
     assert not [u for u in units if u.status in records.OPEN_STATUSES]
     picked = {d.sha: d.fork_shas for d in decisions if d.disposition.value == "PICKED"}

@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,7 +90,11 @@ def throwaway_head():  # type: ignore[no-untyped-def]
             except ProcessLookupError:
                 pass
 
-    yield "127.0.0.1:6391", lambda: (kill(f"gcs_server.*{temp}"), kill(f"raylet.*{temp}"))
+    def kill_head() -> None:
+        kill(f"gcs_server.*{temp}")
+        kill(f"raylet.*{temp}")
+
+    yield "127.0.0.1:6391", kill_head
     kill(temp)  # everything that head started (monitor, log monitor, agents)
     shutil.rmtree(temp, ignore_errors=True)
 
@@ -101,7 +106,7 @@ def test_head_going_down_mid_run_loses_nothing(tmp_path: Path, throwaway_head) -
     r = make_runner("ray", RunnerOptions(address=address))
     jobs = [_job(tmp_path, "echo quick", 0), _job(tmp_path, f"echo $$ > {pidfile}; sleep 300", 1, timeout=600)]
     r.check(jobs)
-    seen = []
+    seen: list[Any] = []
     threading.Timer(4.0, kill_head).start()
     start = time.monotonic()
     res = r.run(jobs, on_done=seen.append)

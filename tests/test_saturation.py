@@ -28,7 +28,10 @@ def _ev(**kw: object) -> SuiteEvidence:
 
 def test_pure_checks_each_case() -> None:
     assert check_suite(_ev()) == []
-    kinds = lambda **kw: [f.kind for f in check_suite(_ev(**kw))]  # noqa: E731
+
+    def kinds(**kw: object) -> list[FindingKind]:
+        return [f.kind for f in check_suite(_ev(**kw))]
+
     assert kinds(report_exists=False, reported_total=0, returncode=2) == [FindingKind.NO_REPORT]
     assert kinds(report_problem="the report is empty (0 bytes)", reported_total=0) == [FindingKind.EMPTY_REPORT]
     assert kinds(reported_ran=5) == [FindingKind.BELOW_INVENTORY]
