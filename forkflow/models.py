@@ -149,6 +149,21 @@ class Better(str, enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class Metric:
+    """One entry of a metrics report: `{"name", "value", "unit", "better", "samples"}`."""
+
+    name: str
+    value: float
+    unit: str
+    better: Better
+    samples: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "value": self.value, "unit": self.unit,
+                "better": self.better.value, "samples": list(self.samples)}
+
+
+@dataclass(frozen=True, slots=True)
 class MetricPoint:
     """One measurement of an L2 metric at one fork commit (a point of its series)."""
 

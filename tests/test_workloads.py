@@ -35,7 +35,8 @@ from forkflow.workloads.matmul_sweep import (
     memory_shortfall,
     parse_shapes,
 )
-from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
+from forkflow.models import Metric
+from forkflow.workloads.metrics import MetricsReport, write_metrics
 from forkflow.workloads.suite_toml import add_suite, render_suite
 
 H100 = DeviceInfo(Backend.CUDA, "NVIDIA H100", (9, 0), 80 << 30)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from forkflow.models import Better
+from forkflow.models import Better, Metric
 
 MAX_MESSAGE = 4000       # characters of a failure message kept per test
 MAX_LINE = 64 * 1024     # bytes of one log line looked at
@@ -60,15 +60,6 @@ class TestResult:
     outcome: Outcome
     duration_s: float = 0.0
     message: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    name: str
-    value: float
-    unit: str
-    better: Better
-    samples: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

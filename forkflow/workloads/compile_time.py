@@ -18,7 +18,8 @@ from typing import Any
 
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
-from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
+from forkflow.models import Metric
+from forkflow.workloads.metrics import MetricsReport, write_metrics
 
 WORKLOAD = Workload(
     name="compile-time",

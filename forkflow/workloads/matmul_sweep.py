@@ -16,7 +16,8 @@ from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.workloads.device import NO_GPU, parse_dtypes
-from forkflow.workloads.metrics import Metric, MetricsReport, write_metrics
+from forkflow.models import Metric
+from forkflow.workloads.metrics import MetricsReport, write_metrics
 
 WORKLOAD = Workload(
     name="matmul-sweep",

@@ -7,23 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forkflow.models import Better
+from forkflow.models import Better, Metric
 from forkflow.workloads.junit import write_atomic
-
-
-@dataclass(frozen=True, slots=True)
-class Metric:
-    """One L2 measurement with the samples it was computed from."""
-
-    name: str
-    value: float
-    unit: str
-    better: Better
-    samples: tuple[float, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "value": self.value, "unit": self.unit,
-                "better": self.better.value, "samples": list(self.samples)}
 
 
 @dataclass(frozen=True, slots=True)
