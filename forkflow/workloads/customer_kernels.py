@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from forkflow.errors import UserError
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.workloads.junit import CaseResult
 
@@ -150,24 +148,11 @@ def run_specs(specs: list[CustomerSpec], seed: int = 0) -> tuple[list[CaseResult
 
 
 def main(argv: list[str] | None = None) -> int:
-    from forkflow.workloads.device import require_packages
-    from forkflow.workloads.l1 import finish, parse_args, selected
+    from forkflow.workloads.l1 import pack_main
 
-    args = parse_args("python -m forkflow.workloads.customer_kernels", argv)
-    ids = selected([s.id for s in SPECS], args.only)
-    if args.list:
-        print("\n".join(ids))
-        return 0
-    try:
-        require_packages(WORKLOAD.requires, "the customer-kernels workload")
-        if not ids:
-            raise UserError(f"no check matches {args.only!r}; see --list")
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    results, dev = run_specs([s for s in SPECS if s.id in ids], args.seed)
-    return finish("customer-kernels", results, args.report, dev, started)
+    return pack_main("customer-kernels", "customer_kernels", argv, [s.id for s in SPECS],
+                     WORKLOAD.requires,
+                     lambda ids, seed: run_specs([s for s in SPECS if s.id in ids], seed))
 
 
 if __name__ == "__main__":

@@ -72,3 +72,30 @@ def finish(suite: str, cases: list[CaseResult], report: Path | None, dev: Device
         print(f"report: {report}")
     sys.stdout.flush()
     return 1 if n[Outcome.FAILED] or n[Outcome.ERROR] else 0
+
+
+def pack_main(suite: str, module: str, argv: list[str] | None, ids: list[str],
+              requires: tuple[str, ...],
+              run: Callable[[list[str], int], tuple[list[CaseResult], DeviceInfo]]) -> int:
+    """The command line of an L1 pack: `python -m forkflow.workloads.<module> --report PATH`.
+
+    `run(ids, seed)` runs the selected checks; exit 2 on bad arguments or missing packages.
+    """
+    from forkflow.errors import UserError
+    from forkflow.workloads.device import require_packages
+
+    args = parse_args(f"python -m forkflow.workloads.{module}", argv)
+    chosen = selected(ids, args.only)
+    if args.list:
+        print("\n".join(chosen))
+        return 0
+    try:
+        require_packages(requires, f"the {suite} workload")
+        if not chosen:
+            raise UserError(f"no check matches {args.only!r}; see --list")
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    results, dev = run(chosen, args.seed)
+    return finish(suite, results, args.report, dev, started)

@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 
-from forkflow.errors import UserError
-from forkflow.workloads.device import (
-    detect,
-    require_packages,
-    use_interpreter_without_gpu,
-)
+from forkflow.workloads.device import detect, use_interpreter_without_gpu
 from forkflow.workloads.junit import CaseResult
 from forkflow.workloads.kernels import SPECS, WORKLOAD, Spec
-from forkflow.workloads.l1 import finish, parse_args, run_check, selected
+from forkflow.workloads.l1 import pack_main, run_check
 
 
 def run_specs(specs: list[Spec], seed: int = 0) -> tuple[list[CaseResult], object]:
@@ -34,21 +28,8 @@ def run_specs(specs: list[Spec], seed: int = 0) -> tuple[list[CaseResult], objec
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args("python -m forkflow.workloads.kernels", argv)
-    ids = selected([s.id for s in SPECS], args.only)
-    if args.list:
-        print("\n".join(ids))
-        return 0
-    try:
-        require_packages(WORKLOAD.requires, "the kernels workload")
-        if not ids:
-            raise UserError(f"no check matches {args.only!r}; see --list")
-    except UserError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    started = time.perf_counter()
-    results, dev = run_specs([s for s in SPECS if s.id in ids], args.seed)
-    return finish("kernels", results, args.report, dev, started)  # type: ignore[arg-type]
+    return pack_main("kernels", "kernels", argv, [s.id for s in SPECS], WORKLOAD.requires,
+                     lambda ids, seed: run_specs([s for s in SPECS if s.id in ids], seed))  # type: ignore[arg-type, return-value]
 
 
 if __name__ == "__main__":
