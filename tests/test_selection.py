@@ -1,15 +1,40 @@
-"""Test selection on literal data: paths mapping, co-failure history, and the safe fallbacks."""
+"""Test selection on literal data: paths mapping, the budget, co-failure history and the safe
+fallbacks; and, end to end, that `--suite` and full runs are never narrowed."""
 from __future__ import annotations
 
-from forkflow.tiers.selection import HistoryEntry, SuiteSpec, file_of, matches, node_id, select
+import time
+from pathlib import Path
+
+import pytest
+
+from forkflow.context import open_context
+from forkflow.tiers import queries as q
+from forkflow.tiers.selection import (
+    LONE_FAILURE,
+    CoFailure,
+    HistoryEntry,
+    SuiteSpec,
+    file_of,
+    matches,
+    node_id,
+    select,
+)
+from tests import test_validate as tv
+from tests.test_tiers_support import commit, git
 
 TESTS = tuple(f"tests/test_{m}.py::test_{i}" for m in ("alpha", "beta", "gamma") for i in range(3))
+# 12 test files of 3 tests: a budget of a third is 12 tests, 4 files.
+WIDE = tuple(f"tests/test_m{m}.py::test_{i}" for m in range(12) for i in range(3))
 
 
 def _spec(**kw: object) -> SuiteSpec:
     base = dict(name="unit", paths=("lib/**", "tests/**"), can_select_tests=True, known_tests=TESTS)
     base.update(kw)
     return SuiteSpec(**base)  # type: ignore[arg-type]
+
+
+def _fail(files: set[str], *tests: str, suite: str = "unit") -> HistoryEntry:
+    return HistoryEntry(frozenset(files), frozenset((suite, t) for t in tests))
 
 
 def test_globs_and_test_files() -> None:
@@ -38,10 +63,52 @@ def test_name_match_selects_the_tests_of_a_module() -> None:
     assert sel.tests == TESTS[:3]
 
 
-def test_cofailure_history_adds_tests_that_failed_with_the_file() -> None:
-    hist = [HistoryEntry(frozenset({"lib/alpha.py"}), frozenset({("unit", "tests/test_gamma.py::test_2")}))] * 3
-    sel = select(["lib/alpha.py"], [_spec()], hist).suites[0]
-    assert sel.files == ("tests/test_alpha.py", "tests/test_gamma.py")
+def test_name_affinity_prefers_the_mirrored_folder() -> None:
+    known = tuple(f"tests/{p}/test_{m}.py::t" for p in ("p0", "p1", "p2") for m in ("core", "io", "net"))
+    hist = [HistoryEntry(frozenset({"src/p1/core.py"}))]
+    sel = select(["src/p1/core.py"], [_spec(paths=("src/**",), known_tests=known)], hist, budget=1 / 9).suites[0]
+    assert sel.files == ("tests/p1/test_core.py",)  # not tests/p0/test_core.py: same name, other folder
+    assert CoFailure.learn([], {file_of(t) for t in known}).named("src/p1/core.py") == {"tests/p1/test_core.py"}
+
+
+def test_cofailure_history_ranks_the_tests_that_failed_with_the_file() -> None:
+    hist = [_fail({"lib/m0.py"}, "tests/test_m0.py::test_1", "tests/test_m7.py::test_2")] * 3 + \
+        [_fail({"lib/m5.py"}, "tests/test_m5.py::test_0", "tests/test_m9.py::test_0")] * 3
+    sel = select(["lib/m0.py"], [_spec(known_tests=WIDE)], hist, budget=1 / 6).suites[0]
+    assert sel.files == ("tests/test_m0.py", "tests/test_m7.py")  # not m9: it failed with m5
+    sel = select(["lib/m0.py"], [_spec(known_tests=WIDE)], hist).suites[0]
+    assert sel.tests is not None and len(sel.tests) == 12  # the whole budget, no more
+    assert sel.files is not None and {"tests/test_m0.py", "tests/test_m7.py"} <= set(sel.files)
+
+
+def test_the_budget_is_spent_whole_and_never_exceeded() -> None:
+    hist = [HistoryEntry(frozenset({"lib/m3.py"}))]
+    for budget, want in ((1 / 3, 12), (0.5, 18), (0.1, 3)):
+        sel = select(["lib/m3.py"], [_spec(known_tests=WIDE)], hist, budget=budget).suites[0]
+        assert sel.narrowed and sel.tests is not None and len(sel.tests) == want
+        assert sel.files is not None and "tests/test_m3.py" in sel.files
+    with pytest.raises(ValueError, match="not in"):
+        select(["lib/m3.py"], [_spec()], hist, budget=0)
+
+
+def test_budget_to_spare_runs_every_test_mapped_by_paths() -> None:
+    lit = SuiteSpec("lit", ("test/lit/**",), True, tuple(f"test/lit/t{i}.mlir" for i in range(60)))
+    hist = [HistoryEntry(frozenset({"lib/alpha.py"}))]
+    plan = select(["lib/alpha.py"], [_spec(), lit], hist)
+    unit = plan.of("unit")
+    assert unit is not None and unit.run and unit.files is None  # 9 tests fit in 69 / 3
+    assert "fit in the budget" in unit.reasons[0]
+    assert plan.of("lit") == plan.suites[1] and not plan.suites[1].run
+
+
+def test_every_suite_in_play_gets_its_best_file() -> None:
+    big = SuiteSpec("big", ("lib/**",), True, WIDE)
+    hist = [_fail({"lib/alpha.py"}, *(f"tests/test_m{m}.py::test_0" for m in range(12)), suite="big")] * 3
+    plan = select(["lib/alpha.py"], [_spec(), big], hist)
+    unit = plan.of("unit")
+    assert unit is not None and unit.files == ("tests/test_alpha.py",)
+    total = sum(len(s.tests or ()) for s in plan.suites)
+    assert total == (len(TESTS) + len(WIDE)) // 3
 
 
 def test_unknown_file_borrows_its_folder_history() -> None:
@@ -55,14 +122,73 @@ def test_no_evidence_runs_the_whole_suite() -> None:
     assert sel.run and sel.files is None and "whole suite" in sel.reasons[0]
 
 
-def test_changed_test_file_and_recent_failures_are_selected() -> None:
-    hist = [HistoryEntry(frozenset({"tests/test_new.py"}))]
-    sel = select(["tests/test_new.py"], [_spec()], hist,
+def test_changed_test_file_and_recent_failures_are_selected_beyond_the_budget() -> None:
+    hist = [HistoryEntry(frozenset({"tests/test_new.py", "tests/test_gamma.py"}))]
+    sel = select(["tests/test_new.py", "tests/test_gamma.py"], [_spec()], hist,
                  {"unit": frozenset({"tests/test_beta.py::test_1"})}).suites[0]
-    assert sel.files == ("tests/test_beta.py", "tests/test_new.py")
+    assert sel.files == ("tests/test_beta.py", "tests/test_gamma.py", "tests/test_new.py")
+    assert sel.tests is not None and len(sel.tests) == 6  # over the budget of 3: never dropped
 
 
 def test_cofailure_selects_a_suite_whose_paths_do_not_match() -> None:
     hist = [HistoryEntry(frozenset({"third_party/llvm.hash"}), frozenset({("unit", "tests/test_alpha.py::test_0")}))]
     sel = select(["third_party/llvm.hash"], [_spec()], hist).suites[0]
     assert sel.run and sel.files == ("tests/test_alpha.py",)
+
+
+def test_blame_goes_to_the_file_a_failing_test_is_named_after() -> None:
+    hist = [_fail({"lib/alpha.py", "lib/beta.py"}, "tests/test_alpha.py::test_0", "tests/test_gamma.py::test_0")]
+    cf = CoFailure.learn(hist, {file_of(t) for t in TESTS})
+    alpha = ("unit", "tests/test_alpha.py")
+    assert cf.credit["lib/alpha.py"][alpha] > 2 * cf.credit["lib/beta.py"][alpha] > 0
+    gamma = ("unit", "tests/test_gamma.py")
+    assert 0.3 < cf.credit["lib/alpha.py"][gamma] < 0.7  # no name to go by: shared
+    assert cf.credit["lib/"][alpha] == pytest.approx(1.0)  # the folder keeps the whole failure
+
+
+def test_a_lone_failure_counts_less_it_may_be_a_flake() -> None:
+    hist = [_fail({"lib/x.py"}, "tests/test_gamma.py::test_0"),
+            _fail({"lib/y.py"}, "tests/test_gamma.py::test_0", "tests/test_beta.py::test_0"),
+            _fail({"lib/gamma.py"}, "tests/test_gamma.py::test_0")]
+    cf = CoFailure.learn(hist, {file_of(t) for t in TESTS})
+    gamma = ("unit", "tests/test_gamma.py")
+    assert cf.credit["lib/x.py"][gamma] == pytest.approx(LONE_FAILURE)
+    assert cf.credit["lib/y.py"][gamma] == pytest.approx(1.0, rel=1e-3)
+    assert cf.credit["lib/gamma.py"][gamma] == pytest.approx(1.0, rel=1e-3)  # its own test: no doubt
+
+
+def test_older_runs_count_less() -> None:
+    entry = _fail({"lib/x.py"}, "tests/test_gamma.py::test_0", "tests/test_beta.py::test_0")
+    cf = CoFailure.learn([HistoryEntry(frozenset({"lib/z.py"})), entry], half_life=1)
+    assert cf.credit["lib/x.py"][("unit", "tests/test_gamma.py")] == pytest.approx(0.5)
+    assert cf.changes["lib/x.py"] == pytest.approx(0.5) and cf.changes["lib/z.py"] == pytest.approx(1.0)
+
+
+def test_selection_is_fast_on_a_long_history() -> None:
+    known = tuple(f"tests/p{p}/test_m{m}.py::test_{i}" for p in range(6) for m in range(10) for i in range(5))
+    hist = [_fail({f"src/p{k % 6}/m{k % 10}.py", f"src/p{k % 6}/m{(k * 7) % 10}.py"},
+                  *([f"tests/p{(k * 5) % 6}/test_m{k % 10}.py::test_{k % 5}"] if k % 4 == 0 else []))
+            for k in range(5000)]
+    spec = SuiteSpec("unit", ("src/**", "tests/**"), True, known)
+    start = time.perf_counter()
+    sel = select(["src/p2/m3.py", "src/p2/new.py"], [spec], hist).suites[0]
+    took = time.perf_counter() - start
+    assert sel.tests is not None and len(sel.tests) == 100
+    assert took < 0.5, f"selection took {took * 1000:.0f} ms on 5000 runs (goal: under 50 ms)"
+
+
+def test_explicit_suite_and_full_runs_are_never_narrowed(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    repo, _ = tv._sel_repo(tmp_path)
+    assert cli("validate", "--tier", "L1", repo=repo).rc == 0  # full run: learns the 9 tests
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"lib/alpha.py": "A = 2\n"})
+    r = cli("validate", "--tier", "L1", "--changed-from", base, "--suite", "unit", "--json", repo=repo)
+    assert r.rc == 0, r.out + r.err
+    assert r.json()["suites"][0]["tests_ran"] == 9
+    r2 = cli("validate", "--tier", "L1", "--json", repo=repo)
+    assert r2.rc == 0 and r2.json()["suites"][0]["tests_ran"] == 9
+    with open_context(repo).store.session_scope() as s:
+        job = q.jobs_of_run(s, r.json()["run_id"])[0]
+        run = q.get_run(s, r.json()["run_id"])
+    assert not job.narrowed
+    assert run is not None and run.changed_files == ("lib/alpha.py",)  # still teaches history

@@ -52,6 +52,7 @@ from forkflow.tiers.runners.base import (
 )
 from forkflow.tiers.saturation import Finding, Severity, SuiteEvidence, check_suite, removed_suites
 from forkflow.tiers.selection import (
+    HISTORY_RUNS,
     SelectionPlan,
     SuiteSelection,
     SuiteSpec,
@@ -151,8 +152,13 @@ def plan_suites(all_suites: Sequence[Suite], tier: Tier, only: Sequence[str]) ->
 # -- step 3: selection ---------------------------------------------------------------------------
 
 def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | None,
-                   forced: dict[str, tuple[str, ...]]) -> tuple[SelectionPlan, dict[str, int | None]]:
-    """Which suites and tests run, and each suite's last green test count (saturation)."""
+                   forced: dict[str, tuple[str, ...]], whole: bool = False,
+                   ) -> tuple[SelectionPlan, dict[str, int | None]]:
+    """Which suites and tests run, and each suite's last green test count (saturation).
+
+    `whole` (an explicit --suite): the suites run whole; the changed files are still recorded
+    so the run teaches co-failure history.
+    """
     last_green: dict[str, int | None] = {}
     specs = []
     with ctx.store.session_scope() as s:
@@ -166,7 +172,8 @@ def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | 
             if full is not None:
                 recent[suite.name] = frozenset(t.test_id for t in q.test_outcomes(
                     s, full.run_id, bad_only=True, suite=suite.name))
-        history = q.cofailure_history(s, ctx.fork_id) if base is not None else []
+        narrow = base is not None and not whole and not forced
+        history = q.cofailure_history(s, ctx.fork_id, limit=HISTORY_RUNS) if narrow else []
     if forced:
         return SelectionPlan((), tuple(
             SuiteSelection(n, True, tuple(node_id(t) for t in ids) or None, ids or None, ("rerun",))
@@ -175,6 +182,9 @@ def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | 
         return run_everything(specs), last_green
     changed = sorted({f for files in ctx.repo.changed_files(
         [c.sha for c in ctx.repo.log(f"{base}..{sha}")]).values() for f in files})
+    if whole:
+        return SelectionPlan(tuple(changed), tuple(
+            SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), last_green
     return select(changed, specs, history, recent), last_green
 
 
@@ -340,7 +350,7 @@ def validate(ctx: Context, req: ValidateRequest, reporter: Reporter | None = Non
     all_suites = load_suites(ctx.config)
     sha, base = resolve_revs(ctx, req.rev, req.changed_from)
     suites = plan_suites(all_suites, req.tier, req.suites or tuple(n for n, _ in req.forced))
-    plan, last_green = plan_selection(ctx, suites, sha, base, dict(req.forced))
+    plan, last_green = plan_selection(ctx, suites, sha, base, dict(req.forced), whole=bool(req.suites))
     run_findings: list[str] = []
     inventory = tuple(s.name for s in suites_of(all_suites, req.tier))
     if not req.suites and not req.forced:
