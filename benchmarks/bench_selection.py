@@ -27,7 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from forkflow.tiers.selection import HISTORY_RUNS, HistoryEntry, SuiteSpec, file_of, select  # noqa: E402
+from forkflow.tiers.selection import (
+    HISTORY_RUNS,
+    HistoryEntry,
+    SuiteSpec,
+    file_of,
+    select,
+)
 
 PACKAGES, PER_PACKAGE, TESTS_PER_FILE = 6, 10, 5
 

@@ -28,7 +28,8 @@ WIDE = tuple(f"tests/test_m{m}.py::test_{i}" for m in range(12) for i in range(3
 
 
 def _spec(**kw: object) -> SuiteSpec:
-    base = dict(name="unit", paths=("lib/**", "tests/**"), can_select_tests=True, known_tests=TESTS)
+    base: dict[str, object] = {"name": "unit", "paths": ("lib/**", "tests/**"), "can_select_tests": True,
+                               "known_tests": TESTS}
     base.update(kw)
     return SuiteSpec(**base)  # type: ignore[arg-type]
 

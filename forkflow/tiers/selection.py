@@ -6,13 +6,14 @@ Predictive test selection with a fixed budget (by default a third of the known t
   play: a suite whose paths no changed file matches is skipped (unless history shows its tests
   failing with these files); a suite with no `paths` always runs; a suite whose tests cannot be
   selected one by one runs whole;
-* inside the suites that can narrow, every test file is ranked by how likely a breakage of this
-  change lands in it, and the best-ranked files run until the budget is spent.  The likelihood is
-  learned from co-failure history (`HistoryEntry`: the files a validated change touched and the
-  tests that failed on it), with older runs decayed, the blame of a failure shared among the
-  files of its change, and a smoothing prior made of name affinity (`src/p/m.py` <->
-  `tests/p/test_m.py`), the history of the file's folders (so new files borrow their folder's)
-  and the suite's overall failure rates;
+* inside the suites that can narrow, every test file is ranked by the share of this change's
+  likely breakage that lands in it, and the best-ranked files run until the budget is spent
+  (always all of it).  The shares are learned from co-failure history (`HistoryEntry`: the
+  files a validated change touched and the tests that failed on it; `CoFailure`), with older
+  runs decayed, the blame of a failure shared among the files of its change, a run's lone
+  failure discounted (that is how flaky tests show), and a smoothing prior made of name
+  affinity (`src/p/m.py` <-> `tests/p/test_m.py`), the history of the file's folders (so new
+  files borrow their folder's) and the test files that most often catch other code's breakage;
 * changed test files and tests failing in the suite's latest full run always run, budget or not;
   when all the tests in play fit in the budget they all run.
 
@@ -422,8 +423,8 @@ def _narrow(changed: Sequence[str], specs: Sequence[SuiteSpec], cf: CoFailure, p
             out[spec.name] = SuiteSelection(spec.name, False, (), (), ("none of its tests ranked within the budget",))
             continue
         tests = tuple(t for f in files for t in pool.tests.get((spec.name, f), ()))
-        why = (f"{len(files)} test file(s) ranked by co-failure history and name; "
-               f"{used} tests of a budget of {limit}",)
+        why = ((f"{len(files)} test file(s) ranked by co-failure history and name; "
+                f"{used} tests of a budget of {limit}"),)
         out[spec.name] = SuiteSelection(spec.name, True, tuple(files), tests, why)
     return out
 
