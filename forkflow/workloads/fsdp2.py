@@ -179,7 +179,7 @@ def train(cfg: RunConfig) -> dict[str, list[float]]:
     import torch.multiprocessing as mp
 
     if cfg.backend == "gloo":
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback only, see issue 7
+        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # loopback only: gloo picks another interface otherwise
     with tempfile.TemporaryDirectory(prefix="forkflow-fsdp2-") as tmp:
         out = str(Path(tmp) / "rank0.json")
         mp.spawn(worker, args=(cfg, free_port(), out), nprocs=cfg.world,  # type: ignore[attr-defined, no-untyped-call]
