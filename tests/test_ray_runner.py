@@ -76,6 +76,7 @@ def throwaway_head():  # type: ignore[no-untyped-def]
     temp = tempfile.mkdtemp(prefix="ffray")
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")
     subprocess.run([ray_bin, "start", "--head", "--node-ip-address=127.0.0.1", "--port=6391",
+                    "--ray-client-server-port=6392",  # not the CI head's 10001
                     "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
                     f"--temp-dir={temp}"], env=env, check=True, capture_output=True, timeout=120)
 

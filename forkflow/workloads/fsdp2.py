@@ -164,6 +164,9 @@ def worker(rank: int, cfg: RunConfig, port: int, out: str) -> None:
             losses.append(float(mean) / cfg.world)
         if rank == 0:
             Path(out).write_text(json.dumps({"losses": losses, "step_s": times}))
+        # every rank reaches teardown together: a rank that destroys its group while the other
+        # still talks aborts gloo ("terminate called without an active exception")
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
