@@ -199,16 +199,23 @@ class RayRunner:
         if why:
             raise UserError(f"cannot reach the Ray head {self.address}: {why}; start one with "
                             "`ray start --head` or pass --ray-address HOST:PORT")
-        d = _Driver(self.address)
-        msg = d.read(CONNECT_TIMEOUT_S)
-        if not msg or not msg.get("ready"):
+        # A Ray Client server (ray://) sometimes fails to start the session it spawns per client
+        # (a gRPC fork race inside Ray); a fresh connection then works, so try a few times.
+        attempts = 3 if self.address.startswith("ray://") else 1
+        detail = "no answer"
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(2.0 * attempt)
+            d = _Driver(self.address)
+            msg = d.read(CONNECT_TIMEOUT_S)
+            if msg and msg.get("ready"):
+                self.nodes = msg["nodes"]
+                self._driver = d
+                return d
             detail = (msg or {}).get("error") or d.stderr_tail() or "no answer"
             d.close()
-            raise UserError(f"cannot connect to the Ray head {self.address} ({detail}); check "
-                            "--ray-address and that the cluster runs the same Ray and Python")
-        self.nodes = msg["nodes"]
-        self._driver = d
-        return d
+        raise UserError(f"cannot connect to the Ray head {self.address} ({detail}); check "
+                        "--ray-address and that the cluster runs the same Ray and Python")
 
     def check(self, jobs: Sequence[Job]) -> None:
         self._connect()
