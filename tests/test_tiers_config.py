@@ -97,3 +97,11 @@ def test_durations() -> None:
 def test_bad_validation_section(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="shrink_tolerance"):
         load_settings(_load("[validation]\nshrink_tolerance = 1.5\n", tmp_path))
+
+
+def test_selection_budget_setting(tmp_path: Path) -> None:
+    assert load_settings(_load("[validation]\n", tmp_path)).selection_budget == pytest.approx(1 / 3)
+    assert load_settings(_load("[validation]\nselection_budget = 0.5\n", tmp_path)).selection_budget == 0.5
+    for bad in ("0", "1.5", '"half"', "true"):
+        with pytest.raises(UserError, match=r"forkflow.toml:2: key 'validation.selection_budget'"):
+            load_settings(_load(f"[validation]\nselection_budget = {bad}\n", tmp_path))

@@ -91,6 +91,7 @@ class ValidationSettings:
     retired: tuple[str, ...] = ()
     shrink_tolerance: float = 0.1
     jobs: int = 0  # local pool size; 0 = number of CPUs
+    selection_budget: float = 1 / 3  # the share of known tests one change may run (--changed-from)
 
 
 def parse_duration(value: Any) -> float | None:
@@ -262,9 +263,13 @@ def load_settings(config: Config) -> ValidationSettings:
     jobs = raw.get("jobs", 0)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
         raise chk.fail("validation.jobs", f"must be a whole number >= 0, not {jobs!r}")
+    budget = raw.get("selection_budget", 1 / 3)
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1:
+        raise chk.fail("validation.selection_budget", f"must be a number in (0, 1], not {budget!r}")
     return ValidationSettings(
         runner=runner, ray_address=chk.string(raw, "ray_address", "validation", "auto"),
         retired=chk.strings(raw, "retired", "validation"), shrink_tolerance=float(tol), jobs=jobs,
+        selection_budget=float(budget),
     )
 
 

@@ -185,7 +185,8 @@ def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | 
     if whole:
         return SelectionPlan(tuple(changed), tuple(
             SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), last_green
-    return select(changed, specs, history, recent), last_green
+    budget = load_settings(ctx.config).selection_budget
+    return select(changed, specs, history, recent, budget=budget), last_green
 
 
 # -- step 4: jobs --------------------------------------------------------------------------------
