@@ -22,8 +22,13 @@ from pathlib import Path
 if Path("untestable").exists():
     sys.exit(125)
 rng = random.Random()
-if rng.random() < float(os.environ.get("CRASH_RATE", "0")):
-    sys.exit(139)
+rate = float(os.environ.get("CRASH_RATE", "0"))
+if rate:  # crashes at random, but the same attempt of the same commit always does the same
+    counter = Path(os.environ["CRASH_DIR"]) / os.environ["FORKFLOW_REV"]
+    n = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(n + 1))
+    if random.Random(f"{os.environ['FORKFLOW_REV']}:{n}").random() < rate:
+        sys.exit(139)
 v = float(Path("perf.txt").read_text())
 name = "other" if Path("no-metric").exists() else os.environ["FORKFLOW_METRIC"]
 s = [v * (1 + 0.03 * rng.gauss(0, 1)) for _ in range(8)]
@@ -218,6 +223,7 @@ def test_cli_bisect_with_random_crashes(builder: ForkBuilder, tmp_path: Path, cl
     good, bad, ups = _fork(builder)
     _init(cli, builder.f.path)
     monkeypatch.setenv("CRASH_RATE", "0.3")
+    monkeypatch.setenv("CRASH_DIR", str(tmp_path))
     r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command",
             _measure_cmd(tmp_path), "--json", repo=builder.f.path)
     assert r.rc == 0, r.err

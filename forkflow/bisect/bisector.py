@@ -155,12 +155,15 @@ class Bisector:
             if log.better is None and m.better is not None:
                 log.better = m.better
         elif m.status is MeasureStatus.ERROR:
-            # a crash is retried; a commit is skipped after max_errors crashes in a row, or
-            # when it has crashed more often than it measured (at least 4 * max_errors times)
+            # a crash is retried; a commit is skipped after max_errors crashes in a row before it
+            # ever measured (it does not build or run), or when it has crashed more often than it
+            # measured (at least 4 * max_errors times).  A commit that measured before and then
+            # crashes a few times in a row is a flaky command, not an untestable commit.
             log.errors[i] = log.errors.get(i, 0) + 1
             log.crashes[i] = log.crashes.get(i, 0) + 1
-            if (log.errors[i] >= self.policy.max_errors
-                    or log.crashes[i] >= 4 * self.policy.max_errors and log.crashes[i] > log.ok.get(i, 0)):
+            ok = log.ok.get(i, 0)
+            if (ok == 0 and log.errors[i] >= self.policy.max_errors
+                    or log.crashes[i] >= 4 * self.policy.max_errors and log.crashes[i] > ok):
                 log.skipped[i] = f"crashed {log.crashes[i]} times ({m.detail})"
         else:
             log.skipped[i] = m.detail or m.status.value
