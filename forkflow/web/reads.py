@@ -224,13 +224,6 @@ def units_with(s: Session, fid: int, sha: str) -> list[int]:
     return list(s.scalars(q))
 
 
-def unit_ids(s: Session, fid: int, unit_id: int) -> tuple[int, int] | None:
-    """(unit id, its run id) when the unit belongs to the fork."""
-    row = s.execute(select(LandingUnitRow.id, LandingUnitRow.run_id)
-                    .where(LandingUnitRow.fork_id == fid, LandingUnitRow.id == unit_id)).first()
-    return (int(row[0]), int(row[1])) if row else None
-
-
 # -- bisections ----------------------------------------------------------------------------------
 
 def bisections_naming(s: Session, fid: int, sha: str) -> list[int]:

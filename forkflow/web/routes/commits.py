@@ -48,11 +48,8 @@ def commit(request: Request, sha: str) -> Response:
         entry = _entry(ledger, sha)
         full = entry["sha"] if entry else sha
         decision = next((d for d in queries.recorded_decisions(s, fid) if d.sha == full), None)
-        units = []
-        for uid in reads.units_with(s, fid, full):
-            ids = reads.unit_ids(s, fid, uid)
-            if ids is not None:
-                units += [u for u in landing_records.units(s, fid, run_id=ids[1]) if u.id == uid]
+        units = [u for uid in reads.units_with(s, fid, full)
+                 if (u := landing_records.unit(s, fid, uid)) is not None]
         bisections = [regress_records.bisection(s, fid, b) for b in reads.bisections_naming(s, fid, full)]
         runs = reads.runs_at(s, fid, [full]).get(Sha(full), [])
         metrics = reads.metric_revs(s, fid, full)

@@ -83,11 +83,8 @@ def unit(request: Request, unit_id: int) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        ids = reads.unit_ids(s, fid, unit_id) if fid else None
-        if fid is None or ids is None:
+        if fid is None or (u := landing_records.unit(s, fid, unit_id)) is None:
             raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
-        u = landing_records.unit(s, fid, unit_id)
-        assert u is not None
         decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
         retries = [x.id for x in landing_records.retries_of(s, unit_id)]
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
@@ -139,7 +136,7 @@ def _rerun_unit(request: Request, unit_id: int) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        known = fid is not None and reads.unit_ids(s, fid, unit_id) is not None
+        known = fid is not None and landing_records.unit(s, fid, unit_id) is not None
     if not known:
         record(request, "unit-rerun", target, "refused: unknown unit")
         raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
