@@ -152,7 +152,7 @@ def plan_suites(all_suites: Sequence[Suite], tier: Tier, only: Sequence[str]) ->
 # -- step 3: selection ---------------------------------------------------------------------------
 
 def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | None,
-                   forced: dict[str, tuple[str, ...]], whole: bool = False,
+                   forced: dict[str, tuple[str, ...]], budget: float, whole: bool = False,
                    ) -> tuple[SelectionPlan, dict[str, int | None]]:
     """Which suites and tests run, and each suite's last green test count (saturation).
 
@@ -185,7 +185,6 @@ def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | 
     if whole:
         return SelectionPlan(tuple(changed), tuple(
             SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), last_green
-    budget = load_settings(ctx.config).selection_budget
     return select(changed, specs, history, recent, budget=budget), last_green
 
 
@@ -351,7 +350,8 @@ def validate(ctx: Context, req: ValidateRequest, reporter: Reporter | None = Non
     all_suites = load_suites(ctx.config)
     sha, base = resolve_revs(ctx, req.rev, req.changed_from)
     suites = plan_suites(all_suites, req.tier, req.suites or tuple(n for n, _ in req.forced))
-    plan, last_green = plan_selection(ctx, suites, sha, base, dict(req.forced), whole=bool(req.suites))
+    plan, last_green = plan_selection(ctx, suites, sha, base, dict(req.forced),
+                                      settings.selection_budget, whole=bool(req.suites))
     run_findings: list[str] = []
     inventory = tuple(s.name for s in suites_of(all_suites, req.tier))
     if not req.suites and not req.forced:
