@@ -12,7 +12,7 @@ from rich.table import Table
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.classify import extract_regions, has_markers, parse_marked
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
-from forkflow.context import open_context
+from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.landing.ingest import IngestOptions, IngestReport, Mode, UnitResult, ingest
 from forkflow.landing.plan import make_plan, resolve_until
@@ -190,7 +190,7 @@ def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str
     return d
 
 
-def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[object, crecords.ConflictInfo]:
+def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, crecords.ConflictInfo]:
     c = open_context(repo, store)
     with c.store.session_scope() as s:
         x = crecords.conflict(s, c.fork_id, cid)
@@ -232,8 +232,7 @@ def conflicts_resolve(
     except OSError as e:
         raise UserError(f"cannot read {file} ({e.strerror}); pass the resolved file with --file") from e
     texts = resolution_regions(x, data)
-    ctx = c  # a Context
-    with ctx.store.session_scope() as s:  # type: ignore[attr-defined]
+    with c.store.session_scope() as s:
         crecords.save_resolution(s, x.key, x.path, texts, "person")
         crecords.set_conflict_status(s, x.id, "resolved")
     console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
