@@ -12,7 +12,7 @@ import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pygit2
 
@@ -36,6 +36,9 @@ from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.planning.model import Plan, Unit, UnitKind
 from forkflow.store import queries
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 MAX_CAS_TRIES = 5
 
@@ -434,10 +437,7 @@ class Ingestor:
             self._decide(Disposition.DEFERRED, [step.sha],
                          f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
 
-    def _record_landing(self, s: object, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha) -> None:
-        from sqlalchemy.orm import Session
-
-        assert isinstance(s, Session)
+    def _record_landing(self, s: Session, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha) -> None:
         picked = [sha for sha, outcome in members if outcome in ("applied", "resolved")]
         for sha in picked:
             queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.PICKED, "", (candidate,)))
@@ -452,10 +452,7 @@ class Ingestor:
                     crecords.save_resolution(s, case.key, case.path, regions, resolver)
         self.decided |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
 
-    def _store_conflicts(self, s: object, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
-        from sqlalchemy.orm import Session
-
-        assert isinstance(s, Session)
+    def _store_conflicts(self, s: Session, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
         for step in conflicted:
             for case, tried in self._unresolved.get(step.sha, []):
                 crecords.upsert_conflict(

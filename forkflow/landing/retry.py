@@ -15,6 +15,7 @@ from forkflow.landing import records
 from forkflow.landing.gate import Gate
 from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, UnitResult, select_gate
 from forkflow.landing.settings import ingest_settings
+from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.planning.model import Plan, Unit, UnitKind
 
@@ -75,8 +76,6 @@ def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> RetryTarget:
 
 def check_retry(ctx: Context, unit_id: int) -> RetryTarget:
     """What re-running the unit would pick now, or the UserError saying why it cannot be re-run."""
-    from forkflow.ledger.build import build_ledger
-
     return plan_retry(load_target(ctx, unit_id), build_ledger(ctx))
 
 
