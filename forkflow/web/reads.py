@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.ledger.build import ledger_from_json
 from forkflow.models import Ledger, Sha
+from forkflow.store import queries
 from forkflow.store.schema import LedgerCacheRow, MetricPointRow
 from forkflow.store.schema_ingest import LandingUnitRow, UnitMemberRow
 from forkflow.store.schema_regress import BisectionRow
@@ -51,7 +52,7 @@ def newest_ledger(s: Session, fid: int) -> Ledger | None:
         hit = _LEDGERS.get(key)
     if hit is not None:
         return hit
-    payload = s.scalar(select(LedgerCacheRow.payload).where(LedgerCacheRow.key == key))
+    payload = queries.cached_ledger(s, key)
     if payload is None:
         return None
     ledger = ledger_from_json(payload)
