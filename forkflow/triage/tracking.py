@@ -121,8 +121,9 @@ def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
     c = item.culprit_detail
     if c is None:
         return None
-    if c.upstream_sha and ctx.repo.resolve(c.upstream_sha) is not None:
-        sha, subject = ctx.repo.resolve(c.upstream_sha), c.upstream_subject or c.unit_subject
+    sha = ctx.repo.resolve(c.upstream_sha) if c.upstream_sha else None
+    if sha is not None:
+        subject = c.upstream_subject or c.unit_subject
     else:
         sha, subject = ctx.repo.resolve(c.fork_sha), c.unit_subject
     if sha is None:
