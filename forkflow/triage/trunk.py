@@ -141,13 +141,12 @@ def _from_bisection(ctx: Context, b: ts.RedTestBisection) -> TrunkCulprit | None
 
 def with_culprits(ctx: Context, items: list[RedItem]) -> list[RedItem]:
     """Each item with its stored bisection and culprit (see the module docstring)."""
+    with ctx.store.session_scope() as s:
+        stored = [None if i.last_green_rev is None else ts.red_test_bisection(
+            s, ctx.fork_id, red_test_metric(i.failure.job, i.failure.test), i.last_green_rev, i.since_rev)
+            for i in items]
     out = []
-    for i in items:
-        b = None
-        if i.last_green_rev is not None:
-            with ctx.store.session_scope() as s:
-                b = ts.red_test_bisection(s, ctx.fork_id, red_test_metric(i.failure.job, i.failure.test),
-                                          i.last_green_rev, i.since_rev)
+    for i, b in zip(items, stored):
         c = _from_bisection(ctx, b) if b is not None else _single_commit(ctx, i)
         out.append(replace(i, culprit=c.line if c else None, culprit_detail=c, bisection=b))
     return out
