@@ -64,6 +64,12 @@ def _render(o: ValidationOutcome) -> None:
     console.print(f"[{_COLOR.get(o.status, 'white')}]{o.status}[/]: {escape(o.summary)}")
 
 
+def _show(o: ValidationOutcome, json_out: bool) -> int:
+    """Print the outcome (JSON or a table); its exit code."""
+    print_json(outcome_dict(o)) if json_out else _render(o)
+    return o.exit_code
+
+
 def validate(
     tier: Annotated[str, typer.Option("--tier", help="L1, L2 or L3.")],
     rev: Annotated[str, typer.Option("--rev", help="The fork commit to validate.")] = "HEAD",
@@ -79,9 +85,7 @@ def validate(
     """Run a tier's suites on a rev, check nothing silently skipped, store every outcome."""
     ctx = open_context(repo, store)
     req = ValidateRequest(_tier(tier), rev, changed_from, tuple(suite or ()), runner, ray_address)
-    out = run_validate(ctx, req, _say(json_out))
-    print_json(outcome_dict(out)) if json_out else _render(out)
-    return out.exit_code
+    return _show(run_validate(ctx, req, _say(json_out)), json_out)
 
 
 def nightly(
@@ -100,8 +104,7 @@ def nightly(
         print_json({"tip": res.tip, "skipped": True, "previous_run_id": res.previous_run_id}) \
             if json_out else console.print(msg)
         return 0
-    print_json(outcome_dict(res.outcome)) if json_out else _render(res.outcome)
-    return res.exit_code
+    return _show(res.outcome, json_out)
 
 
 l3_app = typer.Typer(help="L3 manual tests: request, run, sign off.", no_args_is_help=True)
@@ -134,9 +137,8 @@ def l3_run(
     store: StoreOpt = None,
 ) -> int:
     """Run a requested L3 suite."""
-    out = l3_core.run_request(open_context(repo, store), request_id, runner, ray_address, _say(json_out))
-    print_json(outcome_dict(out)) if json_out else _render(out)
-    return out.exit_code
+    return _show(l3_core.run_request(open_context(repo, store), request_id, runner, ray_address,
+                                     _say(json_out)), json_out)
 
 
 @l3_app.command("signoff")
