@@ -48,20 +48,6 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _registered(typer_app: typer.Typer) -> set[str]:
-    names = set()
-    for c in typer_app.registered_commands:
-        if c.name:
-            names.add(c.name)
-        elif c.callback is not None:
-            names.add(c.callback.__name__.replace("_", "-"))
-    for g in typer_app.registered_groups:
-        name = g.name or (g.typer_instance.info.name if g.typer_instance else None)
-        if isinstance(name, str):
-            names.add(name)
-    return names
-
-
 def _mount(argv: list[str] | None = None) -> None:
     """Import the module of the invoked command only; `--help` and unknown commands mount all.
 

@@ -8,6 +8,7 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger, check_repo
 from forkflow.ledger.report import snapshot_of
+from forkflow.models import Ledger
 from forkflow.store import queries
 from forkflow.store.queries import Snapshot
 
@@ -41,6 +42,9 @@ def backfill(ctx: Context, since: datetime, every: str = "week",
         points.append(t)
         t += STEPS[every]
     out: list[Snapshot] = []
+    # steps where neither branch moved share the previous step's ledger (quiet weeks, the
+    # stretch after the last commit): no merge-base and no cache lookup for them
+    last: tuple[str, str, Ledger | None] | None = None
     for i, at in enumerate(points):
         if progress:
             progress(i, len(points))
@@ -49,12 +53,14 @@ def backfill(ctx: Context, since: datetime, every: str = "week",
         upstream_tip = ctx.repo.rev_before(upstream_ref, ts)
         if fork_tip is None or upstream_tip is None:
             continue
-        if ctx.repo.merge_base(fork_tip, upstream_tip) is None:
-            continue
-        ledger = build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip,
-                              use_recorded_point=False)
-        snap = snapshot_of(ledger, at, "backfill")
-        out.append(snap)
+        if last is None or last[:2] != (fork_tip, upstream_tip):
+            ledger = None
+            if ctx.repo.merge_base(fork_tip, upstream_tip) is not None:
+                ledger = build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip,
+                                      use_recorded_point=False)
+            last = (fork_tip, upstream_tip, ledger)
+        if last[2] is not None:
+            out.append(snapshot_of(last[2], at, "backfill"))
     with ctx.store.session_scope() as s:  # one transaction: a killed backfill writes nothing
         for snap in out:
             queries.save_snapshot(s, ctx.fork_id, snap)
