@@ -50,9 +50,10 @@ def resolve_range(repo: Repo, good: str, bad: str) -> tuple[Sha, Sha]:
     assert g is not None and b is not None
     if g == b:
         raise UserError(f"--good and --bad are the same commit ({g[:12]}); pass two different commits")
-    if repo.merge_base(g, b) == g:
+    base = repo.merge_base(g, b)
+    if base == g:
         return g, b
-    if repo.merge_base(g, b) == b:
+    if base == b:
         raise UserError(f"--good {good} is newer than --bad {bad} (it descends from it); swap them: "
                         f"--good {bad} --bad {good}")
     raise UserError(f"--good {good} is not an ancestor of --bad {bad}; pass two commits of one branch")
