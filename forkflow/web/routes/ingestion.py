@@ -6,7 +6,6 @@ operator's token, is checked before anything else, and is logged whether done or
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -14,15 +13,16 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.conflicts import records as conflict_records
+from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.models import Disposition, Ledger
 from forkflow.store import queries
+from forkflow.web import jobs as background
 from forkflow.web import reads
-from forkflow.errors import UserError
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import both, page, wants_json
-from forkflow.web.security import form_fields, record, require_token
 from forkflow.web.routes.overview import _ledger
+from forkflow.web.security import form_fields, record, require_token
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -146,7 +146,7 @@ def _rerun_unit(request: Request, unit_id: int) -> Response:
                           "checkout (forkflow serve --repo PATH --token ...)")
     jobs: dict[Any, dict[str, Any]] = request.app.state.jobs
     key = ("unit-rerun", unit_id)
-    if jobs.get(key, {}).get("state") == "running":
+    if background.running(jobs, key):
         record(request, "unit-rerun", target, "refused: already running")
         raise Unavailable(f"a re-run of unit {unit_id} is already running")
     try:
@@ -154,21 +154,18 @@ def _rerun_unit(request: Request, unit_id: int) -> Response:
     except UserError as e:
         record(request, "unit-rerun", target, f"refused: {e}")
         raise Unavailable(str(e)) from None
-    jobs[key] = {"state": "running", "units": [], "error": ""}
     ctx = src.ctx
 
-    def work() -> None:
-        try:
-            report = retry_unit(ctx, unit_id)
-            units = [{"id": r.unit_id, "name": r.name, "status": r.status.value, "summary": r.summary}
-                     for r in report.results]
-            jobs[key] = {**jobs[key], "state": "done", "units": units}
-        except Exception as e:  # noqa: BLE001  (reported on the unit's page, not lost in a thread)
-            jobs[key] = {**jobs[key], "state": "error", "error": " ".join(str(e).split())[:500]}
-        record(request, "unit-rerun", target, jobs[key]["state"],
-               units=[(u["id"], u["status"]) for u in jobs[key]["units"]], error=jobs[key]["error"])
+    def work() -> dict[str, Any]:
+        report = retry_unit(ctx, unit_id)
+        return {"units": [{"id": r.unit_id, "name": r.name, "status": r.status.value, "summary": r.summary}
+                          for r in report.results]}
 
-    threading.Thread(target=work, name=f"forkflow-unit-rerun-{unit_id}", daemon=True).start()
+    def after(job: dict[str, Any]) -> None:
+        record(request, "unit-rerun", target, job["state"],
+               units=[(u["id"], u["status"]) for u in job["units"]], error=job["error"])
+
+    background.start(jobs, key, f"forkflow-unit-rerun-{unit_id}", {"units": []}, work, after)
     record(request, "unit-rerun", target, "started")
     href = f"/ingestion/units/{unit_id}"
     if wants_json(request) or request.headers.get("x-forkflow-token"):

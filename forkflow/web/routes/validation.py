@@ -5,7 +5,6 @@ token, are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -16,6 +15,7 @@ from forkflow.errors import ForkflowError
 from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
+from forkflow.web import jobs as background
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import both, page, wants_json
 from forkflow.web.security import form_fields, record, require_token
@@ -187,19 +187,14 @@ def _rerun(request: Request, run_id: int) -> Response:
         raise Unavailable(f"run {run_id} has no failed test to re-run")
     jobs: dict[Any, dict[str, Any]] = request.app.state.jobs
     key = ("rerun", run_id)
-    if jobs.get(key, {}).get("state") == "running":
+    if background.running(jobs, key):
         raise Unavailable(f"a re-run of run {run_id} is already running")
-    jobs[key] = {"state": "running", "tests": len(failed), "new_run_id": None, "error": ""}
     ctx = src.ctx
 
-    def work() -> None:
-        try:
-            outcome = rerun_tests(ctx, run_id, failed)
-            jobs[key] = {**jobs[key], "state": "done", "new_run_id": getattr(outcome, "run_id", None)}
-        except Exception as e:  # noqa: BLE001  (reported on the run's page, not lost in a thread)
-            jobs[key] = {**jobs[key], "state": "error", "error": " ".join(str(e).split())[:500]}
+    def work() -> dict[str, Any]:
+        return {"new_run_id": getattr(rerun_tests(ctx, run_id, failed), "run_id", None)}
 
-    threading.Thread(target=work, name=f"forkflow-rerun-{run_id}", daemon=True).start()
+    background.start(jobs, key, f"forkflow-rerun-{run_id}", {"tests": len(failed), "new_run_id": None}, work)
     record(request, "rerun", target, "started", tests=len(failed))
     return _done(request, f"/validation/runs/{run_id}", {"run_id": run_id, "state": "running",
                                                          "tests": len(failed)}, status=202)
