@@ -263,10 +263,6 @@ class GroupBrief:
     failures: int
     classes: dict[str, int]
 
-    @property
-    def tests(self) -> int:
-        return self.failures
-
 
 def failure_groups(s: Session, fid: int, key: str | None = None) -> list[GroupBrief]:
     """Groups of a fork (or the one with `key`), most recently seen first."""
