@@ -40,6 +40,7 @@ class Config:
     store_url: str = ""
     ledger: LedgerConfig = LedgerConfig()
     raw: dict[str, Any] = field(default_factory=dict)
+    text: str = ""  # the TOML it was parsed from: every section's errors name lines in it
 
     @property
     def root(self) -> Path:
@@ -123,6 +124,7 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         store_url=_expect(store.get("url", ""), str, path, text, "store.url"),
         ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers)),
         raw=raw,
+        text=text,
     )
 
 

@@ -40,15 +40,6 @@ class IngestSettings:
     split_max_gate_runs: int = 16  # L1 runs one failed bundle's bisection may take
 
 
-def _text(config: Config) -> str:
-    if config.path is None:
-        return ""
-    try:
-        return config.path.read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
 def _get(sect: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, config: Config,
          full: str) -> Any:
     value = sect.get(key, default)
@@ -56,7 +47,7 @@ def _get(sect: dict[str, Any], key: str, kind: type | tuple[type, ...], default:
         return value
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise config_error(config.path, _text(config), full,
+        raise config_error(config.path, config.text, full,
                            f"must be a {names}, not {type(value).__name__} {value!r}")
     return value
 
@@ -65,7 +56,7 @@ def _strings(sect: dict[str, Any], key: str, config: Config, full: str) -> tuple
     values = _get(sect, key, list, [], config, full)
     for v in values:
         if not isinstance(v, str) or not v:
-            raise config_error(config.path, _text(config), full, f"must list non-empty strings, not {v!r}")
+            raise config_error(config.path, config.text, full, f"must list non-empty strings, not {v!r}")
     return tuple(values)
 
 
@@ -74,16 +65,16 @@ def _chains(sect: dict[str, Any], config: Config) -> tuple[ChainSpec, ...]:
     out: list[ChainSpec] = []
     for item in raw:
         if not isinstance(item, dict):
-            raise config_error(config.path, _text(config), "ingest.chain",
+            raise config_error(config.path, config.text, "ingest.chain",
                                "must be [[ingest.chain]] tables with name, paths, symbols, owner")
         name = _get(item, "name", str, "", config, "ingest.chain.name")
         if not name or any(c.isspace() for c in name):
-            raise config_error(config.path, _text(config), "ingest.chain.name",
+            raise config_error(config.path, config.text, "ingest.chain.name",
                                f"must be a non-empty name without spaces, not {name!r}")
         paths = _strings(item, "paths", config, "ingest.chain.paths")
         symbols = _strings(item, "symbols", config, "ingest.chain.symbols")
         if not paths and not symbols:
-            raise config_error(config.path, _text(config), "ingest.chain.name",
+            raise config_error(config.path, config.text, "ingest.chain.name",
                                f"chain {name!r} needs paths or symbols")
         owner = _get(item, "owner", str, "", config, "ingest.chain.owner")
         out.append(ChainSpec(name, paths, symbols, owner))
@@ -96,14 +87,14 @@ def _agent(sect: dict[str, Any], config: Config) -> AgentSettings:
     argv = tuple(shlex.split(command)) if isinstance(command, str) else tuple(str(x) for x in command)
     timeout = _get(a, "timeout", (int, float), 120.0, config, "ingest.agent.timeout")
     if timeout <= 0:
-        raise config_error(config.path, _text(config), "ingest.agent.timeout", f"must be > 0, not {timeout}")
+        raise config_error(config.path, config.text, "ingest.agent.timeout", f"must be > 0, not {timeout}")
     url = _get(a, "url", str, "", config, "ingest.agent.url")
     if url and not url.startswith(("http://", "https://")):
-        raise config_error(config.path, _text(config), "ingest.agent.url",
+        raise config_error(config.path, config.text, "ingest.agent.url",
                            f"must be an http(s):// URL, not {url!r}")
     model = _get(a, "model", str, "", config, "ingest.agent.model")
     if url and not model:
-        raise config_error(config.path, _text(config), "ingest.agent.url", "needs ingest.agent.model too")
+        raise config_error(config.path, config.text, "ingest.agent.url", "needs ingest.agent.model too")
     return AgentSettings(argv, url, model, _get(a, "api_key_env", str, "OPENAI_API_KEY", config,
                                                 "ingest.agent.api_key_env"),
                          float(timeout), int(_get(a, "max_bytes", int, 200_000, config, "ingest.agent.max_bytes")))
@@ -113,23 +104,23 @@ def ingest_settings(config: Config) -> IngestSettings:
     """Read and check `[ingest]`; a wrong key raises a UserError naming it and its line."""
     sect = config.section("ingest")
     if "ingest" in config.raw and not isinstance(config.raw["ingest"], dict):
-        raise config_error(config.path, _text(config), "ingest", "must be a table: [ingest]")
+        raise config_error(config.path, config.text, "ingest", "must be a table: [ingest]")
     l1 = _get(sect, "l1_command", str, None, config, "ingest.l1_command")
     timeout = _get(sect, "l1_timeout", (int, float), 3600.0, config, "ingest.l1_timeout")
     if timeout <= 0:
-        raise config_error(config.path, _text(config), "ingest.l1_timeout", f"must be > 0, not {timeout}")
+        raise config_error(config.path, config.text, "ingest.l1_timeout", f"must be > 0, not {timeout}")
     max_bundle = _get(sect, "max_bundle", int, DEFAULT_MAX_BUNDLE, config, "ingest.max_bundle")
     if max_bundle < 1:
-        raise config_error(config.path, _text(config), "ingest.max_bundle", f"must be >= 1, not {max_bundle}")
+        raise config_error(config.path, config.text, "ingest.max_bundle", f"must be >= 1, not {max_bundle}")
     resolvers = _strings(sect, "resolvers", config, "ingest.resolvers") or DEFAULT_ORDER
     unknown = [r for r in resolvers if r not in DEFAULT_ORDER]
     if unknown:
-        raise config_error(config.path, _text(config), "ingest.resolvers",
+        raise config_error(config.path, config.text, "ingest.resolvers",
                            f"names unknown resolver {unknown[0]!r} (known: {', '.join(DEFAULT_ORDER)})")
     split = _get(sect, "split_failed_bundles", bool, True, config, "ingest.split_failed_bundles")
     split_runs = _get(sect, "split_max_gate_runs", int, 16, config, "ingest.split_max_gate_runs")
     if split_runs < 1:
-        raise config_error(config.path, _text(config), "ingest.split_max_gate_runs",
+        raise config_error(config.path, config.text, "ingest.split_max_gate_runs",
                            f"must be >= 1, not {split_runs} (set split_failed_bundles = false to never split)")
     suites = config.raw.get("suite", [])
     has_l1 = isinstance(suites, list) and any(

@@ -25,7 +25,6 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from forkflow.config import CONFIG_NAME, Config, config_error
@@ -123,21 +122,12 @@ def _suite_key_line(text: str, index: int, key: str) -> int | None:
     return start + 1
 
 
-def _config_text(config: Config) -> str:
-    if config.path is None:
-        return ""
-    try:
-        return Path(config.path).read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
 class _Checker:
     """Raises config errors that name the key (`suite[2].timeout`) and its line."""
 
     def __init__(self, config: Config) -> None:
         self.path = config.path
-        self.text = _config_text(config)
+        self.text = config.text
         self.index: int | None = None
 
     def fail(self, key: str, problem: str) -> UserError:
