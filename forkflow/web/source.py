@@ -15,6 +15,7 @@ from forkflow.errors import UserError
 from forkflow.models import Ledger
 from forkflow.store.schema import ForkRow
 from forkflow.store.session import Store, redact
+from forkflow.web.reads import newest_ledger
 
 LEDGER_TTL_S = 30.0  # a checkout's ledger is rebuilt at most this often (git calls per build)
 
@@ -47,6 +48,13 @@ class Source:
             if len(rows) == 1:
                 self.fork_id, self.fork_name = rows[0][0], rows[0][1]
         return self.fork_id
+
+    def ledger(self, s: Session, fid: int) -> tuple[Ledger | None, str, str]:
+        """(ledger, where it came from, problem): the checkout when served from one, else the store."""
+        ledger, problem = self.checkout_ledger() if self.ctx is not None else (None, "")
+        if ledger is not None:
+            return ledger, "checkout", ""
+        return newest_ledger(s, fid), "store (newest forkflow status)", problem
 
     def checkout_ledger(self) -> tuple[Ledger | None, str]:
         """(ledger, problem) built from the checkout, at most every LEDGER_TTL_S seconds."""

@@ -15,7 +15,6 @@ from forkflow.store import queries
 from forkflow.web import reads
 from forkflow.web.errors import NotFound
 from forkflow.web.render import both, page
-from forkflow.web.routes.overview import _ledger
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -44,7 +43,7 @@ def commit(request: Request, sha: str) -> Response:
         fid = src.fork(s)
         if fid is None:
             raise NotFound(f"no commit {sha} in the store: it is empty")
-        ledger, _, _ = _ledger(src, s, fid)
+        ledger, _, _ = src.ledger(s, fid)
         entry = _entry(ledger, sha)
         full = entry["sha"] if entry else sha
         decision = next((d for d in queries.recorded_decisions(s, fid) if d.sha == full), None)

@@ -21,7 +21,6 @@ from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import both, page, wants_json
-from forkflow.web.routes.overview import _ledger
 from forkflow.web.security import form_fields, record, require_token
 from forkflow.web.source import Source
 
@@ -53,7 +52,7 @@ def ingestion(request: Request) -> Response:
         checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
         conflicts = conflict_records.conflicts(s, fid, "open")
         deferred = [d for d in queries.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
-        ledger, _, _ = _ledger(src, s, fid)
+        ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
     data = {
         "empty": not units and not conflicts and not deferred, "hint": FILL_HINT,
@@ -88,7 +87,7 @@ def unit(request: Request, unit_id: int) -> Response:
         decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
         retries = [x.id for x in landing_records.retries_of(s, unit_id)]
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
-        ledger, _, _ = _ledger(src, s, fid)
+        ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
     members = []
     for sha, outcome in u.members:

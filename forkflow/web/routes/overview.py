@@ -22,17 +22,6 @@ FILL_HINT = ("nothing stored for this fork yet: run `forkflow status` in the for
              "history from git")
 
 
-def _ledger(src: Source, s: Session, fid: int) -> tuple[Ledger | None, str, str]:
-    """(ledger, where it came from, problem): the checkout when served from one, else the store."""
-    if src.ctx is not None:
-        ledger, problem = src.checkout_ledger()
-        if ledger is not None:
-            return ledger, "checkout", ""
-        cached = reads.newest_ledger(s, fid)
-        return cached, "store (newest forkflow status)", problem
-    return reads.newest_ledger(s, fid), "store (newest forkflow status)", ""
-
-
 def _ledger_doc(ledger: Ledger) -> dict[str, Any]:
     counts = ledger.counts()
     return {
@@ -87,7 +76,7 @@ def overview(request: Request) -> Response:
             return page(request, "overview.html", {"fork": None, "empty": True, "hint": FILL_HINT,
                                                    "ledger": None, "history": [], "attention": None})
         history = queries.snapshots(s, fid)
-        ledger, origin, problem = _ledger(src, s, fid)
+        ledger, origin, problem = src.ledger(s, fid)
         attention = _attention(s, fid)
     doc = _ledger_doc(ledger) if ledger is not None else (_snapshot_doc(history[-1]) if history else None)
     if ledger is None and history:
