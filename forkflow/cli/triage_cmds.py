@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +15,7 @@ from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.triage.models import Classification
 from forkflow.triage.tracking import sync_tracking
-from forkflow.triage.triage import TriageSettings, load_settings, triage_run
+from forkflow.triage.triage import load_settings, triage_run
 from forkflow.triage.trunk import RedItem, trunk_health
 
 if TYPE_CHECKING:
@@ -35,8 +36,7 @@ def triage(
     ctx = open_context(repo, store)
     settings = load_settings(ctx.config)
     if reruns is not None:
-        settings = TriageSettings(reruns, settings.min_clean_reruns, settings.history_runs,
-                                  settings.close_after, settings.sink)
+        settings = replace(settings, reruns=reruns)
     report = triage_run(ctx, run_id, settings=settings)
     if json_out:
         print_json(report.to_dict())
