@@ -18,6 +18,7 @@ from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.regress import records
+from forkflow.regress.alerts import Direction
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert
 from forkflow.regress.service import detect_alerts
@@ -67,7 +68,7 @@ def _bisect_new_alerts(ctx: Context, found: Sequence[Alert], parallel: int,
     """Start a bisection for every regression alert that has none yet (`detect --bisect`)."""
     out: list[dict[str, Any]] = []
     for a in found:
-        if a.direction.value != "regression" or a.bisection_id is not None:
+        if a.direction is not Direction.REGRESSION or a.bisection_id is not None:
             continue
         metric = a.worst.metric
         cmd, env = _measurement_command(ctx, metric, None)
@@ -119,7 +120,7 @@ def _render_alert(a: Alert) -> None:
         t.add_row(escape(m.metric), f"{m.before:.4g} {escape(m.unit)}", f"{m.after:.4g}",
                   f"{m.magnitude:+.2%}", f"{m.pvalue:.2g}", m.direction.value)
     console.print(t)
-    if a.direction.value == "regression":
+    if a.direction is Direction.REGRESSION:
         console.print(f"next: forkflow bisect --alert {a.id}")
 
 
