@@ -189,3 +189,12 @@ def test_trunk_culprit_from_stored_bisection_wins(fork: Path, builder: ForkBuild
         "upstream_subject": "Fix mm (#77)", "pr": 77, "source": "bisection", "bisection": found,
         "confidence": 1.0}
     assert item["culprit"] == f"{bad[:12]} [fork] break matmul -> upstream {up[:12]} Fix mm (#77)"
+
+
+def test_trunk_without_any_run_says_how_to_fill_it(builder, cli) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+    builder.branch_fork()
+    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    r = cli("trunk", repo=builder.f.path)
+    assert r.rc == 0
+    assert "no L1 or L2 run of fork main is stored yet" in r.out and "green" not in r.out

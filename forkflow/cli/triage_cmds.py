@@ -80,7 +80,7 @@ def trunk(
         print_json({"red": [i.to_dict() for i in items], **({"bisected": [d.to_dict() for d in done]}
                                                             if bisect else {})})
         return 0
-    _render_trunk(items)
+    _render_trunk(items, ctx)
     return 0
 
 
@@ -103,9 +103,16 @@ def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, pa
     return done
 
 
-def _render_trunk(items: Sequence[RedItem]) -> None:
+def _render_trunk(items: Sequence[RedItem], ctx: Context) -> None:
     if not items:
-        console.print("trunk is green (in the newest L1 and L2 runs of fork main)")
+        from forkflow.tiers import queries as tq
+        from forkflow.tiers.tiers import Tier
+
+        with ctx.store.session_scope() as s:
+            ran = any(tq.latest_runs(s, ctx.fork_id, tier, limit=1) for tier in (Tier.L1, Tier.L2))
+        console.print("trunk is green (in the newest L1 and L2 runs of fork main)" if ran else
+                      "no L1 or L2 run of fork main is stored yet: run `forkflow validate --tier L1` "
+                      "or `forkflow nightly`, then look again")
         return
     t = Table(title="red on fork main")
     for col in ("tier", "test", "since", "runs red", "culprit", "signature"):

@@ -44,7 +44,7 @@ class TriageSettings:
 def load_settings(config: Config) -> TriageSettings:
     """`[triage]` of forkflow.toml; bad values name their key and line."""
     raw = config.section("triage")
-    text = config.path.read_text(encoding="utf-8") if config.path and config.path.exists() else ""
+    text = config.text
     values: dict[str, Any] = {}
     for key in ("reruns", "min_clean_reruns", "history_runs", "close_after"):
         if key in raw:
