@@ -69,25 +69,40 @@ def _assert_only_l1_passed_on_branch(fork: Path, start: str, passed: Path) -> No
     assert set(on_branch) <= ok, "the fork branch points at a commit that did not pass L1"
 
 
+def _lines(path: Path) -> int:
+    return len(path.read_text().split()) if path.exists() else 0
+
+
+def _kill_after_progress(p: subprocess.Popen[bytes], passed: Path, jitter: float) -> None:
+    """SIGKILL the run `jitter` seconds after its next L1 pass: between L1 and the ref update,
+    during the pick of the next unit, in its store writes.  Tied to progress, not to the wall
+    clock, so a faster machine meets the same moments."""
+    base = _lines(passed)
+    while p.poll() is None and _lines(passed) <= base:
+        time.sleep(0.002)
+    time.sleep(jitter)
+    if p.poll() is None:
+        os.killpg(p.pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
 def test_land_crash_sigkill_anywhere_then_rerun(crashy: tuple[Path, Path], tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     fork, passed = crashy
     start = _git(fork, "rev-parse", "main")
     kills = 0
-    # kills inside L1 (the gate's process kills forkflow), then at moments spread over the run
-    schedule: list[float | None] = [None, None, None] + [0.3 + 0.25 * i for i in range(12)]
-    for delay in schedule:
-        if delay is None:
+    # kills inside L1 (the gate's process kills forkflow), then at moments after an L1 pass;
+    # 17 units to land, each timed kill lets at most a few land, so every run below is cut short
+    schedule: list[float | None] = [None, None, None] + [0.0, 0.002, 0.005, 0.01, 0.02, 0.04] * 2
+    for jitter in schedule:
+        if jitter is None:
             (tmp_path / "kill-next").touch()
         p = _start(fork, tmp_path)
-        if delay is not None:
-            time.sleep(delay)
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+        if jitter is not None:
+            _kill_after_progress(p, passed, jitter)
         rc = p.wait(timeout=60)
         kills += rc == -signal.SIGKILL
         _assert_only_l1_passed_on_branch(fork, start, passed)
-    assert kills >= 8, f"only {kills} runs were killed mid-way"
+    assert kills >= 12, f"only {kills} runs were killed mid-way"
     final = _start(fork, tmp_path)
     _, err = final.communicate(timeout=120)
     assert final.returncode == 0, err.decode()

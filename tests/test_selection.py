@@ -2,7 +2,6 @@
 fallbacks; and, end to end, that `--suite` and full runs are never narrowed."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -165,17 +164,14 @@ def test_older_runs_count_less() -> None:
     assert cf.changes["lib/x.py"] == pytest.approx(0.5) and cf.changes["lib/z.py"] == pytest.approx(1.0)
 
 
-def test_selection_is_fast_on_a_long_history() -> None:
+def test_selection_on_a_long_history_keeps_the_tests_that_failed_with_those_files() -> None:
     known = tuple(f"tests/p{p}/test_m{m}.py::test_{i}" for p in range(6) for m in range(10) for i in range(5))
     hist = [_fail({f"src/p{k % 6}/m{k % 10}.py", f"src/p{k % 6}/m{(k * 7) % 10}.py"},
                   *([f"tests/p{(k * 5) % 6}/test_m{k % 10}.py::test_{k % 5}"] if k % 4 == 0 else []))
             for k in range(5000)]
     spec = SuiteSpec("unit", ("src/**", "tests/**"), True, known)
-    start = time.perf_counter()
     sel = select(["src/p2/m3.py", "src/p2/new.py"], [spec], hist).suites[0]
-    took = time.perf_counter() - start
-    assert sel.tests is not None and len(sel.tests) == 100
-    assert took < 0.5, f"selection took {took * 1000:.0f} ms on 5000 runs (goal: under 50 ms)"
+    assert sel.tests is not None and len(sel.tests) == 100  # its speed: benchmarks/bench_selection.py
 
 
 def test_explicit_suite_and_full_runs_are_never_narrowed(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

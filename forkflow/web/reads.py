@@ -106,7 +106,7 @@ def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list
         select(MetricPointRow.name, MetricPointRow.unit, MetricPointRow.better, MetricPointRow.suite)
         .where(MetricPointRow.id.in_(newest.group_by(MetricPointRow.name).scalar_subquery())))}
     # sorted here: without an index on (name, commit_date) SQLite sorts slower than Python does
-    rows = sorted(s.execute(q).tuples(), key=itemgetter(0, 3, 4))
+    rows = sorted(s.execute(q).all(), key=itemgetter(0, 3, 4))
     grouped: dict[str, list[tuple[str, float, int]]] = defaultdict(list)
     for n, rev, value, date, _id in rows:
         grouped[n].append((rev, value, date))
