@@ -290,9 +290,11 @@ def test_pages_read_while_the_store_is_written(tmp_path: Path) -> None:
     t.start()
     try:
         with TestClient(create_app(url)) as c:
-            deadline = time.monotonic() + 3
-            seen = set()
-            while time.monotonic() < deadline:
+            start = time.monotonic()
+            seen = {0}
+            # read for a second at least, and on until the writer's metrics show (60 s at most)
+            while time.monotonic() < start + 1 or not (written[0] > 5 and max(seen) > 3):
+                assert time.monotonic() < start + 60, "the readers never saw the writer's metrics"
                 for path in ("/", "/l2", "/validation", "/api/l2"):
                     r = c.get(path)
                     assert r.status_code == 200, (path, r.text[-300:])
