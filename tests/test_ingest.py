@@ -505,3 +505,15 @@ def test_ingest_bundle_bisection_off_defers_the_whole_bundle(cli, tmp_path: Path
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["failed"] and _gate_runs(runs) == 1
     assert {c["disposition"] for c in _status(cli, fork)["commits"]} == {"DEFERRED"}
+
+
+def test_ingest_folds_its_packs_like_git_does_after_a_fetch(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    packs = fork / ".git" / "objects" / "pack"
+    _git(fork, "config", "gc.autoPackLimit", "3")  # git's own threshold, low enough for this fork
+    before = len(list(packs.glob("*.pack")))
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    landed = [u for u in r.json()["units"] if u["status"] == "landed"]
+    assert len(landed) >= 3  # a pack each, and then some: past the limit, so git folded them
+    assert len(list(packs.glob("*.pack"))) <= 2 < before + len(landed)
+    assert _git(fork, "fsck", "--no-dangling") == ""

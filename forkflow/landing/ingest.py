@@ -184,11 +184,20 @@ class Ingestor:
         tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
             self._note_checked_out(ledger.fork_tip)
+        if self.writes and results:
+            self.tidy_packs()
         if self.writes:
             with self.ctx.store.session_scope() as s:
                 records.finish_run(s, self.run_id)
         return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
                             tuple(self.notes))
+
+    def tidy_packs(self) -> None:
+        """Each unit wrote one pack; let git fold them as it does after a fetch (`git gc --auto`:
+        nothing until `gc.autoPackLimit` packs, 50 by default; `gc.auto = 0` turns it off).  In
+        the foreground, so that no repack outlives the run."""
+        self.reporter.phase("tidying packs")
+        self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
 
     def recover(self) -> None:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned."""
