@@ -60,3 +60,23 @@ def test_cli_usage_errors_exit_2_without_a_crash_log() -> None:
         r = run_forkflow(*args, cwd=Path.cwd())
         assert r.rc == 2, (args, r.rc, r.err)
         assert "crash" not in r.err and "Error:" in r.err and r.err.strip()
+
+
+def test_every_help_text_reads_as_written() -> None:
+    """Help is rendered as Rich markup: an unescaped `[validation]` would vanish from it."""
+    from rich.text import Text
+
+    main._mount(["--help"])
+    seen: list[str] = []
+
+    def walk(cmd: object, path: str) -> None:
+        params = getattr(cmd, "params", [])
+        for text in [getattr(cmd, "help", None) or "", *(getattr(p, "help", None) or "" for p in params)]:
+            assert Text.from_markup(text).plain == text.replace("\\[", "["), f"{path}: {text!r}"
+        seen.append(path)
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(main.app), "forkflow")
+    assert {"forkflow validate", "forkflow workloads add", "forkflow l3 run"} <= set(seen)
+    assert len(seen) > 25

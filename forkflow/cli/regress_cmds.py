@@ -30,7 +30,7 @@ def detect(
     max_pvalue: Annotated[float, typer.Option(help="Significance a change must reach.")] = 0.01,
     min_magnitude: Annotated[float, typer.Option(help="Smallest relative change (0.02 = 2%).")] = 0.0,
     auto_bisect: Annotated[bool, typer.Option("--bisect", help="Bisect every new regression alert now "
-                                              "(the [bisect] command, else the metric's L2 suite).")] = False,
+                                              "(the \\[bisect] command, else the metric's L2 suite).")] = False,
     parallel: Annotated[int, typer.Option("--parallel", help="With --bisect: commits measured per round.")] = 1,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
@@ -154,7 +154,7 @@ def bisect(
                                               "whose stored runs have the test).")] = None,
     parallel: Annotated[int, typer.Option("--parallel", help="Commits measured per round (K).")] = 1,
     command: Annotated[str | None, typer.Option("--command", help="Measurement command "
-                                                "(default: [bisect] command in forkflow.toml).")] = None,
+                                                "(default: \\[bisect] command in forkflow.toml).")] = None,
     pass_fail: Annotated[bool, typer.Option("--pass-fail", help="Exit code 0 = pass, else fail.")] = False,
     max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
     reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,

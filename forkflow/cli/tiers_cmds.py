@@ -21,9 +21,9 @@ from forkflow.tiers.queries import L3RequestInfo
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import ValidateRequest, ValidationOutcome, validate as run_validate
 
-RunnerOpt = Annotated[str | None, typer.Option("--runner", help="local or ray (default: [validation] runner).")]
+RunnerOpt = Annotated[str | None, typer.Option("--runner", help="local or ray (default: \\[validation] runner).")]
 AddressOpt = Annotated[str | None, typer.Option(
-    "--ray-address", help="Ray head: auto, host:port or ray://host:port (default: [validation] ray_address).")]
+    "--ray-address", help="Ray head: auto, host:port or ray://host:port (default: \\[validation] ray_address).")]
 _COLOR = {"PASS": "green", "FAIL": "red", "INFRA": "yellow"}
 
 

@@ -28,7 +28,7 @@ COLOUR = {Classification.NEW: "bold red", Classification.BROKEN_TRUNK: "yellow",
 def triage(
     run_id: Annotated[int, typer.Argument(help="The validation run to triage.")],
     json_out: JsonOpt = False,
-    reruns: Annotated[int | None, typer.Option(help="Automatic reruns per failure (default: [triage] reruns).")] = None,
+    reruns: Annotated[int | None, typer.Option(help="Automatic reruns per failure (default: \\[triage] reruns).")] = None,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
 ) -> int:

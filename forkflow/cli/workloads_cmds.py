@@ -53,7 +53,7 @@ def add(
     timeout: Annotated[str | None, typer.Option("--timeout", help='e.g. "20m".')] = None,
     repo: RepoOpt = Path("."),
 ) -> int:
-    """Append a [[suite]] that runs workload NAME to forkflow.toml."""
+    """Append a \\[\\[suite]] that runs workload NAME to forkflow.toml."""
     w = get_workload(name)
     entry = w.suite_entry(suite, tuple(paths) if paths else None, gpus, timeout)
     path = add_suite(repo, entry)
