@@ -108,7 +108,15 @@ def test_head_going_down_mid_run_loses_nothing(tmp_path: Path, throwaway_head) -
     jobs = [_job(tmp_path, "echo quick", 0), _job(tmp_path, f"echo $$ > {pidfile}; sleep 300", 1, timeout=600)]
     r.check(jobs)
     seen: list[Any] = []
-    threading.Timer(4.0, kill_head).start()
+
+
+    def kill_when_both_ran() -> None:  # the quick job reported, the long one started: then the head goes
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and any(x.job_id == 0 for x in list(seen))) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        kill_head()
+
+    threading.Thread(target=kill_when_both_ran, daemon=True).start()
     start = time.monotonic()
     res = r.run(jobs, on_done=seen.append)
     r.close()
