@@ -216,16 +216,24 @@ def parse_lit(path: Path) -> ParsedReport:
                         problem="" if results else "the report lists no lit tests")
 
 
-def _parse_lit_json(path: Path, size: int) -> ParsedReport:
+def _json_list(path: Path, size: int, what: str, key: str) -> list[Any] | ParsedReport:
+    """The list under `key` of a JSON report, or the ParsedReport that says why there is none."""
     if size > MAX_JSON_BYTES:
-        return ParsedReport(problem=f"the lit JSON report is {size} bytes, over the limit", size=size)
+        return ParsedReport(problem=f"the {what} is {size} bytes, over the limit", size=size)
     try:
         doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
     except ValueError as e:
-        return ParsedReport(problem=f"the lit JSON report is malformed or truncated ({e})", size=size)
-    tests = doc.get("tests") if isinstance(doc, dict) else None
-    if not isinstance(tests, list):
-        return ParsedReport(problem="the lit JSON report has no 'tests' list", size=size)
+        return ParsedReport(problem=f"the {what} is malformed or truncated ({e})", size=size)
+    items = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(items, list):
+        return ParsedReport(problem=f"the {what} has no '{key}' list", size=size)
+    return items
+
+
+def _parse_lit_json(path: Path, size: int) -> ParsedReport:
+    tests = _json_list(path, size, "lit JSON report", "tests")
+    if isinstance(tests, ParsedReport):
+        return tests
     results = []
     for t in tests:
         if not isinstance(t, dict) or not isinstance(t.get("name"), str):
@@ -268,15 +276,9 @@ def parse_metrics(path: Path) -> ParsedReport:
     if missing:
         return missing
     size = path.stat().st_size
-    if size > MAX_JSON_BYTES:
-        return ParsedReport(problem=f"the metrics report is {size} bytes, over the limit", size=size)
-    try:
-        doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
-    except ValueError as e:
-        return ParsedReport(problem=f"the metrics JSON is malformed or truncated ({e})", size=size)
-    items = doc.get("metrics") if isinstance(doc, dict) else None
-    if not isinstance(items, list):
-        return ParsedReport(problem="the metrics report has no 'metrics' list", size=size)
+    items = _json_list(path, size, "metrics report", "metrics")
+    if isinstance(items, ParsedReport):
+        return items
     metrics: list[Metric] = []
     results: list[TestResult] = []
     problems: list[str] = []
