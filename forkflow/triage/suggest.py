@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
-
+from forkflow.chat import ChatError, chat_completion
 from forkflow.triage.signature import strip_ansi
 from forkflow.triage.sinks.base import defuse_markers
 
@@ -202,25 +201,20 @@ class ChatAgent:
     """An OpenAI-compatible `/chat/completions` endpoint; the key comes from the environment."""
 
     def __init__(self, endpoint: str, model: str, key_env: str = "", timeout: float = 120.0) -> None:
-        self.endpoint = endpoint.rstrip("/")
+        self.endpoint = endpoint
         self.model = model
-        key = os.environ.get(key_env, "") if key_env else ""
-        self._headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.key = (os.environ.get(key_env, "") if key_env else "") or None
         self.timeout = timeout
 
     def complete(self, system: str, user: str) -> str:
-        doc = {"model": self.model, "messages": [{"role": "system", "content": system},
-                                                 {"role": "user", "content": user}]}
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            r = httpx.post(f"{self.endpoint}/chat/completions", json=doc, headers=self._headers,
-                           timeout=self.timeout)
-            r.raise_for_status()
-            content = r.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as e:
-            log.warning("agent endpoint failed: %s", type(e).__name__)
+            content = chat_completion(self.endpoint, self.model, messages, api_key=self.key, timeout=self.timeout)
+        except ChatError as e:
+            log.warning("agent endpoint failed: %s", e.kind)
             return ""
-        log.info("agent endpoint answered %d characters", len(content or ""))
-        return content if isinstance(content, str) else ""
+        log.info("agent endpoint answered %d characters", len(content))
+        return content
 
 
 def suggest(signature: str, excerpt: str, culprit: Culprit | None, owners: Sequence[str],

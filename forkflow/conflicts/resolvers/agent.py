@@ -13,8 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx
-
+from forkflow.chat import ChatError, chat_completion
 from forkflow.conflicts import guardrails
 from forkflow.conflicts.case import ConflictCase, decode
 from forkflow.conflicts.classify import regions
@@ -135,27 +134,17 @@ class HttpBackend:
     name = "http"
 
     def __init__(self, url: str, model: str, api_key: str | None, timeout: float) -> None:
-        self.url = url.rstrip("/") + "/chat/completions"
+        self.url = url
         self.model = model
         self.api_key = api_key
         self.timeout = timeout
 
     def ask(self, request: dict[str, object]) -> tuple[bytes, str]:
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        body = {"model": self.model, "temperature": 0, "messages": prompt_messages(request)}
         try:
-            r = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout)
-        except httpx.TimeoutException:
-            raise AgentFailure("timeout", f"no answer within {self.timeout:g}s") from None
-        except httpx.HTTPError as e:
-            raise AgentFailure("error", f"{type(e).__name__}: {e}") from e
-        if r.status_code != 200:
-            raise AgentFailure("error", f"HTTP {r.status_code} from {self.url}", r.text[:2000])
-        try:
-            content = r.json()["choices"][0]["message"]["content"]
-            assert isinstance(content, str)
-        except (ValueError, KeyError, IndexError, TypeError, AssertionError):
-            raise AgentFailure("error", "not an OpenAI-style chat completion", r.text[:2000]) from None
+            content = chat_completion(self.url, self.model, prompt_messages(request), api_key=self.api_key,
+                                      timeout=self.timeout, temperature=0)
+        except ChatError as e:
+            raise AgentFailure(e.kind, e.detail, e.body) from None
         return unfence(content).encode("utf-8", "surrogateescape"), content
 
 
