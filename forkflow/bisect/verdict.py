@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from forkflow.models import Better
 
@@ -69,6 +68,8 @@ def two_sample_p(a: Sequence[float], b: Sequence[float]) -> float:
         return 1.0
     if np.ptp(np.concatenate([x, y])) == 0:
         return 1.0
+    from scipy import stats  # here, not at import: `forkflow detect` and triage never need SciPy
+
     p_u = float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     p_ks = float(stats.ks_2samp(x, y).pvalue)
     p = min(p_u, p_ks)

@@ -13,6 +13,7 @@ from rich.table import Table
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
+from forkflow.bisect.verdict import VerdictPolicy
 from forkflow.triage.models import Classification
 from forkflow.triage.tracking import sync_tracking
 from forkflow.triage.triage import load_settings, triage_run
@@ -86,7 +87,6 @@ def trunk(
 
 def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, parallel: int,
                 quiet: bool) -> list[RedBisection]:
-    from forkflow.bisect.verdict import VerdictPolicy  # SciPy: only when bisecting
     from forkflow.cli.regress_cmds import RoundReporter
     from forkflow.triage.culprits import bisect_red
 

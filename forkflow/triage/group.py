@@ -4,8 +4,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 
-import numpy as np
-
 from forkflow.triage.models import Failure, FailureGroup
 
 
@@ -19,8 +17,8 @@ def group_failures(failures: Iterable[Failure]) -> list[FailureGroup]:
     return sorted(groups, key=lambda g: (-len(g.failures), g.signature))
 
 
-def _comb2(x: np.ndarray) -> float:
-    return float((x * (x - 1) / 2).sum())
+def _comb2(counts: Iterable[int]) -> float:
+    return float(sum(c * (c - 1) / 2 for c in counts))
 
 
 def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]) -> float:
@@ -31,9 +29,9 @@ def adjusted_rand_index(truth: Sequence[Hashable], predicted: Sequence[Hashable]
     if n < 2:
         return 1.0
     pairs = Counter(zip(truth, predicted))
-    index = _comb2(np.array(list(pairs.values()), dtype=float))
-    a = _comb2(np.array(list(Counter(truth).values()), dtype=float))
-    b = _comb2(np.array(list(Counter(predicted).values()), dtype=float))
+    index = _comb2(pairs.values())
+    a = _comb2(Counter(truth).values())
+    b = _comb2(Counter(predicted).values())
     expected = a * b / (n * (n - 1) / 2)
     top = (a + b) / 2
     if top == expected:  # both labellings are trivial (one cluster, or all singletons)

@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from forkflow.bisect.bisector import Status
 from forkflow.context import Context
 from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import store as ts
 from forkflow.triage.models import Failure
-
-FOUND = "found"  # forkflow.bisect.bisector.Status.FOUND (not imported: it pulls SciPy in)
 
 
 def red_test_metric(suite: str, test: str) -> str:
@@ -131,7 +130,7 @@ def _single_commit(ctx: Context, item: RedItem) -> TrunkCulprit | None:
 
 
 def _from_bisection(ctx: Context, b: ts.RedTestBisection) -> TrunkCulprit | None:
-    if b.status != FOUND or not b.fork_sha:
+    if b.status != Status.FOUND or not b.fork_sha:
         return None
     unit = ctx.repo.log("-1", b.fork_sha, reverse=False) if ctx.repo.resolve(b.fork_sha) else []
     unit_subject = unit[0].subject if unit else b.subject
