@@ -131,7 +131,7 @@ def _known_runs(outcome: BisectOutcome, cands: Sequence[Candidate]) -> dict[Sha,
 
 def bisect_fork(repo: Repo, metric: str, good: str, bad: str, probe: Probe, reporter: Reporter | None = None,
                 *, mode: Mode = Mode.PERF, policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
-                better: Better | None = None, descend: bool = True) -> BisectReport:
+                better: Better | None = None) -> BisectReport:
     """Find the landing unit, then the upstream commit inside a bundle, that changed `metric`."""
     g, b = resolve_range(repo, good, bad)
     units = landing_units(repo, g, b)
@@ -146,7 +146,7 @@ def bisect_fork(repo: Repo, metric: str, good: str, bad: str, probe: Probe, repo
     unit = units[first.culprit - 1]
     culprit = _unit_culprit(repo, unit)
     conf, message = first.confidence, first.message
-    if descend and unit.is_bundle and unit.parent is not None:
+    if unit.is_bundle and unit.parent is not None:
         inner = _Replay(probe, _known_runs(first, cands)) if mode is Mode.PASS_FAIL else probe
         second, cands2 = _inside_bundle(repo, unit, inner, reporter, mode, policy, parallel,
                                         better or first.better)

@@ -255,13 +255,13 @@ def test_outcomes(s: Session, run_id: int, *, bad_only: bool = False,
                             t.duration_s, t.message) for t in s.scalars(q.order_by(TestOutcomeRow.id))]
 
 
-def last_green_run(s: Session, fid: int, tier: Tier, full_only: bool = True) -> RunInfo | None:
-    """The newest PASS run of a tier (by default one without test selection, not a rerun)."""
+def last_green_run(s: Session, fid: int, tier: Tier) -> RunInfo | None:
+    """The newest PASS run of a tier that ran it whole (no test selection, not a rerun, not L3)."""
     q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid, ValidationRunRow.tier == tier.value,
                                         ValidationRunRow.status == PASS)
          .order_by(desc(ValidationRunRow.id)).limit(50))
     for r in s.scalars(q):
-        if not full_only or r.base is None and r.parent_run_id is None and r.trigger != "l3":
+        if r.base is None and r.parent_run_id is None and r.trigger != "l3":
             return _run(r)
     return None
 

@@ -70,7 +70,6 @@ class ParsedReport:
     metrics: tuple[Metric, ...] = ()
     problem: str = ""
     exists: bool = True
-    size: int = 0
 
     @property
     def total(self) -> int:
@@ -96,7 +95,7 @@ def _missing(path: Path) -> ParsedReport | None:
         return ParsedReport(problem="no report was written", exists=False)
     size = path.stat().st_size
     if size == 0:
-        return ParsedReport(problem="the report is empty (0 bytes)", size=0)
+        return ParsedReport(problem="the report is empty (0 bytes)")
     return None
 
 
@@ -160,7 +159,6 @@ def parse_junit(path: Path) -> ParsedReport:
     missing = _missing(path)
     if missing:
         return missing
-    size = path.stat().st_size
     results: list[TestResult] = []
     problem = ""
     depth = 0
@@ -183,7 +181,7 @@ def parse_junit(path: Path) -> ParsedReport:
         problem = f"cannot read the report ({e})"
     if not problem and not results:
         problem = "the report lists no tests"
-    return ParsedReport(results=tuple(results), problem=problem, size=size)
+    return ParsedReport(results=tuple(results), problem=problem)
 
 
 # -- lit ---------------------------------------------------------------------------------------
@@ -202,36 +200,36 @@ def parse_lit(path: Path) -> ParsedReport:
     missing = _missing(path)
     if missing:
         return missing
-    size = path.stat().st_size
     with path.open("rb") as f:
         head = f.read(64).lstrip()
     if head.startswith(b"{"):
-        return _parse_lit_json(path, size)
+        return _parse_lit_json(path)
     results = []
     for line in iter_log_lines(path):
         m = _LIT_LINE.match(line)
         if m and m.group("code") in _LIT_CODES:
             results.append(TestResult(m.group("name"), _LIT_CODES[m.group("code")]))
-    return ParsedReport(results=tuple(results), size=size,
+    return ParsedReport(results=tuple(results),
                         problem="" if results else "the report lists no lit tests")
 
 
-def _json_list(path: Path, size: int, what: str, key: str) -> list[Any] | ParsedReport:
+def _json_list(path: Path, what: str, key: str) -> list[Any] | ParsedReport:
     """The list under `key` of a JSON report, or the ParsedReport that says why there is none."""
+    size = path.stat().st_size
     if size > MAX_JSON_BYTES:
-        return ParsedReport(problem=f"the {what} is {size} bytes, over the limit", size=size)
+        return ParsedReport(problem=f"the {what} is {size} bytes, over the limit")
     try:
         doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
     except ValueError as e:
-        return ParsedReport(problem=f"the {what} is malformed or truncated ({e})", size=size)
+        return ParsedReport(problem=f"the {what} is malformed or truncated ({e})")
     items = doc.get(key) if isinstance(doc, dict) else None
     if not isinstance(items, list):
-        return ParsedReport(problem=f"the {what} has no '{key}' list", size=size)
+        return ParsedReport(problem=f"the {what} has no '{key}' list")
     return items
 
 
-def _parse_lit_json(path: Path, size: int) -> ParsedReport:
-    tests = _json_list(path, size, "lit JSON report", "tests")
+def _parse_lit_json(path: Path) -> ParsedReport:
+    tests = _json_list(path, "lit JSON report", "tests")
     if isinstance(tests, ParsedReport):
         return tests
     results = []
@@ -243,7 +241,7 @@ def _parse_lit_json(path: Path, size: int) -> ParsedReport:
         duration = float(elapsed) if isinstance(elapsed, (int, float)) else 0.0
         msg = clean_text(str(t.get("output", ""))) if outcome.bad else ""
         results.append(TestResult(t["name"], outcome, duration, msg))
-    return ParsedReport(results=tuple(results), size=size,
+    return ParsedReport(results=tuple(results),
                         problem="" if results else "the report lists no lit tests")
 
 
@@ -275,8 +273,7 @@ def parse_metrics(path: Path) -> ParsedReport:
     missing = _missing(path)
     if missing:
         return missing
-    size = path.stat().st_size
-    items = _json_list(path, size, "metrics report", "metrics")
+    items = _json_list(path, "metrics report", "metrics")
     if isinstance(items, ParsedReport):
         return items
     metrics: list[Metric] = []
@@ -299,7 +296,7 @@ def parse_metrics(path: Path) -> ParsedReport:
     problem = "; ".join(problems[:5])
     if not results and not problem:
         problem = "the metrics report lists no metrics"
-    return ParsedReport(results=tuple(results), metrics=tuple(metrics), problem=problem, size=size)
+    return ParsedReport(results=tuple(results), metrics=tuple(metrics), problem=problem)
 
 
 PARSERS = {"junit": parse_junit, "lit": parse_lit, "metrics": parse_metrics}

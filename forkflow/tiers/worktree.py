@@ -77,7 +77,3 @@ class WorktreeCache:
         for old in trees[max(0, self.keep - 1):]:
             self._remove(old)
 
-    def cached(self) -> list[Path]:
-        if not self.root.exists():
-            return []
-        return sorted((p for p in self.root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)

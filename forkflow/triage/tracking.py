@@ -230,5 +230,3 @@ def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
     return ref, ts.Tracking(step.key, sink.name, ref.id, ref.url, True, 0, run_id)
 
 
-def issue_folder(ctx: Context) -> Path:
-    return ctx.config.root / str(ctx.config.section("triage").get("markdown_dir", ".forkflow/issues"))

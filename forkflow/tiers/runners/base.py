@@ -79,7 +79,6 @@ class Runner(Protocol):
 class RunnerOptions:
     jobs: int = 0            # local pool size, 0 = CPUs
     address: str = "auto"    # Ray: "auto", "host:port" or "ray://host:port"
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 def _local(opts: RunnerOptions) -> Runner:
