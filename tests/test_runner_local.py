@@ -1,7 +1,6 @@
 """The local runner: process groups, timeouts, missing commands, resources, garbage output."""
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 

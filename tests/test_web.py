@@ -162,7 +162,6 @@ def test_ingestion_units_conflicts_and_waiting(client: TestClient, seeded: tuple
 
 
 def test_ingestion_shows_every_routing_reason(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
-    info = seeded[1]
     doc = client.get("/api/ingestion").json()
     by = {u["name"].split(" ")[0]: u for u in doc["units"]}
     assert len(by["bundle-1"]["reasons"]) == 40

@@ -85,9 +85,8 @@ def close_conflicts(s: Session, fid: int, upstream_shas: Sequence[str]) -> None:
 
 
 def _info(r: ConflictRow) -> ConflictInfo:
-    last = r.last_seen if r.last_seen.tzinfo else r.last_seen.replace(tzinfo=timezone.utc)
     return ConflictInfo(r.id, Sha(r.upstream_sha), r.subject, r.path, r.kind, r.chain, Sha(r.base_sha),
-                        r.key, r.marked, tuple(json.loads(r.tried or "[]")), r.status, r.seen, last)
+                        r.key, r.marked, tuple(json.loads(r.tried or "[]")), r.status, r.seen, r.last_seen)
 
 
 def conflicts(s: Session, fid: int, status: str | None = "open") -> list[ConflictInfo]:

@@ -95,9 +95,8 @@ def _alert(s: Session, r: RegressAlertRow) -> Alert:
                            .order_by(RegressAlertMemberRow.metric)))
     last = s.scalar(select(BisectionRow.id).where(BisectionRow.alert_id == r.id)
                     .order_by(BisectionRow.id.desc()).limit(1))
-    opened = r.opened_at if r.opened_at.tzinfo else r.opened_at.replace(tzinfo=timezone.utc)
     return Alert(r.id, Sha(r.good_rev), Sha(r.bad_rev), Direction(r.direction), r.status, members,
-                 opened, last)
+                 r.opened_at, last)
 
 
 def save_bisection(s: Session, fid: int, alert_id: int | None, result: dict[str, Any]) -> int:

@@ -129,8 +129,7 @@ def snapshots(s: Session, fid: int) -> list[Snapshot]:
                      .order_by(SnapshotRow.taken_at)).all()
     out = []
     for r in rows:
-        taken = r.taken_at if r.taken_at.tzinfo else r.taken_at.replace(tzinfo=timezone.utc)
-        out.append(Snapshot(taken, r.source, Sha(r.fork_tip), Sha(r.upstream_tip),
+        out.append(Snapshot(r.taken_at, r.source, Sha(r.fork_tip), Sha(r.upstream_tip),
                             Sha(r.ingestion_point), r.inferred, r.days_behind, r.backlog,
                             json.loads(r.counts)))
     return out

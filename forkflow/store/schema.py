@@ -17,11 +17,27 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """`DateTime(timezone=True)` that reads back aware UTC on every backend: SQLite keeps no zone,
+    so its naive values are UTC by construction (written through here)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return value.astimezone(timezone.utc) if value is not None and value.tzinfo else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
 
 
 class Base(DeclarativeBase):
@@ -32,7 +48,7 @@ class ForkRow(Base):
     __tablename__ = "forks"
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(400), unique=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class DispositionRow(Base):
@@ -46,7 +62,7 @@ class DispositionRow(Base):
     disposition: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text, default="")
     fork_shas: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
-    decided_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    decided_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class SnapshotRow(Base):
@@ -56,7 +72,7 @@ class SnapshotRow(Base):
     __table_args__ = (UniqueConstraint("fork_id", "source", "taken_at"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
-    taken_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    taken_at: Mapped[datetime] = mapped_column(UtcDateTime())
     source: Mapped[str] = mapped_column(String(16))  # status | backfill
     fork_tip: Mapped[str] = mapped_column(String(64))
     upstream_tip: Mapped[str] = mapped_column(String(64))
@@ -83,7 +99,7 @@ class LedgerCacheRow(Base):
     key: Mapped[str] = mapped_column(String(128), primary_key=True)
     fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
     payload: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class MetricPointRow(Base):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from forkflow.store.schema import Base, utcnow
+from forkflow.store.schema import Base, UtcDateTime, utcnow
 
 
 class IngestRunRow(Base):
@@ -17,8 +17,8 @@ class IngestRunRow(Base):
     mode: Mapped[str] = mapped_column(String(16))  # dry-run | validate | land
     base_sha: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16), default="running")  # running | done
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class LandingUnitRow(Base):
@@ -36,8 +36,8 @@ class LandingUnitRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     summary: Mapped[str] = mapped_column(Text, default="")
     retry_of: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the unit this one re-ran
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class UnitMemberRow(Base):
@@ -70,8 +70,8 @@ class ConflictRow(Base):
     tried: Mapped[str] = mapped_column(Text, default="")  # what each resolver said
     status: Mapped[str] = mapped_column(String(16), default="open")  # open | resolved
     seen: Mapped[int] = mapped_column(Integer, default=1)
-    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    first_seen: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class ResolutionRow(Base):
@@ -83,7 +83,7 @@ class ResolutionRow(Base):
     path: Mapped[str] = mapped_column(Text, default="")
     regions: Mapped[str] = mapped_column(Text)  # JSON list of resolved region texts
     source: Mapped[str] = mapped_column(String(16))  # person | trivial | agent
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class AgentAttemptRow(Base):
@@ -100,7 +100,7 @@ class AgentAttemptRow(Base):
     outcome: Mapped[str] = mapped_column(String(16))  # accepted | rejected | error | timeout
     reason: Mapped[str] = mapped_column(Text, default="")
     duration_ms: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class TouchCacheRow(Base):

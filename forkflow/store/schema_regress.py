@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from forkflow.store.schema import Base, utcnow
+from forkflow.store.schema import Base, UtcDateTime, utcnow
 
 
 class RegressAlertRow(Base):
@@ -20,8 +20,8 @@ class RegressAlertRow(Base):
     bad_rev: Mapped[str] = mapped_column(String(64))
     direction: Mapped[str] = mapped_column(String(16))   # regression | improvement
     status: Mapped[str] = mapped_column(String(16))      # open | bisected | no-culprit
-    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    opened_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class RegressAlertMemberRow(Base):
@@ -64,4 +64,4 @@ class BisectionRow(Base):
     measurement_count: Mapped[int] = mapped_column(Integer, default=0)
     message: Mapped[str] = mapped_column(Text, default="")
     result: Mapped[str] = mapped_column(Text, default="{}")  # JSON: steps, measurements, skipped
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from forkflow.store.schema import Base, utcnow
+from forkflow.store.schema import Base, UtcDateTime, utcnow
 
 
 class ValidationRunRow(Base):
@@ -25,8 +25,8 @@ class ValidationRunRow(Base):
     status: Mapped[str] = mapped_column(String(16))  # RUNNING | PASS | FAIL | INFRA
     runner: Mapped[str] = mapped_column(String(32))
     trigger: Mapped[str] = mapped_column(String(32), default="validate")  # validate|nightly|l3|rerun|gate
-    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
     commit_date: Mapped[int] = mapped_column(Integer, default=0)
     changed_files: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
     inventory: Mapped[str] = mapped_column(Text, default="[]")  # JSON: the tier's configured suites
@@ -61,7 +61,7 @@ class ValidationJobRow(Base):
     findings: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of saturation findings
     metrics: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of metrics reported
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UtcDateTime(), nullable=True)
 
 
 class TestOutcomeRow(Base):
@@ -88,7 +88,7 @@ class L3RequestRow(Base):
     rev: Mapped[str] = mapped_column(String(64))
     requested_by: Mapped[str] = mapped_column(String(200), default="")
     note: Mapped[str] = mapped_column(Text, default="")
-    requested_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    requested_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class L3SignoffRow(Base):
@@ -99,4 +99,4 @@ class L3SignoffRow(Base):
     owner: Mapped[str] = mapped_column(String(200))
     verdict: Mapped[str] = mapped_column(String(8))  # accept | reject
     note: Mapped[str] = mapped_column(Text, default="")
-    signed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    signed_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

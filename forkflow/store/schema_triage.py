@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from forkflow.store.schema import Base, utcnow
+from forkflow.store.schema import Base, UtcDateTime, utcnow
 
 
 class FailureGroupRow(Base):
@@ -22,8 +22,8 @@ class FailureGroupRow(Base):
     key: Mapped[str] = mapped_column(String(16))
     kind: Mapped[str] = mapped_column(String(16))
     signature: Mapped[str] = mapped_column(Text)
-    first_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     first_run_id: Mapped[int] = mapped_column(Integer)
     last_run_id: Mapped[int] = mapped_column(Integer)
 
@@ -52,7 +52,7 @@ class ClassificationRow(Base):
     classification: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(Text, default="")
     reruns: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of bools (passed?)
-    classified_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    classified_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 
 class TrackingIssueRow(Base):
@@ -69,5 +69,5 @@ class TrackingIssueRow(Base):
     state: Mapped[str] = mapped_column(String(8))  # open | closed
     green_streak: Mapped[int] = mapped_column(Integer, default=0)
     last_run_id: Mapped[int] = mapped_column(Integer)  # the newest nightly that saw it or was green
-    opened_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    opened_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

@@ -42,8 +42,6 @@ from forkflow.tiers.tiers import Tier
 RUNNING, PASS, FAIL, INFRA, PENDING = "RUNNING", "PASS", "FAIL", "INFRA", "PENDING"
 
 
-def _aware(d: datetime | None) -> datetime | None:
-    return d.replace(tzinfo=timezone.utc) if d is not None and d.tzinfo is None else d
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +107,7 @@ def _run(r: ValidationRunRow) -> RunInfo:
     return RunInfo(
         id=r.id, fork_id=r.fork_id, tier=Tier(r.tier), rev=Sha(r.rev),
         base=Sha(r.base) if r.base else None, status=r.status, runner=r.runner, trigger=r.trigger,
-        started_at=_aware(r.started_at) or datetime.now(timezone.utc), finished_at=_aware(r.finished_at),
+        started_at=r.started_at, finished_at=r.finished_at,
         commit_date=r.commit_date, changed_files=tuple(json.loads(r.changed_files)),
         inventory=tuple(json.loads(r.inventory)), selection=json.loads(r.selection),
         findings=tuple(json.loads(r.findings)), summary=r.summary, parent_run_id=r.parent_run_id,
@@ -353,11 +351,11 @@ def _request(s: Session, r: L3RequestRow) -> L3RequestInfo:
     runs = [_run(x) for x in s.scalars(select(ValidationRunRow).where(
         ValidationRunRow.l3_request_id == r.id).order_by(desc(ValidationRunRow.id)))]
     signs = [SignoffInfo(x.id, x.request_id, x.run_id, x.owner, x.verdict, x.note,
-                         _aware(x.signed_at) or datetime.now(timezone.utc))
+                         x.signed_at)
              for x in s.scalars(select(L3SignoffRow).where(L3SignoffRow.request_id == r.id)
                                 .order_by(L3SignoffRow.id))]
     return L3RequestInfo(r.id, r.suite, Sha(r.rev), r.requested_by, r.note,
-                         _aware(r.requested_at) or datetime.now(timezone.utc), tuple(runs), tuple(signs))
+                         r.requested_at, tuple(runs), tuple(signs))
 
 
 def get_l3_request(s: Session, fid: int, request_id: int) -> L3RequestInfo | None:

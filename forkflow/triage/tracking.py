@@ -12,12 +12,10 @@ import enum
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from forkflow.context import Context
 from forkflow.errors import GitError, UserError
-from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import store as ts
 from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, ensure

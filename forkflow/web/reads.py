@@ -12,7 +12,7 @@ from operator import itemgetter
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -32,8 +32,6 @@ from forkflow.store.schema_triage import (
 )
 
 
-def aware(d: datetime | None) -> datetime | None:
-    return d.replace(tzinfo=timezone.utc) if d is not None and d.tzinfo is None else d
 
 
 # -- the ledger a `forkflow status` cached -------------------------------------------------------
@@ -163,7 +161,7 @@ class RunBrief:
 
 def _brief(r: ValidationRunRow) -> RunBrief:
     return RunBrief(r.id, r.tier, Sha(r.rev), r.status, r.trigger,
-                    aware(r.started_at) or datetime.now(timezone.utc), r.summary)
+                    r.started_at, r.summary)
 
 
 def trunk_runs(s: Session, fid: int, limit: int = 60) -> list[RunBrief]:
@@ -211,7 +209,7 @@ def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
          .join(counts, counts.c.unit_id == LandingUnitRow.id, isouter=True)
          .where(LandingUnitRow.fork_id == fid).order_by(LandingUnitRow.id.desc()).limit(limit))
     return [UnitBrief(u.id, u.run_id, u.kind, u.name, Sha(u.candidate_sha) if u.candidate_sha else None,
-                      u.status, u.summary, int(n or 0), aware(u.updated_at) or datetime.now(timezone.utc))
+                      u.status, u.summary, int(n or 0), u.updated_at)
             for u, n in s.execute(q)]
 
 
@@ -281,8 +279,8 @@ def failure_groups(s: Session, fid: int, key: str | None = None) -> list[GroupBr
     rows = s.scalars(select(FailureGroupRow).where(FailureGroupRow.id.in_(list(totals)))
                      .order_by(FailureGroupRow.last_run_id.desc(), FailureGroupRow.id))
     return [GroupBrief(g.id, g.key, g.kind, g.signature,
-                       aware(g.first_seen_at) or datetime.now(timezone.utc),
-                       aware(g.last_seen_at) or datetime.now(timezone.utc),
+                       g.first_seen_at,
+                       g.last_seen_at,
                        g.first_run_id, g.last_run_id, totals[g.id], dict(classes[g.id]))
             for g in rows]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forkflow.models import Better, Metric
+from forkflow.models import Metric
 from forkflow.workloads.junit import write_atomic
 
 
