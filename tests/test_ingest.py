@@ -322,20 +322,22 @@ def test_ingest_push_to_the_fork_remote(cli, fork: Path, tmp_path: Path) -> None
     assert r.rc == 1 and "no remote 'origin'" in r.err
 
 
-def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tier", ['tier = "L1"\n', "", 'tier = "L2"\n'])
+def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, tier: str) -> None:
     from forkflow.context import open_context
     from forkflow.landing.gate import CommandGate
     from forkflow.landing.ingest import select_gate
     from forkflow.landing.settings import ingest_settings
+    from forkflow.tiers.tiers import Tier, load_suites
 
     with (fork / "forkflow.toml").open("a") as f:
-        f.write('\n[[suite]]\nname = "unit"\ntier = "L1"\ncommand = "true"\n')
+        f.write(f'\n[[suite]]\nname = "unit"\n{tier}command = "true"\n')
     ctx = open_context(fork)
     settings = ingest_settings(ctx.config)
-    assert settings.has_l1_suites
-    assert type(select_gate(ctx, settings)).__name__ == "TierGate"
-    monkeypatch.setitem(sys.modules, "forkflow.tiers.gate", None)  # the tier module absent: fall back
-    assert isinstance(select_gate(ctx, settings), CommandGate)
+    is_l1 = load_suites(ctx.config)[0].tier is Tier.L1  # a suite without a tier is L1, for `validate` too
+    assert settings.has_l1_suites is is_l1 is (tier != 'tier = "L2"\n')
+    gate = select_gate(ctx, settings)
+    assert type(gate).__name__ == "TierGate" if is_l1 else isinstance(gate, CommandGate)
 
 
 # -- re-running one stored unit: `forkflow ingest --unit ID` -----------------------------------------

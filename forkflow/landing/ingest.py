@@ -8,7 +8,6 @@ and `recover` settles a unit a crash left half-way from what git says.
 from __future__ import annotations
 
 import enum
-import importlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -116,16 +115,11 @@ class QuietReporter:
 
 
 def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
-    """The L1 tier when `[[suite]]` declares L1 suites and it is installed, else `[ingest] l1_command`."""
+    """The L1 tier when `[[suite]]` declares L1 suites, else `[ingest] l1_command`."""
     if settings.has_l1_suites:
-        try:
-            module = importlib.import_module("forkflow.tiers.gate")
-        except ImportError:
-            module = None
-        tier_gate = getattr(module, "TierGate", None)
-        if tier_gate is not None:
-            factory = getattr(tier_gate, "from_context", None)
-            return factory(ctx) if factory is not None else tier_gate(ctx)  # type: ignore[no-any-return]
+        from forkflow.tiers.gate import TierGate  # the validation machinery: only when it gates
+
+        return TierGate(ctx)
     if settings.l1_command:
         return CommandGate(ctx.repo, settings.l1_command, settings.l1_timeout,
                            log_dir=ctx.config.root / STATE_DIR / "logs")

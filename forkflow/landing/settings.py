@@ -9,6 +9,7 @@ from forkflow.config import Config, config_error
 from forkflow.conflicts.resolvers import DEFAULT_ORDER
 from forkflow.planning.model import ChainSpec
 from forkflow.planning.route import DEFAULT_MAX_BUNDLE
+from forkflow.tiers.tiers import Tier, load_suites, suites_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +123,7 @@ def ingest_settings(config: Config) -> IngestSettings:
     if split_runs < 1:
         raise config_error(config.path, config.text, "ingest.split_max_gate_runs",
                            f"must be >= 1, not {split_runs} (set split_failed_bundles = false to never split)")
-    suites = config.raw.get("suite", [])
-    has_l1 = isinstance(suites, list) and any(
-        isinstance(x, dict) and str(x.get("tier", "")).upper() == "L1" for x in suites)
+    has_l1 = bool(suites_of(load_suites(config), Tier.L1))  # as `validate` reads them: no tier = L1
     return IngestSettings(
         l1_command=l1 or None, l1_timeout=float(timeout), max_bundle=max_bundle, chains=_chains(sect, config),
         pin_files=_strings(sect, "pin_files", config, "ingest.pin_files"),
