@@ -322,6 +322,25 @@ def test_ingest_push_to_the_fork_remote(cli, fork: Path, tmp_path: Path) -> None
     assert r.rc == 1 and "no remote 'origin'" in r.err
 
 
+def test_ingest_push_that_git_refuses_is_an_error_not_a_success(cli, fork: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    origin = tmp_path / "origin.git"
+    run_git("clone", "-q", "--bare", str(fork), str(origin), cwd=tmp_path)
+    _git(fork, "remote", "add", "origin", str(origin))
+    other = tmp_path / "other"  # someone else pushes to origin's main first
+    run_git("clone", "-q", str(origin), str(other), cwd=tmp_path)
+    (other / "theirs.txt").write_text("x\n")
+    _git(other, "add", "theirs.txt")
+    _git(other, "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "theirs")
+    _git(other, "push", "-q", "origin", "HEAD:main")
+    theirs = _git(origin, "rev-parse", "main")
+    r = cli("ingest", "--land", "--push", repo=fork)
+    assert r.rc == 1 and "was rejected (its refs/heads/main moved)" in r.err, r.err
+    assert _git(origin, "rev-parse", "main") == theirs
+    _git(fork, "remote", "set-url", "origin", str(tmp_path / "gone.git"))  # a remote that fails outright
+    r = cli("ingest", "--push", "--land", repo=fork)
+    assert r.rc == 1 and "push to 'origin' failed:" in r.err and "pushed" not in r.out, r.out + r.err
+
+
 @pytest.mark.parametrize("tier", ['tier = "L1"\n', "", 'tier = "L2"\n'])
 def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, tier: str) -> None:
     from forkflow.context import open_context

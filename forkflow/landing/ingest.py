@@ -21,7 +21,7 @@ from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import Context
-from forkflow.errors import UserError
+from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
@@ -251,10 +251,15 @@ class Ingestor:
         remote, ref = self.settings.push_remote, self.ctx.config.fork_ref
         if remote not in self.repo.remotes():
             raise UserError(f"cannot push: no remote '{remote}'; set [ingest] push_remote in forkflow.toml")
-        rc = self.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}", check=False)
-        if "[rejected]" in rc or "error" in rc.lower():
-            raise UserError(f"push to '{remote}' was rejected (its {ref} moved); run ingest again to "
-                            "rebase on it, then push")
+        try:
+            self.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}")
+        except GitError as e:
+            if "[rejected]" in e.stdout:
+                raise UserError(f"push to '{remote}' was rejected (its {ref} moved); run ingest again to "
+                                "rebase on it, then push") from e
+            why = (e.stderr.strip().splitlines() or [f"exit {e.returncode}"])[-1]
+            raise UserError(f"push to '{remote}' failed: {why}; the landed commits are on {ref} here, "
+                            "push them by hand or run ingest --push again") from e
         self.notes.append(f"pushed {ref} to {remote}")
 
     def _note_checked_out(self, old: Sha) -> None:
