@@ -2,6 +2,7 @@
 
     python benchmarks/bench_web.py                       # 365 nightlies x 50 metrics, 5,000 upstream commits
     python benchmarks/bench_web.py --days 730 --metrics 100 --commits 20000
+    python benchmarks/bench_web.py --alerts 150 --l3 100   # a busy year: many alerts and L3 requests
 
 The store is seeded (forkflow.web.seed) into a SQLite file.  Each page is requested once to warm
 caches, then `--repeat` times; the time is the app's own `Server-Timing` (routing, store reads,
@@ -59,6 +60,40 @@ def baselines(db: Path, fid: int) -> dict[str, Callable[[], object]]:
     }
 
 
+def add_alerts_and_l3(store: Store, info: SeedInfo, alerts: int, l3: int) -> None:
+    """More alerts and L3 requests than the seed's two each: the pages that list them must not
+    read them one query at a time."""
+    from forkflow.models import Better
+    from forkflow.regress import records
+    from forkflow.regress.alerts import AlertDraft, SeriesChange
+    from forkflow.tiers import queries as tq
+    from forkflow.tiers.tiers import Tier
+
+    revs, names = info.fork_revs, info.metric_names
+    with store.session_scope() as s:
+        for k in range(alerts):
+            good, bad = revs[k % (len(revs) - 1)], revs[k % (len(revs) - 1) + 1]
+            members = tuple(SeriesChange(names[(k + j) % len(names)], "ms", Better.LOWER, good, bad, 1.0, 1.1,
+                                         0.1, 0.001) for j in range(3))
+            (a,) = records.save_alerts(s, info.fork_id, [AlertDraft(good, bad, members)])
+            info.alert_ids.append(a.id)
+            if k % 2:
+                records.save_bisection(s, info.fork_id, a.id, {
+                    "metric": members[0].metric, "mode": "perf", "good": good, "bad": bad, "status": "found",
+                    "confidence": 0.95, "rounds": 4, "measurements": 40, "message": "found",
+                    "culprit": {"fork_commit": bad, "landing_unit": bad, "subject": "a change",
+                                "upstream_commit": None, "pr": None}, "stages": []})
+        for k in range(l3):
+            rev = revs[-1 - k % len(revs)]
+            rid = tq.add_l3_request(s, info.fork_id, "serving", rev, "alice", f"check {k}")
+            run_id, _ = tq.create_run(s, info.fork_id, tq.NewRun(Tier.L3, rev, None, "local", "l3", 0, (),
+                                                                 ("serving",), {}, l3_request_id=rid),
+                                      [tq.NewJob("serving", "serve", "", "", "", False, None, None)])
+            tq.finish_run(s, run_id, "PASS", "L3 run", ())
+            tq.add_signoff(s, rid, run_id, "oncall", "accept", "ok")
+            info.l3_request_ids.append(rid)
+
+
 def pages(info: SeedInfo) -> dict[str, str]:
     return {
         "overview": "/", "ingestion": "/ingestion", "validation": "/validation", "l2": "/l2",
@@ -84,15 +119,19 @@ def main() -> None:
     ap.add_argument("--metrics", type=int, default=50)
     ap.add_argument("--commits", type=int, default=5000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--alerts", type=int, default=0, help="extra alerts (3 metrics each, every other bisected)")
+    ap.add_argument("--l3", type=int, default=0, help="extra L3 requests (a run and a sign-off each)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ff-bench-web-"))
     db = tmp / "store.db"
     t0 = time.perf_counter()
     store = Store.open(f"sqlite:///{db}")
     info = seed_store(store, "triton:main", SeedSize(args.days, args.metrics, args.commits))
+    add_alerts_and_l3(store, info, args.alerts, args.l3)
     store.dispose()
     print(f"machine: {platform.machine()} {platform.processor() or ''} python {platform.python_version()}; "
-          f"seeded {args.days} nightlies x {args.metrics} metrics, {args.commits} upstream commits "
+          f"seeded {args.days} nightlies x {args.metrics} metrics, {args.commits} upstream commits, "
+          f"{len(info.alert_ids)} alerts, {len(info.l3_request_ids)} L3 requests "
           f"in {time.perf_counter() - t0:.1f}s ({db.stat().st_size / 2**20:.1f} MiB)")
     base = baselines(db, info.fork_id)
     worst = 0.0

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from forkflow.models import Better, Sha
@@ -73,30 +74,38 @@ def save_alerts(s: Session, fid: int, drafts: Sequence[AlertDraft]) -> list[Aler
             mrow.direction = m.direction.value
         ids.append(row.id)
     s.flush()
-    return [a for a in (alert(s, fid, i) for i in ids) if a is not None]
+    rows = s.scalars(select(RegressAlertRow).where(RegressAlertRow.id.in_(ids))).all()
+    by_id = {a.id: a for a in _alerts(s, rows)}
+    return [by_id[i] for i in ids]
 
 
 def alerts(s: Session, fid: int) -> list[Alert]:
     rows = s.scalars(select(RegressAlertRow).where(RegressAlertRow.fork_id == fid)
                      .order_by(RegressAlertRow.id)).all()
-    return [_alert(s, r) for r in rows]
+    return _alerts(s, rows)
 
 
 def alert(s: Session, fid: int, alert_id: int) -> Alert | None:
     row = s.get(RegressAlertRow, alert_id)
-    return _alert(s, row) if row is not None and row.fork_id == fid else None
+    return _alerts(s, [row])[0] if row is not None and row.fork_id == fid else None
 
 
-def _alert(s: Session, r: RegressAlertRow) -> Alert:
-    members = tuple(
-        SeriesChange(m.metric, m.unit, Better(m.better), Sha(m.good_rev), Sha(m.bad_rev), m.before,
-                     m.after, m.magnitude, m.pvalue)
-        for m in s.scalars(select(RegressAlertMemberRow).where(RegressAlertMemberRow.alert_id == r.id)
-                           .order_by(RegressAlertMemberRow.metric)))
-    last = s.scalar(select(BisectionRow.id).where(BisectionRow.alert_id == r.id)
-                    .order_by(BisectionRow.id.desc()).limit(1))
-    return Alert(r.id, Sha(r.good_rev), Sha(r.bad_rev), Direction(r.direction), r.status, members,
-                 r.opened_at, last)
+def _alerts(s: Session, rows: Sequence[RegressAlertRow]) -> list[Alert]:
+    """The alerts of `rows`, in their order, with members and newest bisection: three queries in all."""
+    ids = [r.id for r in rows]
+    members: dict[int, list[SeriesChange]] = defaultdict(list)
+    last: dict[int, int] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for m in s.scalars(select(RegressAlertMemberRow).where(RegressAlertMemberRow.alert_id.in_(chunk))
+                           .order_by(RegressAlertMemberRow.metric)):
+            members[m.alert_id].append(SeriesChange(m.metric, m.unit, Better(m.better), Sha(m.good_rev),
+                                                    Sha(m.bad_rev), m.before, m.after, m.magnitude, m.pvalue))
+        q = (select(BisectionRow.alert_id, func.max(BisectionRow.id))
+             .where(BisectionRow.alert_id.in_(chunk)).group_by(BisectionRow.alert_id))
+        last.update({a: b for a, b in s.execute(q).all() if a is not None})
+    return [Alert(r.id, Sha(r.good_rev), Sha(r.bad_rev), Direction(r.direction), r.status,
+                  tuple(members[r.id]), r.opened_at, last.get(r.id)) for r in rows]
 
 
 def save_bisection(s: Session, fid: int, alert_id: int | None, result: dict[str, Any]) -> int:
@@ -121,10 +130,17 @@ def save_bisection(s: Session, fid: int, alert_id: int | None, result: dict[str,
 
 
 def bisection(s: Session, fid: int, bisection_id: int) -> BisectionRecord | None:
-    r = s.get(BisectionRow, bisection_id)
-    if r is None or r.fork_id != fid:
-        return None
-    return BisectionRecord(r.id, r.alert_id, r.metric, r.status,
-                           Sha(r.culprit_fork_sha) if r.culprit_fork_sha else None,
-                           Sha(r.culprit_upstream_sha) if r.culprit_upstream_sha else None,
-                           r.culprit_pr, r.confidence, json.loads(r.result))
+    return bisections(s, fid, [bisection_id]).get(bisection_id)
+
+
+def bisections(s: Session, fid: int, ids: Sequence[int]) -> dict[int, BisectionRecord]:
+    """The fork's bisections among `ids`, by id, in one query per 500."""
+    out: dict[int, BisectionRecord] = {}
+    for i in range(0, len(ids), 500):
+        for r in s.scalars(select(BisectionRow).where(BisectionRow.fork_id == fid,
+                                                      BisectionRow.id.in_(list(ids[i:i + 500])))):
+            out[r.id] = BisectionRecord(r.id, r.alert_id, r.metric, r.status,
+                                        Sha(r.culprit_fork_sha) if r.culprit_fork_sha else None,
+                                        Sha(r.culprit_upstream_sha) if r.culprit_upstream_sha else None,
+                                        r.culprit_pr, r.confidence, json.loads(r.result))
+    return out

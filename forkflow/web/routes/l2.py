@@ -2,6 +2,7 @@
 bisections and their culprit."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -31,8 +32,14 @@ def _culprit(b: BisectionRecord | None) -> dict[str, Any] | None:
             "pr": b.culprit_pr, "subject": c.get("subject", ""), "message": b.result.get("message", "")}
 
 
-def _alert_doc(s: Session, fid: int, a: Alert) -> dict[str, Any]:
-    b = records.bisection(s, fid, a.bisection_id) if a.bisection_id is not None else None
+def _alert_docs(s: Session, fid: int, alerts: Sequence[Alert]) -> list[dict[str, Any]]:
+    """Newest first, each with the culprit of its newest bisection."""
+    found = records.bisections(s, fid, [a.bisection_id for a in alerts if a.bisection_id is not None])
+    return [_alert_doc(a, found.get(a.bisection_id) if a.bisection_id is not None else None)
+            for a in reversed(alerts)]
+
+
+def _alert_doc(a: Alert, b: BisectionRecord | None) -> dict[str, Any]:
     worst = a.worst if a.members else None
     return {"id": a.id, "good_rev": a.good_rev, "bad_rev": a.bad_rev, "direction": a.direction.value,
             "status": a.status, "opened_at": a.opened_at, "metrics": [m.metric for m in a.members],
@@ -84,7 +91,7 @@ def l2(request: Request, q: str = "*") -> Response:
         names = None if q == "*" else queries.metric_names(s, fid, q) if fid else []
         series = reads.all_series(s, fid, names) if fid else []
         alerts = records.alerts(s, fid) if fid else []
-        alert_docs = [_alert_doc(s, fid, a) for a in reversed(alerts)] if fid else []
+        alert_docs = _alert_docs(s, fid, alerts) if fid else []
     data = {"empty": not series and not alerts, "hint": FILL_HINT, "filter": q,
             "metrics": [_metric_doc(sr, alerts) for sr in series], "alerts": alert_docs}
     return page(request, "l2.html", data,
@@ -101,7 +108,7 @@ def metric(request: Request, name: str) -> Response:
             raise NotFound(f"no metric named {name!r} in the store; the L2 page lists every metric")
         sr = found[0]
         alerts = [a for a in records.alerts(s, fid) if any(m.metric == name for m in a.members)]
-        docs = [_alert_doc(s, fid, a) for a in reversed(alerts)]
+        docs = _alert_docs(s, fid, alerts)
     points = [{"rev": r, "commit_date": d, "value": v, "measurements": n}
               for r, d, v, n in zip(sr.revs, sr.dates, sr.values, sr.counts)]
     data = {"metric": _metric_doc(sr, alerts), "points": points, "alerts": docs}
@@ -115,8 +122,10 @@ def alert(request: Request, alert_id: int) -> Response:
         fid = src.fork(s)
         if fid is None or (a := records.alert(s, fid, alert_id)) is None:
             raise NotFound(f"no L2 alert {alert_id}; the L2 page lists the alerts (`forkflow detect` opens them)")
-        doc = _alert_doc(s, fid, a)
-        bisections = [_culprit(records.bisection(s, fid, b)) for b in reads.bisection_ids(s, fid, alert_id)]
+        (doc,) = _alert_docs(s, fid, [a])
+        ids = reads.bisection_ids(s, fid, alert_id)
+        found = records.bisections(s, fid, ids)
+        bisections = [_culprit(found.get(b)) for b in ids]
         shown = [m.metric for m in a.members][:12]
         series = {sr.name: sr for sr in reads.all_series(s, fid, shown)}
     data = {"alert": doc, "bisections": bisections}
