@@ -288,8 +288,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
         message = (message + ("\n--- log tail ---\n" + tail if tail else "")).strip()
         if bad == 0:  # no test to blame: one synthetic outcome carries the suite's failure
             results = results + (TestResult(f"[{suite.name}]", Outcome.ERROR, res.duration_s, message),)
-    metrics: tuple[dict[str, object], ...] = tuple({"name": m.name, "value": m.value, "unit": m.unit, "better": m.better.value,
-                     "samples": list(m.samples)} for m in report.metrics)
+    metrics = tuple(m.to_json() for m in report.metrics)
     finish = q.JobFinish(status=status, returncode=res.returncode, duration_s=res.duration_s,
                          message=message, tests_reported=report.total, tests_ran=report.ran,
                          tests_counted=own, findings=tuple(f.message for f in findings),

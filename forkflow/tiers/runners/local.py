@@ -7,6 +7,7 @@ machine has is refused by `check` before anything starts.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -22,6 +23,12 @@ def _gpu_count() -> int:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    return _smi_gpu_count()
+
+
+@functools.cache
+def _smi_gpu_count() -> int:
+    """The GPUs nvidia-smi lists, asked once per process (a gate runs validate twice per unit)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return 0
