@@ -254,6 +254,21 @@ def test_outcomes(s: Session, run_id: int, *, bad_only: bool = False,
                             t.duration_s, t.message) for t in s.scalars(q.order_by(TestOutcomeRow.id))]
 
 
+def outcomes_of_tests(s: Session, run_ids: Sequence[int], test_ids: Iterable[str]) -> dict[int, list[TestOutcomeInfo]]:
+    """The outcomes of `test_ids` in each of `run_ids` (in each run's order), without the rest."""
+    out: dict[int, list[TestOutcomeInfo]] = {i: [] for i in run_ids}
+    tests = sorted(set(test_ids))
+    rows: list[TestOutcomeRow] = []
+    for i in range(0, len(run_ids), 500):
+        for j in range(0, len(tests), 500):
+            rows += s.scalars(select(TestOutcomeRow).where(TestOutcomeRow.run_id.in_(list(run_ids[i:i + 500])),
+                                                           TestOutcomeRow.test_id.in_(tests[j:j + 500])))
+    for t in sorted(rows, key=lambda r: r.id):
+        out[t.run_id].append(TestOutcomeInfo(t.run_id, t.job_id, t.suite, t.test_id, Outcome(t.outcome),
+                                             t.duration_s, t.message))
+    return out
+
+
 def last_green_run(s: Session, fid: int, tier: Tier) -> RunInfo | None:
     """The newest PASS run of a tier that ran it whole (no test selection, not a rerun, not L3)."""
     q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid, ValidationRunRow.tier == tier.value,
@@ -284,7 +299,7 @@ def known_tests(s: Session, job_id: int) -> tuple[str, ...]:
 
 def cofailure_history(s: Session, fid: int, limit: int = 1000) -> list[HistoryEntry]:
     """The newest finished runs as (changed files, failed (suite, test id)) for test selection."""
-    runs = s.scalars(select(ValidationRunRow).where(
+    runs = s.execute(select(ValidationRunRow.id, ValidationRunRow.changed_files).where(
         ValidationRunRow.fork_id == fid, ValidationRunRow.status.in_([PASS, FAIL]))
         .order_by(desc(ValidationRunRow.id)).limit(limit)).all()
     if not runs:

@@ -149,7 +149,7 @@ def _history(ctx: Context, run: tq.RunInfo, tests: set[str], limit: int) -> dict
     with ctx.store.session_scope() as s:
         runs = [r for r in tq.latest_runs(s, ctx.fork_id, run.tier, limit=limit)
                 if r.id != run.id and r.parent_run_id != run.id and r.status in (tq.PASS, tq.FAIL)]
-        outcomes = {r.id: [o for o in tq.test_outcomes(s, r.id) if o.test_id in tests] for r in runs}
+        outcomes = tq.outcomes_of_tests(s, [r.id for r in runs], tests)
     hist: dict[str, list[HistoryPoint]] = {t: [] for t in tests}
     for r in reversed(runs):  # oldest first
         if not outcomes[r.id]:
