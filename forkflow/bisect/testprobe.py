@@ -28,9 +28,7 @@ from forkflow.tiers.tiers import ReportFormat, Suite
 def suite_command(suite: Suite, test: str, report: str, artifacts: str) -> str:
     """The suite's command with its placeholders filled, narrowed to `test` where it can be."""
     whole = test == f"[{suite.name}]" or not suite.can_select_tests
-    tests = suite.all_tests if whole else shlex.quote(node_id(test))
-    return (suite.command.replace("{report}", shlex.quote(report))
-            .replace("{artifacts}", shlex.quote(artifacts)).replace("{tests}", tests))
+    return suite.command_for(report, artifacts, None if whole else shlex.quote(node_id(test)))
 
 
 def outcome_of_test(suite: Suite, test: str, report: ParsedReport, rc: int, tail: str) -> Measurement:
@@ -52,13 +50,12 @@ def outcome_of_test(suite: Suite, test: str, report: ParsedReport, rc: int, tail
 class SuiteTestProbe:
     """Measures one test of one suite at a commit: passed or failed (see the module docstring)."""
 
-    def __init__(self, repo: Repo, suite: Suite, test: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(self, repo: Repo, suite: Suite, test: str) -> None:
         if suite.report is ReportFormat.METRICS and test != f"[{suite.name}]":
             raise ValueError("metrics suites have no per-test outcome; bisect their metric instead")
         self.repo = repo
         self.suite = suite
         self.test = test
-        self.env = env or {}
         self.trees = Worktrees(repo)
 
     def measure(self, rev: Sha) -> Measurement:
@@ -66,11 +63,10 @@ class SuiteTestProbe:
         if tree is None:
             return Measurement(MeasureStatus.UNTESTABLE, detail=f"cannot check out {rev[:12]}")
         work = Path(tempfile.mkdtemp(prefix="run-", dir=self.trees.root))
-        report = work / ("report.xml" if self.suite.report is ReportFormat.JUNIT else "report.json")
+        report = work / self.suite.report_file
         artifacts = work / "artifacts"
         artifacts.mkdir()
-        env = {**os.environ, **dict(self.suite.env), **self.env, "FORKFLOW_REV": rev,
-               "FORKFLOW_REPORT": str(report), "FORKFLOW_ARTIFACTS": str(artifacts)}
+        env = {**os.environ, **self.suite.job_env(rev, str(report), str(artifacts))}
         command = suite_command(self.suite, self.test, str(report), str(artifacts))
         try:
             proc = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import re
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +80,22 @@ class Suite:
     @property
     def resource_map(self) -> dict[str, float]:
         return dict(self.resources)
+
+    @property
+    def report_file(self) -> str:
+        """The name the suite's report gets in its run folder."""
+        return "report.xml" if self.report is ReportFormat.JUNIT else "report.json"
+
+    def command_for(self, report: str, artifacts: str, tests: str | None = None) -> str:
+        """The command with `{report}`, `{artifacts}` (quoted) and `{tests}` filled; `tests` is
+        already shell-quoted, None for the whole suite (`all_tests`)."""
+        return (self.command.replace("{report}", shlex.quote(report))
+                .replace("{artifacts}", shlex.quote(artifacts))
+                .replace("{tests}", self.all_tests if tests is None else tests))
+
+    def job_env(self, rev: str, report: str, artifacts: str) -> dict[str, str]:
+        """The suite's own environment plus what every harness is told: FORKFLOW_REV/REPORT/ARTIFACTS."""
+        return {**dict(self.env), "FORKFLOW_REV": rev, "FORKFLOW_REPORT": report, "FORKFLOW_ARTIFACTS": artifacts}
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,12 +224,6 @@ class PlannedJob:
     last_green_ran: int | None
 
 
-def _expand(suite: Suite, report: str, artifacts: str, sel: SuiteSelection) -> str:
-    tests = " ".join(shlex.quote(f) for f in sel.files) if sel.files is not None else suite.all_tests
-    return (suite.command.replace("{report}", shlex.quote(report))
-            .replace("{artifacts}", shlex.quote(artifacts)).replace("{tests}", tests))
-
-
 def build_jobs(ctx: Context, suites: Sequence[Suite], plan: SelectionPlan, worktree: Path,
                sha: Sha, last_green: dict[str, int | None]) -> list[PlannedJob]:
     root = ctx.config.root / STATE_DIR / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{sha[:10]}-{secrets.token_hex(3)}"
@@ -241,10 +235,10 @@ def build_jobs(ctx: Context, suites: Sequence[Suite], plan: SelectionPlan, workt
         d = root / suite.name
         artifacts = d / "artifacts"
         artifacts.mkdir(parents=True, exist_ok=True)
-        report = d / ("report.json" if suite.report is not ReportFormat.JUNIT else "report.xml")
-        env = dict(suite.env)
-        env.update(FORKFLOW_REV=sha, FORKFLOW_REPORT=str(report), FORKFLOW_ARTIFACTS=str(artifacts))
-        job = Job(job_id=i, name=suite.name, command=_expand(suite, str(report), str(artifacts), sel),
+        report = d / suite.report_file
+        env = suite.job_env(sha, str(report), str(artifacts))
+        tests = " ".join(shlex.quote(f) for f in sel.files) if sel.files is not None else None
+        job = Job(job_id=i, name=suite.name, command=suite.command_for(str(report), str(artifacts), tests),
                   cwd=str(worktree), log_path=str(d / "log.txt"), timeout_s=suite.timeout_s,
                   resources=suite.resources, env=tuple(sorted(env.items())))
         out.append(PlannedJob(suite, sel, job, str(report), str(artifacts), last_green.get(suite.name)))
