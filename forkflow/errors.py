@@ -20,6 +20,16 @@ class GitError(ForkflowError):
         self.stderr = stderr
         super().__init__(self._format())
 
+    @property
+    def reason(self) -> str:
+        """git's own one-line reason: its first `fatal:`/`error:` line (later lines are advice)."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        for line in lines:
+            head, sep, rest = line.partition(":")
+            if sep and head in ("fatal", "error") and rest.strip():
+                return rest.strip()
+        return lines[0] if lines else f"exit {self.returncode}"
+
     def _format(self) -> str:
         def block(name: str, text: str) -> str:
             text = text.strip()

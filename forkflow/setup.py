@@ -34,8 +34,7 @@ def _check_reachable(repo: Repo, url: str, branch: str) -> None:
     try:
         out = repo.git("ls-remote", "--heads", url, f"refs/heads/{branch}")
     except GitError as e:
-        last = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else f"exit {e.returncode}"
-        raise UserError(f"upstream {url} is unreachable ({last}); check the URL or path and your "
+        raise UserError(f"upstream {url} is unreachable ({e.reason}); check the URL or path and your "
                         "network, then retry") from e
     if not out.strip():
         raise UserError(f"upstream {url} has no branch '{branch}'; pass the right one with "

@@ -111,11 +111,18 @@ def test_bad_upstream_remote_missing(fork: Path, cli) -> None:  # type: ignore[n
 def test_bad_upstream_unreachable(fork: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     before = _snapshot_tree(fork)
     r = cli("init", "--upstream", str(tmp_path / "gone.git"), repo=fork)
-    assert r.rc == 1 and "unreachable" in r.err
+    assert r.rc == 1 and "already points at" in r.err  # the remote 'upstream' exists with another URL
     assert "upstream" in subprocess.run(["git", "remote"], cwd=fork, capture_output=True, text=True).stdout
     assert _snapshot_tree(fork) == before
+    subprocess.run(["git", "remote", "remove", "upstream"], cwd=fork, check=True)
+    before = _snapshot_tree(fork)
+    r = cli("init", "--upstream", str(tmp_path / "gone.git"), repo=fork)
+    assert r.rc == 1 and f"upstream {tmp_path / 'gone.git'} is unreachable" in r.err
+    assert "does not appear to be a git repository" in r.err and "repository exists" not in r.err  # git's reason
+    assert "upstream" not in subprocess.run(["git", "remote"], cwd=fork, capture_output=True, text=True).stdout
+    assert _snapshot_tree(fork) == before
     r = cli("init", "--upstream", "https://127.0.0.1:9/nothing.git", repo=fork)
-    assert r.rc == 1 and "unreachable" in r.err
+    assert r.rc == 1 and "https://127.0.0.1:9/nothing.git is unreachable" in r.err
 
 
 def test_bad_branch_missing(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -177,6 +184,28 @@ def test_bad_missing_objects(fork: Path, cli) -> None:  # type: ignore[no-untype
     r = cli("status", repo=fork)
     assert r.rc == 1, r.err
     assert "missing objects" in r.err and "git fetch --refetch" in r.err
+    assert r.err.strip().count("\n") == 0
+
+
+def test_bad_partial_clone_whose_source_is_gone(builder: ForkBuilder, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 0\n"}, "Initial")
+    builder.branch_fork()
+    builder.fork_commit({"a.py": "A = 2\n"}, "[fork] ours")  # the same file: patch-ids need its blobs
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Change a (#2)")
+    src, up = tmp_path / "fork.git", tmp_path / "upstream.git"
+    for origin, bare in ((builder.f.path, src), (builder.upstream.path, up)):
+        subprocess.run(["git", "clone", "-q", "--bare", str(origin), str(bare)], check=True)
+        subprocess.run(["git", "-C", str(bare), "config", "uploadpack.allowFilter", "true"], check=True)
+    part = tmp_path / "partial"
+    subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{src}", str(part)], check=True)
+    subprocess.run(["git", "-C", str(part), "remote", "add", "upstream", f"file://{up}"], check=True)
+    subprocess.run(["git", "-C", str(part), "fetch", "-q", "--filter=blob:none", "upstream"], check=True)
+    assert cli("init", "--upstream", "upstream", repo=part).rc == 0
+    for bare in (src, up):  # the promisor remotes are gone: blobs cannot be fetched
+        bare.rename(bare.with_suffix(".moved"))
+    r = cli("status", repo=part)
+    assert r.rc == 1, r.err
+    assert "missing objects" in r.err and "fork.git' does not appear to be a git repository" in r.err
     assert r.err.strip().count("\n") == 0
 
 
@@ -275,6 +304,7 @@ def test_bad_status_fetch_unreachable(fork: Path, cli, tmp_path: Path) -> None: 
     before = subprocess.run(["git", "for-each-ref"], cwd=fork, capture_output=True, text=True).stdout
     r = cli("status", "--fetch", repo=fork)
     assert r.rc == 1 and "cannot fetch from remote 'upstream'" in r.err
+    assert "does not appear to be a git repository" in r.err
     assert subprocess.run(["git", "for-each-ref"], cwd=fork, capture_output=True, text=True).stdout == before
 
 

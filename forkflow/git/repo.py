@@ -13,16 +13,16 @@ from forkflow.models import Commit, Sha
 LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an%x1f%B"
 _MISSING_OBJECT = re.compile(
     r"bad object|missing (blob|tree|commit)|(could not|unable to) read (tree |blob |commit )?[0-9a-f]{7,}|"
-    r"did not receive expected object|invalid object|is corrupt|not a valid object",
+    r"did not receive expected object|invalid object|is corrupt|not a valid object|"
+    r"could not fetch [0-9a-f]{7,} from promisor remote",
     re.I,
 )
 
 
 def _missing_objects_error(e: GitError) -> UserError | None:
     if _MISSING_OBJECT.search(e.stderr):
-        first = e.stderr.strip().splitlines()[0] if e.stderr.strip() else "objects missing"
         return UserError(
-            f"the repository is missing objects ({first}); a partial or damaged clone cannot be "
+            f"the repository is missing objects ({e.reason}); a partial or damaged clone cannot be "
             "read offline: run `git fetch --refetch` (or re-clone without --filter) and retry"
         )
     return None
@@ -103,7 +103,7 @@ class Repo:
             self.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
                      f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         except GitError as e:
-            err = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else str(e.returncode)
+            err = e.reason
             if "couldn't find remote ref" in e.stderr:
                 raise UserError(
                     f"upstream branch '{branch}' does not exist on remote '{remote}'; "

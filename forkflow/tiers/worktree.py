@@ -59,8 +59,7 @@ class WorktreeCache:
             try:
                 self.repo.git("worktree", "add", "--detach", "--force", str(path), sha)
             except GitError as e:
-                last = e.stderr.strip().splitlines()[-1] if e.stderr.strip() else str(e.returncode)
-                raise UserError(f"cannot check out {sha[:12]} into a work tree ({last}); "
+                raise UserError(f"cannot check out {sha[:12]} into a work tree ({e.reason}); "
                                 f"free disk space or remove {self.root} and retry") from e
             self._prune(keep_also=path)
         return path
