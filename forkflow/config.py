@@ -23,6 +23,13 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 )
 
 
+# Every section forkflow.toml may have, each read by its subsystem; the foundation's four are
+# checked key by key here, so that a misspelt key or section is an error, not a silent default.
+SECTIONS = ("upstream", "fork", "store", "ledger", "ingest", "suite", "validation", "bisect", "triage")
+FOUNDATION_KEYS = {"upstream": ("remote", "branch"), "fork": ("branch",), "store": ("url",),
+                   "ledger": ("infer_threshold", "markers")}
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerConfig:
     infer_threshold: float = 0.95
@@ -96,6 +103,7 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path or CONFIG_NAME}: malformed TOML ({e}); fix it and retry") from e
+    _check_names(raw, path, text)
     up = raw.get("upstream", {})
     fork = raw.get("fork", {})
     store = raw.get("store", {})
@@ -126,6 +134,23 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         raw=raw,
         text=text,
     )
+
+
+def _check_names(raw: dict[str, Any], path: Path | None, text: str) -> None:
+    where = f"{path}" if path else CONFIG_NAME
+    for name in raw:
+        if name not in SECTIONS:
+            line = next((no for no, ln in enumerate(text.splitlines(), 1)
+                         if re.match(rf"\s*\[+\s*{re.escape(name)}\s*[.\]]", ln)), None) or key_line(text, name)
+            at = f":{line}" if line else ""
+            raise UserError(f"{where}{at}: unknown section or key '{name}' (known sections: "
+                            f"{', '.join(SECTIONS)}); fix the spelling and retry")
+    for name, keys in FOUNDATION_KEYS.items():
+        sect = raw.get(name)
+        for key in sect if isinstance(sect, dict) else ():
+            if key not in keys:
+                raise config_error(path, text, f"{name}.{key}",
+                                   f"is not a [{name}] setting (known: {', '.join(keys)})")
 
 
 def find_config(start: Path) -> Path | None:

@@ -225,6 +225,21 @@ def test_bad_malformed_config_names_key_and_line(fork: Path, cli) -> None:  # ty
     assert r.rc == 1 and "ledger.markers" in r.err and "group" in r.err
 
 
+def test_bad_misspelt_key_or_section_is_named_not_ignored(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    cfg = fork / "forkflow.toml"
+    good = cfg.read_text()
+    cfg.write_text(good.replace("infer_threshold = 0.95", "infer_thresold = 0.9"))
+    r = cli("status", repo=fork)
+    line = next(i for i, t in enumerate(cfg.read_text().splitlines(), 1) if "infer_thresold" in t)
+    assert r.rc == 1 and f"forkflow.toml:{line}: key 'ledger.infer_thresold' is not a [ledger] setting" in r.err
+    cfg.write_text(good.replace("[store]", "[stor]"))
+    r = cli("status", repo=fork)
+    line = next(i for i, t in enumerate(cfg.read_text().splitlines(), 1) if t == "[stor]")
+    assert r.rc == 1 and f"forkflow.toml:{line}: unknown section or key 'stor'" in r.err and "store" in r.err
+    assert r.err.strip().count("\n") == 0
+
+
 def test_bad_store_locked_by_another_run(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     db = fork / ".forkflow" / "forkflow.db"
