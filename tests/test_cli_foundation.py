@@ -307,6 +307,11 @@ def test_history_records_and_backfills(builder: ForkBuilder, cli) -> None:  # ty
     assert max(days) > 7 and min(days) < max(days)  # the trend moves as the fork catches up
     again = cli("history", "--backfill", "--since", start, "--json", repo=fork).json()["series"]
     assert len(again) == len(series)  # no duplicates on a rerun
+    assert cli("history", "--backfill", "--since", start, "--every", "day", repo=fork).rc == 0
+    assert len(cli("history", "--json", repo=fork).json()["series"]) > len(series)
+    assert cli("history", "--backfill", "--since", start, "--every", "week", repo=fork).rc == 0
+    stored = cli("history", "--json", repo=fork).json()["series"]
+    assert len(stored) == len(series)  # the weekly backfill replaced the daily one over its range
     cli("status", repo=fork)
     assert len(cli("history", "--json", repo=fork).json()["series"]) == len(series) + 1
     assert cli("history", "--since", start, repo=fork).rc == 1

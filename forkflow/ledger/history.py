@@ -62,6 +62,8 @@ def backfill(ctx: Context, since: datetime, every: str = "week",
         if last[2] is not None:
             out.append(snapshot_of(last[2], at, "backfill"))
     with ctx.store.session_scope() as s:  # one transaction: a killed backfill writes nothing
+        # a new backfill replaces the backfilled points of its range (daily, then weekly: weekly)
+        queries.delete_snapshots(s, ctx.fork_id, "backfill", since, until)
         for snap in out:
             queries.save_snapshot(s, ctx.fork_id, snap)
     if progress:

@@ -107,6 +107,12 @@ class Snapshot:
     counts: dict[str, int]
 
 
+def delete_snapshots(s: Session, fid: int, source: str, since: datetime, until: datetime) -> None:
+    """Remove the points of `source` taken in [since, until]."""
+    s.execute(delete(SnapshotRow).where(SnapshotRow.fork_id == fid, SnapshotRow.source == source,
+                                        SnapshotRow.taken_at >= since, SnapshotRow.taken_at <= until))
+
+
 def save_snapshot(s: Session, fid: int, snap: Snapshot) -> None:
     """Store one point of the series; the same (source, time) is replaced, never duplicated."""
     row = s.scalar(select(SnapshotRow).where(
