@@ -538,3 +538,78 @@ def test_ingest_folds_its_packs_like_git_does_after_a_fetch(cli, fork: Path) -> 
     assert len(landed) >= 3  # a pack each, and then some: past the limit, so git folded them
     assert len(list(packs.glob("*.pack"))) <= 2 < before + len(landed)
     assert _git(fork, "fsck", "--no-dangling") == ""
+
+
+# -- one writing run per repository ---------------------------------------------------------------
+
+def _small_fork(cli, builder: ForkBuilder, l1: str) -> Path:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    for i in range(3):
+        builder.upstream_commit({f"x{i}.py": f"X = {i}\n"}, f"Add x{i} (#{10 + i})")
+    fork = builder.f.path
+    builder.f.git("checkout", "-q", "--detach")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n")
+    return fork
+
+
+def test_ingest_second_run_on_the_same_repository_refuses_at_once(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
+                                                                  tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    started = tmp_path / "started"
+    fork = _small_fork(cli, builder, f"touch {started} && sleep 2 && true")
+    start = _git(fork, "rev-parse", "main")
+    exe = Path(sys.executable).parent / "forkflow"
+    first = subprocess.Popen([str(exe), "ingest", "--land", "--repo", str(fork)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    try:
+        while not started.exists() and first.poll() is None:
+            time.sleep(0.02)
+        t0 = time.monotonic()
+        second = cli("ingest", "--land", repo=fork)
+        assert time.monotonic() - t0 < 1.5  # at once, not after the first run's L1
+        assert second.rc == 1 and len(second.err.strip().splitlines()) == 1, second.err
+        assert f"another `forkflow ingest` is running on this repository (pid {first.pid})" in second.err
+        assert cli("ingest", "--dry-run", repo=fork).rc == 0  # reads only: no lock needed
+    finally:
+        _, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err.decode()
+    trailers = [line for line in _git(fork, "log", "--format=%B", f"{start}..main").splitlines()
+                if line.startswith("Upstream-Commit: ")]
+    assert len(trailers) == len(set(trailers)) == 3
+    assert cli("ingest", "--land", repo=fork).rc == 0  # the lock went with the first run
+
+
+def test_ingest_lock_covers_every_writing_mode(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import signal
+    import subprocess
+
+    from forkflow.git.repo import Repo
+    from forkflow.landing.lock import LOCK_NAME, ingest_lock
+
+    fork = _small_fork(cli, builder, "true")
+    assert cli("ingest", repo=fork).rc == 0  # validate: a stored unit to re-run
+    before = _refs(fork)
+    with ingest_lock(Repo(fork)):
+        for args in (("ingest",), ("ingest", "--land"), ("ingest", "--unit", "1")):
+            r = cli(*args, repo=fork)
+            assert r.rc == 1 and f"running on this repository (pid {os.getpid()})" in r.err, (args, r.err)
+        assert _refs(fork) == before
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+                               "from forkflow.git.repo import Repo\nfrom forkflow.landing.lock import ingest_lock\n"
+                               "with ingest_lock(Repo(Path(sys.argv[1]))):\n print('held', flush=True)\n"
+                               " time.sleep(60)\n", str(fork)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    assert cli("ingest", "--land", repo=fork).rc == 1
+    holder.send_signal(signal.SIGKILL)  # the OS drops a killed holder's lock
+    holder.wait(timeout=10)
+    assert (fork / ".git" / LOCK_NAME).exists()
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    assert [u["status"] for u in r.json()["units"]] == ["landed"]

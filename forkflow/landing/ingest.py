@@ -26,6 +26,7 @@ from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land
+from forkflow.landing.lock import ingest_lock
 from forkflow.landing.message import Member, bundle_message, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
 from forkflow.landing.plan import make_plan, resolve_until
@@ -510,6 +511,9 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
            gate: Gate | None = None) -> IngestReport:
     """Run the ingest steps; the gate defaults to the configured L1 (not needed for a dry run)."""
     settings = ingest_settings(ctx.config)
-    if gate is None and options.mode is not Mode.DRY_RUN:
-        gate = select_gate(ctx, settings)
-    return Ingestor(ctx, options, gate, reporter, settings).run()
+    if options.mode is Mode.DRY_RUN:
+        return Ingestor(ctx, options, gate, reporter, settings).run()
+    with ingest_lock(ctx.repo):  # one writing run per repository: two would land the same commits
+        if gate is None:
+            gate = select_gate(ctx, settings)
+        return Ingestor(ctx, options, gate, reporter, settings).run()

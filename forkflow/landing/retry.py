@@ -14,6 +14,7 @@ from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.landing.gate import Gate
 from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, UnitResult, select_gate
+from forkflow.landing.lock import ingest_lock
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger, Sha
@@ -86,6 +87,12 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
     chain link whose chain has an earlier commit that has not landed.
     """
+    with ingest_lock(ctx.repo):  # as `forkflow ingest`: one writing run per repository
+        return _retry_unit(ctx, unit_id, push, reporter, gate)
+
+
+def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | None,
+                gate: Gate | None) -> IngestReport:
     rec = load_target(ctx, unit_id)
     settings = ingest_settings(ctx.config)
     if gate is None:
