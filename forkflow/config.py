@@ -197,6 +197,17 @@ infer_threshold = 0.95
 # Other tools' pick markers, as regexes whose first group captures the upstream sha.
 # Markers in quoted lines ("> ..." or indented) never count.
 # markers = ['\\(cherry picked from commit ([0-9a-f]{{7,40}})\\)', 'Original Commit:\\s*([0-9a-f]{{7,40}})']
+
+# Landing upstream commits (`forkflow ingest --land`) needs an L1 gate: a command, or L1 suites.
+# [ingest]
+# l1_command = "python -m pytest -x -q test/unit"   # exit 0 = the landing unit may land
+#
+# [[suite]]                       # see docs/validation.md; `forkflow workloads add NAME` adds ready ones
+# name = "unit"
+# tier = "L1"
+# command = "python -m pytest -q --junitxml={{report}} {{tests}}"
+# report = "junit"
+# paths = ["python/**"]
 '''
 
 
