@@ -26,7 +26,7 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 # Every section forkflow.toml may have, each read by its subsystem; the foundation's four are
 # checked key by key here, so that a misspelt key or section is an error, not a silent default.
 SECTIONS = ("upstream", "fork", "store", "ledger", "ingest", "suite", "validation", "bisect", "triage")
-FOUNDATION_KEYS = {"upstream": ("remote", "branch"), "fork": ("branch",), "store": ("url",),
+FOUNDATION_KEYS = {"upstream": ("remote", "branch", "first_parent"), "fork": ("branch", "name"), "store": ("url",),
                    "ledger": ("infer_threshold", "markers")}
 
 
@@ -179,10 +179,15 @@ CONFIG_TEMPLATE = '''\
 remote = "{remote}"
 # The upstream branch whose commits the fork ingests.
 branch = "{upstream_branch}"
+# Count only upstream's first-parent line (merge commits as units) instead of every commit.
+# first_parent = false
 
 [fork]
 # The fork's own branch: forkflow lands picks here, by compare-and-swap only.
 branch = "{fork_branch}"
+# The fork's name in the store; the default is "<this folder>:<branch>", so set it when a team
+# shares one store, or before the checkout is moved or renamed (its history stays under the name).
+# name = "triton:main"
 
 [store]
 # Where forkflow keeps its ledger, runs and metrics.  Empty: SQLite at .forkflow/forkflow.db.

@@ -133,8 +133,8 @@ def test_bad_branch_missing(fork: Path, cli) -> None:  # type: ignore[no-untyped
     _assert_clean_failure(r, fork, before, "fork branch 'nope' does not exist")
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     cfg = fork / "forkflow.toml"
-    cfg.write_text(cfg.read_text().replace('[fork]\n# The fork', '[fork]\n# The fork').replace(
-        'branch = "main"\n\n[store]', 'branch = "gone"\n\n[store]'))
+    head, fork_section = cfg.read_text().split("[fork]\n")
+    cfg.write_text(head + "[fork]\n" + fork_section.replace('branch = "main"', 'branch = "gone"', 1))
     r = cli("status", repo=fork)
     assert r.rc == 1 and "fork branch 'gone' does not exist" in r.err
 
@@ -238,6 +238,10 @@ def test_bad_misspelt_key_or_section_is_named_not_ignored(fork: Path, cli) -> No
     line = next(i for i, t in enumerate(cfg.read_text().splitlines(), 1) if t == "[stor]")
     assert r.rc == 1 and f"forkflow.toml:{line}: unknown section or key 'stor'" in r.err and "store" in r.err
     assert r.err.strip().count("\n") == 0
+    # the keys the template shows commented out are known ones
+    cfg.write_text(good.replace("# first_parent = false", "first_parent = false").replace(
+        '# name = "triton:main"', 'name = "triton:main"'))
+    assert cli("status", repo=fork).rc == 0
 
 
 def test_bad_store_locked_by_another_run(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
