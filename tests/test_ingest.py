@@ -613,3 +613,68 @@ def test_ingest_lock_covers_every_writing_mode(cli, builder: ForkBuilder) -> Non
     r = cli("ingest", "--land", "--json", repo=fork)
     assert r.rc == 0, r.err
     assert [u["status"] for u in r.json()["units"]] == ["landed"]
+
+
+# -- never a commit twice, never an empty commit ---------------------------------------------------
+
+def _ws_fork(cli, builder: ForkBuilder, l1: str) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
+    """The fork re-spaced a line that upstream commit U then changes: U conflicts, the trivial resolver settles it."""
+    builder.upstream_commit({"k.py": "A = 1\nx = 1\nB = 2\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "A = 1\nx  =  1\nB = 2\n"}, "[fork] spacing")
+    u = builder.upstream_commit({"k.py": "A = 1\nx = 100\nB = 2\n"}, "Tune x (#10)")
+    fork = builder.f.path
+    builder.f.git("checkout", "-q", "--detach")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n")
+    return fork, u
+
+
+def test_ingest_retry_on_a_moved_branch_does_not_pick_again_what_was_picked_meanwhile(  # type: ignore[no-untyped-def]
+        cli, builder: ForkBuilder, tmp_path: Path) -> None:
+    flag = tmp_path / "moved"
+    racer = tmp_path / "race.sh"  # during L1, another clone lands U (resolved its own way) and it arrives here
+    fork, u = _ws_fork(cli, builder, f"sh {racer}")
+    racer.write_text(f'''#!/bin/sh
+if [ ! -e {flag} ]; then
+  touch {flag}
+  printf 'A = 1\\nx = 100  # picked by hand\\nB = 2\\n' > k.py
+  git add k.py
+  new=$(git commit-tree -p "$FORKFLOW_BASE" -m "Tune x (#10)" -m "Upstream-Commit: {u}" "$(git write-tree)")
+  git update-ref refs/heads/main "$new" "$FORKFLOW_BASE"
+fi
+''')
+    start = _git(fork, "rev-parse", "main")
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    (unit,) = r.json()["units"]
+    assert unit["status"] == "empty" and "already picked on the fork branch" in unit["summary"]
+    assert unit["skipped"] == [u] and unit["fork_sha"] is None
+    trailers = _git(fork, "log", "--format=%B", f"{start}..main").count(f"Upstream-Commit: {u}")
+    assert trailers == 1 and _git(fork, "rev-list", "--count", f"{start}..main") == "1"
+    assert cli("conflicts", "--json", repo=fork).json()["conflicts"] == []  # none for a commit already picked
+    assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"
+    assert [x.status for x in _units(fork)[unit["name"]]] == ["abandoned", "empty"]
+    assert _git(fork, "rev-parse", "refs/forkflow/ingestion-point/main") == u
+
+
+def test_ingest_pick_that_changes_nothing_lands_no_empty_commit(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    builder.upstream_commit({"z.txt": "temporary\n"}, "Add z (#10)")  # one bundle that changes nothing in all
+    builder.upstream_commit({"z.txt": None}, "Drop z again (#11)")
+    fork = builder.f.path
+    builder.f.git("checkout", "-q", "--detach")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    start = _git(fork, "rev-parse", "main")
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    (unit,) = r.json()["units"]
+    assert unit["status"] == "empty" and len(unit["skipped"]) == 2
+    assert _git(fork, "rev-parse", "main") == start
+    rows = _rows(_status(cli, fork))
+    assert rows["10"]["disposition"] == rows["11"]["disposition"] == "SKIPPED"

@@ -9,7 +9,7 @@ import pytest
 from forkflow.conflicts.classify import ConflictKind, classify
 from forkflow.git.run import run_git
 from forkflow.landing.message import Member, bundle_message, single_message
-from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.landing.pick import MemoryPicker, PickStatus, PickStep
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
@@ -232,3 +232,17 @@ def test_pick_batch_writes_reach_git_only_on_flush_as_one_pack(fork: ForkBuilder
     assert len(set((repo / ".git/objects/pack").glob("*.pack")) - packs) == 1 and _loose(repo) == loose
     p.flush()  # nothing left: no empty pack
     assert len(set((repo / ".git/objects/pack").glob("*.pack")) - packs) == 1
+
+
+def test_pick_sequence_resolution_that_changes_nothing_is_empty(fork: ForkBuilder) -> None:
+    u = fork.upstream_commit({"k.py": "def f():\n    return 100\n\n\ndef g():\n    return 2\n"}, "Tune f (#7)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    tree = p.commit_tree(_tip(fork))
+
+    def keep_ours(step: PickStep, onto: str) -> dict[str, bytes | None]:
+        return {c.path: p.blob(c.ours.oid) for c in step.conflicts if c.ours is not None}
+
+    picked = p.pick_sequence(tree, [u], resolve=keep_ours)
+    assert picked.applied == () and picked.empty == (u,) and picked.tree == tree  # never an empty commit
+    assert picked.resolved == {}

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
 MAX_CAS_TRIES = 5
+OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
 
 class Mode(str, enum.Enum):
@@ -152,6 +153,8 @@ class Ingestor:
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
         self.gate_runs = 0
         self._stop = ""
+        self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
+        self._upstream_tip: Sha | None = None
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
                                          self._log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -212,6 +215,7 @@ class Ingestor:
         fork_tip, upstream_tip = check_repo(self.repo, self.ctx.config)
         ledger = build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
         self.order = [e.commit.sha for e in ledger.entries]
+        self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
         if self.writes and start_run:
@@ -344,12 +348,20 @@ class Ingestor:
 
     def land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
         is_chain = unit.kind is UnitKind.CHAIN
+        elsewhere: list[Sha] = []
         for _ in range(MAX_CAS_TRIES):
             base = self._base(unit, start_tip)
-            pick = self.picker.pick_sequence(self.picker.commit_tree(base), shas, resolve=self._resolve,
-                                             stop_on_conflict=is_chain)
+            shas, gone = self._not_picked(shas, base)
+            elsewhere += gone
+            if not shas:
+                return self._picked_elsewhere(name, unit, base, elsewhere)
+            base_tree = self.picker.commit_tree(base)
+            pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain)
             conflicted = tuple(step.sha for step in pick.conflicted)
             conflict_chain = unit.name if is_chain else None
+            if pick.tree == base_tree:  # e.g. a change and its undoing: never an empty commit
+                return self._without_commit(name, unit, base, (), pick.applied + pick.empty, pick.conflicted,
+                                            conflict_chain)
             if not pick.applied or not self.writes:
                 return self._without_commit(name, unit, base, pick.applied, pick.empty, pick.conflicted,
                                             conflict_chain)
@@ -375,6 +387,7 @@ class Ingestor:
                                   pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
                                   unit_id)
             if land(self.repo, self.ctx.config, candidate, base, name):
+                self._tip_seen = candidate
                 with self.ctx.store.session_scope() as s:
                     self._record_landing(s, candidate, members, base)
                     records.set_unit(s, unit_id, "landed")
@@ -386,6 +399,27 @@ class Ingestor:
                 records.set_unit(s, unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
+
+    def _not_picked(self, shas: Sequence[Sha], base: Sha) -> tuple[Sequence[Sha], list[Sha]]:
+        """`shas` less those the fork branch picked (or skipped) since this run last saw it.
+
+        The branch moves under a run when someone lands from another clone and pushes, or a
+        compare-and-swap lost: picking such a commit again would land it twice (or, when the
+        picks meet as a conflict, keep a conflict for a commit already picked)."""
+        if self.options.mode is not Mode.LAND or base == self._tip_seen:
+            return shas, []
+        ledger = build_ledger(self.ctx, fork_tip=base, upstream_tip=self._upstream_tip)
+        self._tip_seen = base
+        state = {e.commit.sha: e.disposition for e in ledger.entries}
+        gone = [sha for sha in shas if state.get(sha, Disposition.PENDING) not in OPEN_DISPOSITIONS]
+        self.decided |= set(gone)
+        return [sha for sha in shas if sha not in gone], gone
+
+    def _picked_elsewhere(self, name: str, unit: Unit, base: Sha, shas: Sequence[Sha]) -> UnitResult:
+        summary = f"already picked on the fork branch, which moved during this run (at {base[:12]}): nothing to pick"
+        unit_id = self._add_unit(name, unit, base, None, UnitStatus.EMPTY.value,
+                                 [(sha, "picked elsewhere") for sha in shas], summary)
+        return UnitResult(name, unit.kind.value, UnitStatus.EMPTY, summary, (), tuple(shas), unit_id=unit_id)
 
     def _without_commit(self, name: str, unit: Unit, base: Sha, applied: Sequence[Sha], empty: Sequence[Sha],
                         conflicted: Sequence[PickStep], chain: str | None) -> UnitResult:

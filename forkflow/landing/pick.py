@@ -338,7 +338,11 @@ class MemoryPicker:
             if step.status is PickStatus.CONFLICT and resolve is not None:
                 fix = resolve(step, tree)
                 if fix is not None:
-                    tree = self.resolve(tree, sha, fix)
+                    after = self.resolve(tree, sha, fix)
+                    if after == tree:  # the resolution keeps the tree as it was: already applied
+                        empty.append(sha)
+                        continue
+                    tree = after
                     resolved[sha] = fix
                     applied.append(sha)
                     continue
