@@ -678,3 +678,26 @@ def test_ingest_pick_that_changes_nothing_lands_no_empty_commit(cli, builder: Fo
     assert _git(fork, "rev-parse", "main") == start
     rows = _rows(_status(cli, fork))
     assert rows["10"]["disposition"] == rows["11"]["disposition"] == "SKIPPED"
+
+
+def test_ingest_person_resolution_keeps_upstream_mode_change(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"m.sh": "#!/bin/sh\necho one\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"m.sh": "#!/bin/sh\necho one fork\n"}, "[fork] louder")
+    builder.upstream.write({"m.sh": "#!/bin/sh\necho two\n"})  # the same line edited, and 100644 -> 100755
+    builder.upstream.git("update-index", "--chmod=+x", "m.sh")
+    builder.upstream_commit({}, "Make m.sh a script (#10)")
+    fork = builder.f.path
+    builder.f.git("checkout", "-q", "--detach")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    resolved = tmp_path / "m.sh"
+    resolved.write_text("#!/bin/sh\necho two fork\n")
+    assert cli("conflicts", "resolve", str(c["id"]), "--file", str(resolved), repo=fork).rc == 0
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"]
+    assert _git(fork, "ls-tree", "main", "m.sh").split()[0] == "100755"
+    assert _git(fork, "show", "main:m.sh") == "#!/bin/sh\necho two fork"

@@ -246,3 +246,20 @@ def test_pick_sequence_resolution_that_changes_nothing_is_empty(fork: ForkBuilde
     picked = p.pick_sequence(tree, [u], resolve=keep_ours)
     assert picked.applied == () and picked.empty == (u,) and picked.tree == tree  # never an empty commit
     assert picked.resolved == {}
+
+
+def test_pick_resolved_path_keeps_the_mode_the_merge_gives(fork: ForkBuilder) -> None:
+    fork.upstream.write({"k.py": "def f():\n    return 100\n\n\ndef g():\n    return 2\n"})
+    fork.upstream.git("update-index", "--chmod=+x", "k.py")  # upstream: the fork's line changed, and executable
+    up = fork.upstream.commit({}, "Tune f (#8)")
+    fork.f.write({"doc.txt": "a\nB fork\nc\n"})
+    fork.f.git("update-index", "--chmod=+x", "doc.txt")  # the fork: a line changed, and executable
+    fork.fork_commit({}, "[fork] doc")
+    doc = fork.upstream.commit({"doc.txt": "a\nB upstream\nc\n"}, "Doc (#9)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    tree = p.commit_tree(_tip(fork))
+    for sha, path, mode in ((up, "k.py", 0o100755), (doc, "doc.txt", 0o100755)):
+        assert p.pick(tree, sha).status is PickStatus.CONFLICT
+        resolved = p.repo.get(p.resolve(tree, sha, {path: b"resolved\n"}))
+        assert resolved[path].filemode == mode, path  # type: ignore[index]

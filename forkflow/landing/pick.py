@@ -97,6 +97,15 @@ def _entry(tree: pygit2.Tree, path: str) -> Entry | None:
     return str(obj.id), int(obj.filemode)
 
 
+def merged_mode(base: pygit2.IndexEntry | None, ours: pygit2.IndexEntry | None,
+                theirs: pygit2.IndexEntry | None) -> pygit2.enums.FileMode:
+    """The file mode a three-way merge gives a resolved path: the side that changed the mode wins
+    (upstream making a script executable survives a content conflict); the fork's when both did."""
+    if ours is not None and theirs is not None and base is not None and ours.mode == base.mode:
+        return theirs.mode
+    return next(e.mode for e in (ours, theirs, base) if e is not None)
+
+
 def _side(entry: pygit2.IndexEntry | None) -> Side | None:
     if entry is None:
         return None
@@ -315,9 +324,8 @@ class MemoryPicker:
                 if path in index:
                     index.remove(path)
                 continue
-            mode = next(e.mode for e in (o, t, b) if e is not None)
             oid = self.repo.create_blob(content)
-            index.add(pygit2.IndexEntry(path, oid, mode))
+            index.add(pygit2.IndexEntry(path, oid, merged_mode(b, o, t)))
         return str(index.write_tree(self.repo))
 
     def blob(self, oid: str) -> bytes:
