@@ -130,6 +130,12 @@ def test_cli_bisect_names_upstream_commit_inside_bundle(builder: ForkBuilder, tm
     assert [s["name"].split()[0] for s in doc["stages"]] == ["landing", "bundle"]
     assert doc["confidence"] > 0.8 and doc["measurements"] >= doc["rounds"]
     assert all(r["measurements"] > 0 for s in doc["stages"] for r in s["rounds"])
+    out = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command", _measure_cmd(tmp_path),
+              repo=builder.f.path).out
+    text = " ".join(out.split())
+    # the subject belongs to the upstream commit, which landed inside the bundle's fork commit
+    assert f"culprit: upstream commit {ups[5][:12]} upstream change 5 (#25) (PR #25)" in text
+    assert f"landed in fork commit {doc['culprit']['fork_commit'][:12]}" in text
 
 
 def test_cli_detect_then_bisect_from_alert(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -167,6 +173,7 @@ def test_cli_detect_then_bisect_from_alert(builder: ForkBuilder, tmp_path: Path,
     assert after["status"] == "bisected" and after["bisection"] == b.json()["id"]
     table = cli("detect", repo=builder.f.path)
     assert "forkflow bisect --alert" in table.out and "matmul/m128/latency" in table.out
+    assert f"bisected: bisection {after['bisection']}" in table.out and "next:" not in table.out
 
 
 def test_cli_bisect_merge_in_range(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -264,7 +271,8 @@ def test_cli_bisect_pass_fail_bad_inputs_one_line_each(builder: ForkBuilder, cli
             (("--good", bad, "--bad", good, "--command", "true"), 1, "swap them"),
             (("--good", good, "--bad", bad, "--command", "true"), 2, "the test passes at the bad end; nobody"),
             (("--good", good, "--bad", bad, "--command", "false"), 2, "fails at the good end too; pick an older"),
-            (("--good", good, "--bad", bad, "--command", "exit 125"), 2, "cannot measure the good end and the bad end")):
+            (("--good", good, "--bad", bad, "--command", "exit 125"), 2, "cannot measure the good end and the bad end"),
+            (("--good", good, "--bad", bad, "--command", "true", "--timeout", "0"), 1, "--timeout must be more than 0")):
         r = cli("bisect", "--pass-fail", *args, "--json", repo=builder.f.path)
         assert r.rc == rc and words in r.err, (args, r.rc, r.err)
         assert len(r.err.strip().splitlines()) == 1, r.err

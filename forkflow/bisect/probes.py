@@ -147,14 +147,14 @@ class CommandProbe:
             written = out.read_text() if out.stat().st_size else ""
         finally:
             out.unlink(missing_ok=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [""]
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+        detail = f"exit {proc.returncode}" + (f": {tail[0][:200]}" if tail else "")
         if proc.returncode == UNTESTABLE_RC:
-            return Measurement(MeasureStatus.UNTESTABLE, detail=f"exit 125: {tail[0][:200]}")
+            return Measurement(MeasureStatus.UNTESTABLE, detail=detail)
         if self.metric is None:
-            return Measurement(MeasureStatus.OK, passed=proc.returncode == 0,
-                               detail=f"exit {proc.returncode}: {tail[0][:200]}")
+            return Measurement(MeasureStatus.OK, passed=proc.returncode == 0, detail=detail)
         if proc.returncode != 0:
-            return Measurement(MeasureStatus.ERROR, detail=f"exit {proc.returncode}: {tail[0][:200]}")
+            return Measurement(MeasureStatus.ERROR, detail=detail)
         return parse_metrics(written or proc.stdout, self.metric)
 
     def close(self) -> None:

@@ -90,9 +90,9 @@ def _measurement_command(ctx: Context, metric: str, command: str | None) -> tupl
     from forkflow.tiers.tiers import load_suites
 
     with ctx.store.session_scope() as s:
-        series = queries.metric_series(s, ctx.fork_id, metric)
+        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
     suites = {x.name: x for x in load_suites(ctx.config)}
-    suite = suites.get(series[-1].suite) if series else None
+    suite = suites.get(newest.suite) if newest else None
     if suite is None:
         raise UserError(f"no measurement command for {metric!r}; pass --command CMD, set `command` under "
                         "[bisect] in forkflow.toml, or measure it with an L2 [[suite]]")
@@ -120,8 +120,10 @@ def _render_alert(a: Alert) -> None:
         t.add_row(escape(m.metric), f"{m.before:.4g} {escape(m.unit)}", f"{m.after:.4g}",
                   f"{m.magnitude:+.2%}", f"{m.pvalue:.2g}", m.direction.value)
     console.print(t)
-    if a.direction is Direction.REGRESSION:
+    if a.direction is Direction.REGRESSION and a.bisection_id is None:
         console.print(f"next: forkflow bisect --alert {a.id}")
+    elif a.direction is Direction.REGRESSION:
+        console.print(f"bisected: bisection {a.bisection_id}; to run it again: forkflow bisect --alert {a.id}")
 
 
 class RoundReporter:
@@ -166,6 +168,8 @@ def bisect(
     """Name the landing unit and upstream commit that changed a metric or broke a test (exit 2: none)."""
     if parallel < 1 or max_repeats < 2 or reruns < 1:
         raise UserError("--parallel and --reruns must be at least 1 and --max-repeats at least 2")
+    if not timeout > 0:
+        raise UserError(f"--timeout must be more than 0 seconds, not {timeout:g}")
     policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
                            reruns=reruns)
     if test is not None:
@@ -229,7 +233,8 @@ def _finish(report: BisectReport, doc: dict[str, Any], json_out: bool) -> int:
         Status.FOUND, Status.NO_DIFFERENCE, Status.NOT_A_REGRESSION)
     if report.status in ok:
         return 0
-    err_console.print(f"no culprit ({report.status.value}): {escape(report.message)}", soft_wrap=True)
+    if json_out:  # the table above already printed the message
+        err_console.print(f"no culprit ({report.status.value}): {escape(report.message)}", soft_wrap=True)
     return 2
 
 
@@ -248,8 +253,8 @@ def _target(ctx: Context, metric: str | None, good: str | None, bad: str | None,
     if not metric or not good or not bad:
         raise UserError("say what to bisect: --metric NAME --good A --bad B, or --alert ID")
     with ctx.store.session_scope() as s:
-        series = queries.metric_series(s, ctx.fork_id, metric)
-    return metric, good, bad, series[-1].better if series else None
+        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+    return metric, good, bad, newest.better if newest else None
 
 
 def _render_report(r: BisectReport, bisection_id: int) -> None:
@@ -260,11 +265,12 @@ def _render_report(r: BisectReport, bisection_id: int) -> None:
             console.print(f"  {stage.name} round {rec.number}: {len(rec.probes)} commit(s), "
                           f"{rec.measurements} measurements")
     c = r.culprit
-    if c is not None:
+    if c is not None and c.upstream_sha:  # the subject is the upstream commit's, not its landing unit's
+        pr = f" (PR #{c.pr})" if c.pr else ""
+        console.print(f"[bold]culprit:[/] upstream commit {short(c.upstream_sha)} {escape(c.subject)}{pr}")
+        console.print(f"  landed in fork commit {short(c.fork_sha)}")
+    elif c is not None:
         console.print(f"[bold]culprit:[/] fork commit {short(c.fork_sha)} {escape(c.subject)}")
-        if c.upstream_sha:
-            pr = f" (PR #{c.pr})" if c.pr else ""
-            console.print(f"[bold]upstream commit:[/] {short(c.upstream_sha)}{pr}")
     console.print(escape(r.message))
 
 

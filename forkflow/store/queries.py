@@ -159,12 +159,22 @@ def metric_names(s: Session, fid: int, pattern: str = "*") -> list[str]:
     return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
 
 
+def latest_metric_point(s: Session, fid: int, name: str) -> MetricPoint | None:
+    """The newest point of one metric (the last of `metric_series`), in one row."""
+    r = s.scalar(select(MetricPointRow).where(MetricPointRow.fork_id == fid, MetricPointRow.name == name)
+                 .order_by(MetricPointRow.commit_date.desc(), MetricPointRow.id.desc()).limit(1))
+    return None if r is None else _metric_point(r)
+
+
 def metric_series(s: Session, fid: int, name: str) -> list[MetricPoint]:
     """The series of one metric, oldest commit first (several points per rev when re-measured)."""
     rows = s.scalars(select(MetricPointRow).where(MetricPointRow.fork_id == fid,
                                                   MetricPointRow.name == name)
                      .order_by(MetricPointRow.commit_date, MetricPointRow.id)).all()
-    return [MetricPoint(name=r.name, rev=Sha(r.rev), value=r.value, unit=r.unit,
-                        better=Better(r.better), samples=tuple(json.loads(r.samples)),
-                        suite=r.suite, run_id=r.run_id, measured_at=r.measured_at,
-                        commit_date=r.commit_date) for r in rows]
+    return [_metric_point(r) for r in rows]
+
+
+def _metric_point(r: MetricPointRow) -> MetricPoint:
+    return MetricPoint(name=r.name, rev=Sha(r.rev), value=r.value, unit=r.unit, better=Better(r.better),
+                       samples=tuple(json.loads(r.samples)), suite=r.suite, run_id=r.run_id,
+                       measured_at=r.measured_at, commit_date=r.commit_date)
