@@ -247,6 +247,26 @@ def test_chart_data_cannot_close_its_script_block(tmp_path: Path) -> None:
     assert "<script>window.__pwned" not in html
 
 
+def test_metric_page_shows_the_series_detect_reads(tmp_path: Path) -> None:
+    from forkflow.regress.alerts import collapse
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store.open(url)
+    values = [5.0, 1.0, 2.0, 9.0, 4.0, 3.0, 7.0]  # commit 1 measured 4 times, commit 2 twice
+    revs = [0, 1, 1, 2, 1, 1, 2]
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        queries.add_metric_points(s, fid, [MetricPoint("m", sha_of(str(r)), v, "ms", Better.LOWER,
+                                                       commit_date=1_700_000_000 + r)
+                                           for r, v in zip(revs, values)])
+        stored = queries.metric_series(s, fid, "m")
+    with TestClient(create_app(url)) as c:
+        points = c.get("/api/l2/metrics/m").json()["points"]
+    assert [(p["rev"], p["value"], p["measurements"]) for p in points] == [
+        (p.rev, p.value, p.count) for p in collapse(stored)]
+    assert [(p["value"], p["measurements"]) for p in points] == [(5.0, 1), (2.5, 4), (8.0, 2)]
+
+
 def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     hints = {"/": "forkflow status", "/ingestion": "forkflow ingest --land", "/validation": "forkflow validate",

@@ -74,10 +74,18 @@ class AlertDraft:
 
 def collapse(points: Sequence[MetricPoint]) -> list[SeriesPoint]:
     """One point per commit, in series order; re-measured commits give their median."""
+    return collapse_values([(p.rev, p.value) for p in points])
+
+
+def collapse_values(pairs: Sequence[tuple[Sha, float]]) -> list[SeriesPoint]:
+    """`collapse` of (rev, value) pairs in series order; the dashboard's L2 series uses it too."""
+    if len({rev for rev, _ in pairs}) == len(pairs):  # one measurement per commit: nothing to merge
+        return [SeriesPoint(rev, value, 1) for rev, value in pairs]
     by_rev: dict[Sha, list[float]] = {}
-    for p in points:
-        by_rev.setdefault(p.rev, []).append(p.value)
-    return [SeriesPoint(rev, float(np.median(v)), len(v)) for rev, v in by_rev.items()]
+    for rev, value in pairs:
+        by_rev.setdefault(rev, []).append(value)
+    return [SeriesPoint(rev, v[0] if len(v) == 1 else float(np.median(v)), len(v))
+            for rev, v in by_rev.items()]
 
 
 def series_changes(points: Sequence[MetricPoint], cfg: DetectConfig = DetectConfig()) -> list[SeriesChange]:

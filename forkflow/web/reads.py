@@ -6,7 +6,6 @@ metric's series at once, test counts of 100 runs at once), and return dataclasse
 from __future__ import annotations
 
 import json
-import statistics
 import threading
 from operator import itemgetter
 from collections import defaultdict
@@ -19,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.ledger.build import ledger_from_json
 from forkflow.models import Ledger, Sha
+from forkflow.regress.alerts import collapse_values
 from forkflow.store import queries
 from forkflow.store.schema import LedgerCacheRow, MetricPointRow
 from forkflow.store.schema_ingest import LandingUnitRow, UnitMemberRow
@@ -77,19 +77,14 @@ class Series:
     counts: tuple[int, ...]
 
 
-def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[str, float, int]]) -> Series:
-    revs = [r[0] for r in rows]
-    if len(set(revs)) == len(revs):  # one measurement per commit: nothing to merge
-        return Series(name, *meta, tuple(Sha(r) for r in revs), tuple(r[2] for r in rows),
-                      tuple(r[1] for r in rows), (1,) * len(rows))
-    by_rev: dict[str, list[float]] = {}
-    dates: dict[str, int] = {}
-    for rev, value, date in rows:
-        by_rev.setdefault(rev, []).append(value)
-        dates.setdefault(rev, date)
-    values = tuple(v[0] if len(v) == 1 else float(statistics.median(v)) for v in by_rev.values())
-    return Series(name, *meta, tuple(Sha(r) for r in by_rev), tuple(dates[r] for r in by_rev), values,
-                  tuple(len(v) for v in by_rev.values()))
+def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[Sha, float, int]]) -> Series:
+    # the points `forkflow detect` reads (regress.alerts), with each commit's first date
+    points = collapse_values([(rev, value) for rev, value, _ in rows])
+    first: dict[Sha, int] = {}
+    for rev, _, date in rows:
+        first.setdefault(rev, date)
+    return Series(name, *meta, tuple(p.rev for p in points), tuple(first[p.rev] for p in points),
+                  tuple(p.value for p in points), tuple(p.count for p in points))
 
 
 def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list[Series]:
@@ -105,9 +100,9 @@ def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list
         .where(MetricPointRow.id.in_(newest.group_by(MetricPointRow.name).scalar_subquery())))}
     # sorted here: without an index on (name, commit_date) SQLite sorts slower than Python does
     rows = sorted(s.execute(q).all(), key=itemgetter(0, 3, 4))
-    grouped: dict[str, list[tuple[str, float, int]]] = defaultdict(list)
+    grouped: dict[str, list[tuple[Sha, float, int]]] = defaultdict(list)
     for n, rev, value, date, _id in rows:
-        grouped[n].append((rev, value, date))
+        grouped[n].append((Sha(rev), value, date))
     return [_collapse(n, meta[n], pts) for n, pts in grouped.items()]
 
 
