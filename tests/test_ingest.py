@@ -701,3 +701,15 @@ def test_ingest_person_resolution_keeps_upstream_mode_change(cli, builder: ForkB
     assert [u["status"] for u in doc["units"]] == ["landed"]
     assert _git(fork, "ls-tree", "main", "m.sh").split()[0] == "100755"
     assert _git(fork, "show", "main:m.sh") == "#!/bin/sh\necho two fork"
+
+
+def test_ingest_push_to_a_missing_remote_refuses_before_landing(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    fork = _small_fork(cli, builder, "true")
+    assert cli("ingest", repo=fork).rc == 0  # validate: a stored unit for --unit
+    before = _refs(fork)
+    for args in (("--land", "--push"), ("--unit", "1", "--push")):
+        r = cli("ingest", *args, repo=fork)
+        assert _refs(fork) == before, args
+        assert r.rc == 1 and len(r.err.strip().splitlines()) == 1, r.err
+        assert "no remote 'origin'" in r.err and "nothing was landed" in r.err
+    assert [c["disposition"] for c in _status(cli, fork)["commits"]].count("PENDING") == 3

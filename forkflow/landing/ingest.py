@@ -129,6 +129,14 @@ def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
                     "[[suite]] entries with tier = \"L1\"); `l1_command = \"true\"` lands without tests")
 
 
+def check_push_remote(ctx: Context, settings: IngestSettings) -> None:
+    """Refuse `--push` to a remote that does not exist, before anything lands."""
+    remote = settings.push_remote
+    if remote not in ctx.repo.remotes():
+        raise UserError(f"cannot push: no remote '{remote}'; add it (git remote add {remote} URL) or set "
+                        "[ingest] push_remote in forkflow.toml; nothing was landed")
+
+
 class Ingestor:
     """One ingest run; each public method is one step."""
 
@@ -254,8 +262,7 @@ class Ingestor:
 
     def push(self) -> None:
         remote, ref = self.settings.push_remote, self.ctx.config.fork_ref
-        if remote not in self.repo.remotes():
-            raise UserError(f"cannot push: no remote '{remote}'; set [ingest] push_remote in forkflow.toml")
+        check_push_remote(self.ctx, self.settings)
         try:
             self.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}")
         except GitError as e:
@@ -545,6 +552,8 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
            gate: Gate | None = None) -> IngestReport:
     """Run the ingest steps; the gate defaults to the configured L1 (not needed for a dry run)."""
     settings = ingest_settings(ctx.config)
+    if options.push:
+        check_push_remote(ctx, settings)
     if options.mode is Mode.DRY_RUN:
         return Ingestor(ctx, options, gate, reporter, settings).run()
     with ingest_lock(ctx.repo):  # one writing run per repository: two would land the same commits

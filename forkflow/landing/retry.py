@@ -13,7 +13,16 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.landing.gate import Gate
-from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, UnitResult, select_gate
+from forkflow.landing.ingest import (
+    IngestOptions,
+    IngestReport,
+    Ingestor,
+    Mode,
+    Reporter,
+    UnitResult,
+    check_push_remote,
+    select_gate,
+)
 from forkflow.landing.lock import ingest_lock
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
@@ -87,6 +96,8 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
     chain link whose chain has an earlier commit that has not landed.
     """
+    if push:
+        check_push_remote(ctx, ingest_settings(ctx.config))
     with ingest_lock(ctx.repo):  # as `forkflow ingest`: one writing run per repository
         return _retry_unit(ctx, unit_id, push, reporter, gate)
 
