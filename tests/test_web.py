@@ -148,6 +148,15 @@ def test_validation_counts_and_saturation_alarms(client: TestClient, seeded: tup
     assert bars["cls"].count("FAIL") == sum(1 for r in doc["tiers"]["L2"] if r["status"] == "FAIL")
 
 
+def test_run_page_shows_the_alarms_of_the_list(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    run_id = seeded[1].nightly_run_ids[SMALL.days - 5]  # lit ran 2 tests short
+    listed = {r["id"]: r for r in client.get("/api/validation").json()["tiers"]["L2"]}[run_id]
+    doc = client.get(f"/api/validation/runs/{run_id}").json()
+    assert doc["run"]["alarms"] == listed["alarms"]
+    assert doc["run"]["alarms"] == [f"{j['suite']}: {f}" for j in doc["jobs"] for f in j["findings"]]
+    assert any("ran 4 tests, expected 6" in a for a in doc["run"]["alarms"])
+
+
 def test_ingestion_units_conflicts_and_waiting(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
     doc = client.get("/api/ingestion").json()

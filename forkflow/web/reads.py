@@ -120,26 +120,17 @@ def outcome_counts(s: Session, run_ids: Sequence[int]) -> dict[int, dict[str, in
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class JobAlarm:
-    """A job's saturation findings (a suite that did not run, ran fewer tests, counts disagree)."""
-
-    run_id: int
-    suite: str
-    status: str
-    findings: tuple[str, ...]
-
-
-def job_alarms(s: Session, run_ids: Sequence[int]) -> dict[int, list[JobAlarm]]:
-    out: dict[int, list[JobAlarm]] = {i: [] for i in run_ids}
+def job_alarms(s: Session, run_ids: Sequence[int]) -> dict[int, list[tuple[str, tuple[str, ...]]]]:
+    """Per run, (suite, findings) of each job with saturation findings (a suite that did not run,
+    ran fewer tests, counts disagree), in job order."""
+    out: dict[int, list[tuple[str, tuple[str, ...]]]] = {i: [] for i in run_ids}
     for i in range(0, len(run_ids), 500):
-        q = (select(ValidationJobRow.run_id, ValidationJobRow.suite, ValidationJobRow.status,
-                    ValidationJobRow.findings)
+        q = (select(ValidationJobRow.run_id, ValidationJobRow.suite, ValidationJobRow.findings)
              .where(ValidationJobRow.run_id.in_(list(run_ids[i:i + 500])),
                     ValidationJobRow.findings != "[]")
              .order_by(ValidationJobRow.id))
-        for run_id, suite, status, findings in s.execute(q):
-            out[run_id].append(JobAlarm(run_id, suite, status, tuple(json.loads(findings))))
+        for run_id, suite, findings in s.execute(q):
+            out[run_id].append((suite, tuple(json.loads(findings))))
     return out
 
 

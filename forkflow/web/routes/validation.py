@@ -5,6 +5,7 @@ token, are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -28,12 +29,14 @@ FILL_HINT = ("no validation run yet: run `forkflow validate --tier L1` on a comm
 PER_TIER = 40
 
 
-def _run_doc(r: tq.RunInfo, counts: dict[str, int], alarms: list[reads.JobAlarm]) -> dict[str, Any]:
+def _run_doc(r: tq.RunInfo, counts: dict[str, int],
+             alarms: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    """`alarms`: (suite, findings) of the run's jobs that have findings."""
     return {"id": r.id, "tier": r.tier.value, "rev": r.rev, "base": r.base, "status": r.status,
             "trigger": r.trigger, "runner": r.runner, "started_at": r.started_at, "finished_at": r.finished_at,
             "summary": r.summary, "passed": counts.get("PASS", 0),
             "failed": counts.get("FAIL", 0) + counts.get("ERROR", 0), "skipped": counts.get("SKIP", 0),
-            "alarms": list(r.findings) + [f"{a.suite}: {f}" for a in alarms for f in a.findings],
+            "alarms": list(r.findings) + [f"{suite}: {f}" for suite, found in alarms for f in found],
             "parent_run_id": r.parent_run_id, "l3_request_id": r.l3_request_id}
 
 
@@ -87,9 +90,8 @@ def run(request: Request, run_id: int) -> Response:
         jobs = tq.jobs_of_run(s, run_id)
         bad = tq.test_outcomes(s, run_id, bad_only=True)
         counts = reads.outcome_counts(s, [run_id])[run_id]
-        alarms = reads.job_alarms(s, [run_id])[run_id]
     job_state = request.app.state.jobs.get(("rerun", run_id))
-    data = {"run": _run_doc(r, counts, alarms),
+    data = {"run": _run_doc(r, counts, [(j.suite, j.findings) for j in jobs if j.findings]),
             "jobs": [{"id": j.id, "suite": j.suite, "status": j.status, "returncode": j.returncode,
                       "duration_s": j.duration_s, "tests_ran": j.tests_ran, "tests_expected": j.tests_expected,
                       "tests_counted": j.tests_counted, "findings": list(j.findings), "message": j.message,
