@@ -89,7 +89,7 @@ def test_agent_that_returns_nothing() -> None:
 
 def test_agent_that_returns_too_much_is_cut() -> None:
     out = suggest("sig", EXCERPT, None, [], agent=Scripted("fix it " * 10000), max_answer=500)
-    assert len(out[1].text) == 500 and "cut" in out[1].warnings[0]
+    assert len(out[1].text) == 500 and "cut from 69999 to 500 characters" in out[1].warnings[0]
 
 
 def test_agent_that_gives_orders_is_quoted_not_obeyed(tmp_path: Path) -> None:
@@ -111,9 +111,12 @@ def test_command_agent_reads_stdout_and_survives_failure(tmp_path: Path) -> None
     out = suggest("sig", EXCERPT, None, [], agent=ok)
     assert out[1].text == "saw True True"
     bad = CommandAgent(f"{sys.executable} -c 'import sys; sys.exit(3)'")
-    assert suggest("sig", EXCERPT, None, [], agent=bad)[1].warnings == ("agent returned nothing",)
+    assert suggest("sig", EXCERPT, None, [], agent=bad)[1].warnings == ("agent failed (exit 3)",)
+    broke = CommandAgent(f"{sys.executable} -c 'import sys; print(\"agent broke\", file=sys.stderr); sys.exit(7)'")
+    assert suggest("sig", EXCERPT, None, [], agent=broke)[1].warnings == ("agent failed (exit 7: agent broke)",)
     missing = CommandAgent(str(tmp_path / "no-such-agent"))
-    assert suggest("sig", EXCERPT, None, [], agent=missing)[1].text == ""
+    gone = suggest("sig", EXCERPT, None, [], agent=missing)[1]
+    assert gone.text == "" and gone.warnings[0].startswith("agent failed (cannot start ")
 
 
 def test_chat_agent_against_local_endpoint() -> None:

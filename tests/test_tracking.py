@@ -90,6 +90,20 @@ def test_github_sync_survives_a_failing_forge(fork: Path, builder: ForkBuilder, 
     assert TOKEN not in str(result.to_dict())
 
 
+def test_forge_that_stays_down_is_one_line_and_exit_1(fork: Path, builder: ForkBuilder, forge: FakeForge,  # type: ignore[no-untyped-def]
+                                                      monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    nightly(fork, builder, red=True)
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace("close_after = 2", 'close_after = 2\nsink = "github"\n'
+                                           f'github_repo = "acme/fork"\ngithub_api = "{forge.url}/github"'))
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    forge.fail("GET", r"/issues", status=503, times=1000, retry_after="0")  # no waiting between tries
+    r = cli("issues", "sync", repo=fork)
+    assert r.rc == 1 and "answered 503" in r.err and "re-run later" in r.err, r.err
+    assert "unexpectedly" not in r.err and len(r.err.strip().splitlines()) == 1 and TOKEN not in r.err
+    assert forge.issues("acme/fork") == []
+
+
 def test_missing_token_is_a_user_error(fork: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:  # type: ignore[no-untyped-def]
     cfg = fork / "forkflow.toml"
     cfg.write_text(cfg.read_text().replace("close_after = 2", 'close_after = 2\nsink = "github"\n'

@@ -130,7 +130,9 @@ def test_cli_triage_json_and_errors(fork: Path, builder: ForkBuilder, cli) -> No
     text = cli("triage", str(run), "--reruns", "0", repo=fork)
     assert text.rc == 0 and "NEW" in text.out
     missing = cli("triage", "999", repo=fork)
-    assert missing.rc == 1 and "no validation run 999" in missing.err
+    assert missing.rc == 1 and "no validation run 999" in missing.err and "/validation page" in missing.err
+    negative = cli("triage", str(run), "--reruns", "-1", repo=fork)
+    assert negative.rc == 1 and "--reruns must be 0 or more, not -1" in negative.err
 
 
 def test_bad_triage_config_names_key(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -34,6 +34,8 @@ def triage(
     store: StoreOpt = None,
 ) -> int:
     """Classify every failure of a run: NEW first, then BROKEN_TRUNK, FLAKY, INFRA."""
+    if reruns is not None and reruns < 0:
+        raise UserError(f"--reruns must be 0 or more, not {reruns}")
     ctx = open_context(repo, store)
     settings = load_settings(ctx.config)
     if reruns is not None:

@@ -127,8 +127,13 @@ def fence(text: str, lang: str = "") -> str:
 
 # ----- agents ------------------------------------------------------------------------------------
 
+class AgentError(Exception):
+    """The agent gave no answer: why, in a few words (shown with the suggestion, never raised further)."""
+
+
 class Agent(Protocol):
     def complete(self, system: str, user: str) -> str:
+        """The answer; AgentError when the agent failed (exit code, timeout, HTTP error)."""
         ...
 
 
@@ -181,20 +186,24 @@ def guard_answer(answer: str | None, max_chars: int = DEFAULT_MAX_ANSWER) -> Sug
 class CommandAgent:
     """An external command: the prompt on stdin, the answer on stdout (no shell)."""
 
-    def __init__(self, command: str, timeout: float = 120.0, max_bytes: int = 64_000) -> None:
+    def __init__(self, command: str, timeout: float = 120.0) -> None:
         self.argv = shlex.split(command)
         self.timeout = timeout
-        self.max_bytes = max_bytes
 
     def complete(self, system: str, user: str) -> str:
         try:
             p = subprocess.run(self.argv, input=f"{system}\n\n{user}".encode(), capture_output=True,
                                timeout=self.timeout, check=False)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            log.warning("agent command failed: %s", type(e).__name__)
-            return ""
+        except subprocess.TimeoutExpired:
+            raise AgentError(f"no answer within {self.timeout:g}s") from None
+        except OSError as e:
+            raise AgentError(f"cannot start {self.argv[0] if self.argv else 'the agent command'}: "
+                             f"{e.strerror or e}") from None
         log.info("agent command rc=%d, %d bytes out", p.returncode, len(p.stdout))
-        return p.stdout[: self.max_bytes].decode("utf-8", "replace") if p.returncode == 0 else ""
+        if p.returncode != 0:
+            last = p.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise AgentError(f"exit {p.returncode}" + (f": {strip_ansi(last[0])[:200]}" if last[0] else ""))
+        return p.stdout.decode("utf-8", "replace")  # guard_answer caps it, and says from what size
 
 
 class ChatAgent:
@@ -212,7 +221,7 @@ class ChatAgent:
             content = chat_completion(self.endpoint, self.model, messages, api_key=self.key, timeout=self.timeout)
         except ChatError as e:
             log.warning("agent endpoint failed: %s", e.kind)
-            return ""
+            raise AgentError(e.detail) from None
         log.info("agent endpoint answered %d characters", len(content))
         return content
 
@@ -225,7 +234,11 @@ def suggest(signature: str, excerpt: str, culprit: Culprit | None, owners: Seque
     if agent is not None:
         system, user = build_prompt(signature, excerpt, first.text)
         log.info("asking agent: %d characters of prompt", len(system) + len(user))
-        guarded = guard_answer(agent.complete(system, user), max_answer)
+        try:
+            guarded = guard_answer(agent.complete(system, user), max_answer)
+        except AgentError as e:
+            out.append(Suggestion("agent", "", (f"agent failed ({e})",)))
+            return out
         if guarded is None:
             out.append(Suggestion("agent", "", ("agent returned nothing",)))
         else:

@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from forkflow.errors import ForkflowError
+from forkflow.errors import UserError
 
 MARKER = "<!-- forkflow:group={key} -->"
 _MARKER_RX = re.compile(r"<!--\s*forkflow:group=([0-9a-f]{16})\s*-->")
@@ -43,8 +43,9 @@ class IssueRef:
     open: bool = True
 
 
-class SinkError(ForkflowError):
-    """The forge kept failing after retries; nothing was half-written (re-run to continue)."""
+class SinkError(UserError):
+    """The forge kept failing after retries; nothing was half-written (re-run to continue).  A
+    known condition with its own advice, not a bug: exit 1 with the message, no crash log."""
 
 
 class IssueSink(Protocol):
