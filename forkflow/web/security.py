@@ -8,11 +8,14 @@ import threading
 import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from fastapi import Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from forkflow.errors import UserError
 from forkflow.web.errors import Forbidden
+from forkflow.web.render import wants_json
 
 log = logging.getLogger("forkflow.web.actions")
 _FILE_LOCK = threading.Lock()
@@ -69,6 +72,14 @@ def require_token(request: Request, action: str, target: str, form_token: str | 
         record(request, action, target, "refused: " + ("no token" if given is None else "wrong token"))
         raise Forbidden("this action needs the operator's token; pass it in the form's token field "
                         "or the X-Forkflow-Token header")
+
+
+def action_done(request: Request, href: str, doc: dict[str, Any], status: int = 200) -> Response:
+    """An action's answer: `doc` as JSON to API clients (and callers passing the token header),
+    else a 303 to `href` for the browser's form."""
+    if wants_json(request) or request.headers.get(TOKEN_HEADER):
+        return JSONResponse(doc, status_code=status)
+    return RedirectResponse(href, status_code=303)
 
 
 def record(request: Request, action: str, target: str, outcome: str, **detail: object) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.conflicts import records as conflict_records
@@ -20,8 +20,8 @@ from forkflow.store import queries
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import both, page, wants_json
-from forkflow.web.security import form_fields, record, require_token
+from forkflow.web.render import both, page
+from forkflow.web.security import action_done, form_fields, record, require_token
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -167,6 +167,4 @@ def _rerun_unit(request: Request, unit_id: int) -> Response:
     background.start(jobs, key, f"forkflow-unit-rerun-{unit_id}", {"units": []}, work, after)
     record(request, "unit-rerun", target, "started")
     href = f"/ingestion/units/{unit_id}"
-    if wants_json(request) or request.headers.get("x-forkflow-token"):
-        return JSONResponse({"unit_id": unit_id, "state": "running", "href": href}, status_code=202)
-    return RedirectResponse(href, status_code=303)
+    return action_done(request, href, {"unit_id": unit_id, "state": "running", "href": href}, status=202)

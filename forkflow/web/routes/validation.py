@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import ForkflowError
@@ -18,8 +18,8 @@ from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
 from forkflow.web import jobs as background
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import both, page, wants_json
-from forkflow.web.security import form_fields, record, require_token
+from forkflow.web.render import both, page
+from forkflow.web.security import action_done, form_fields, record, require_token
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -113,12 +113,6 @@ def l3_request(request: Request, request_id: int) -> Response:
     return page(request, "validation_l3.html", {"request": _request_doc(r)})
 
 
-def _done(request: Request, href: str, doc: dict[str, Any], status: int = 200) -> Response:
-    if wants_json(request) or request.headers.get("x-forkflow-token"):
-        return JSONResponse(doc, status_code=status)
-    return RedirectResponse(href, status_code=303)
-
-
 @router.post("/validation/l3/{request_id}/signoff")
 @router.post("/api/validation/l3/{request_id}/signoff")
 async def l3_signoff(request: Request, request_id: int) -> Response:
@@ -155,8 +149,8 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
         record(request, "l3-signoff", target, f"refused: {e}", owner=owner)
         raise
     record(request, "l3-signoff", target, "done", owner=owner, verdict=chosen.value, signoff_id=sid)
-    return _done(request, f"/validation/l3/{request_id}",
-                 {"signoff_id": sid, "request_id": request_id, "owner": owner, "verdict": chosen.value})
+    return action_done(request, f"/validation/l3/{request_id}",
+                       {"signoff_id": sid, "request_id": request_id, "owner": owner, "verdict": chosen.value})
 
 
 @router.post("/validation/runs/{run_id}/rerun")
@@ -198,5 +192,5 @@ def _rerun(request: Request, run_id: int) -> Response:
 
     background.start(jobs, key, f"forkflow-rerun-{run_id}", {"tests": len(failed), "new_run_id": None}, work)
     record(request, "rerun", target, "started", tests=len(failed))
-    return _done(request, f"/validation/runs/{run_id}", {"run_id": run_id, "state": "running",
-                                                         "tests": len(failed)}, status=202)
+    return action_done(request, f"/validation/runs/{run_id}",
+                       {"run_id": run_id, "state": "running", "tests": len(failed)}, status=202)
