@@ -713,3 +713,46 @@ def test_ingest_push_to_a_missing_remote_refuses_before_landing(cli, builder: Fo
         assert r.rc == 1 and len(r.err.strip().splitlines()) == 1, r.err
         assert "no remote 'origin'" in r.err and "nothing was landed" in r.err
     assert [c["disposition"] for c in _status(cli, fork)["commits"]].count("PENDING") == 3
+
+
+def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  # type: ignore[no-untyped-def]
+        cli, builder: ForkBuilder, tmp_path: Path) -> None:
+    from forkflow.git.repo import Repo
+
+    a, b_, c = "1" * 40, "2" * 40, "3" * 40
+    builder.upstream_commit({"blob.bin": b"\0base", "gone.py": "G = 1\n"}, "Initial (#1)")
+    builder.upstream.git("update-index", "--add", "--cacheinfo", f"160000,{a},sub")
+    builder.upstream_commit({}, "Add sub (#2)")
+    builder.branch_fork()
+    builder.fork_commit({"blob.bin": b"\0fork", "gone.py": "G = 2  # fork\n"}, "[fork] ours")
+    builder.f.git("update-index", "--cacheinfo", f"160000,{b_},sub")
+    builder.fork_commit({}, "[fork] sub")
+    up = {"binary": builder.upstream_commit({"blob.bin": b"\0upstream"}, "Blob (#10)"),
+          "delete/modify": builder.upstream_commit({"gone.py": None}, "Drop gone (#11)")}
+    builder.upstream.git("update-index", "--cacheinfo", f"160000,{c},sub")
+    up["submodule"] = builder.upstream_commit({}, "Move sub (#12)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    found = {x["kind"]: x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
+    assert set(found) == set(up)
+    steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm gone.py",
+             "submodule": "git update-index --cacheinfo 160000,COMMIT,sub"}
+    for kind, x in found.items():
+        shown = cli("conflicts", "show", str(x["id"]), repo=fork).out
+        assert "write the resolved file" not in shown, kind
+        hint = " ".join(shown.split()).split("settle it in git by hand, on a checkout of main: ")[1]
+        assert hint.startswith(f"git cherry-pick -x {up[kind][:12]}; ") and steps[kind] in hint, hint
+        r = cli("conflicts", "resolve", str(x["id"]), "--file", str(tmp_path / "any"), repo=fork)
+        assert r.rc == 1 and len(r.err.strip().splitlines()) == 1 and steps[kind] in r.err, r.err
+    git = Repo(fork).git  # follow the instruction for the binary conflict
+    git("cherry-pick", "-x", up["binary"], check=False)
+    git("checkout", "--theirs", "--", "blob.bin")
+    git("add", "blob.bin")
+    git("-c", "core.editor=true", "cherry-pick", "--continue")
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    left = {x["kind"] for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
+    assert left == {"delete/modify", "submodule"}
+    assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"

@@ -1,6 +1,7 @@
 """`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -203,7 +204,7 @@ def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, cre
 def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `forkflow conflicts`.")],
                    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Print one conflict: the upstream commit, what each resolver said, the file with markers."""
-    _, x = _get_conflict(repo, store, cid)
+    c, x = _get_conflict(repo, store, cid)
     if json_out:
         print_json(_conflict_json(x))
         return 0
@@ -215,7 +216,10 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     if x.marked:
         console.rule("conflicted file (fork | base | upstream)")
         console.out(x.marked, highlight=False)
-    console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
+    if has_file_resolution(x):
+        console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
+    else:
+        console.print(escape(f"settle it {by_hand(x, c.config.fork_branch)}"))
     return 0
 
 
@@ -227,6 +231,9 @@ def conflicts_resolve(
 ) -> int:
     """Record a person's resolution; the next `forkflow ingest` uses it (recorded resolutions)."""
     c, x = _get_conflict(repo, store, cid)
+    if not has_file_resolution(x):
+        raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions, which --file cannot "
+                        f"settle; settle it {by_hand(x, c.config.fork_branch)}")
     try:
         data = file.read_bytes()
     except OSError as e:
@@ -239,12 +246,31 @@ def conflicts_resolve(
     return 0
 
 
+def has_file_resolution(x: crecords.ConflictInfo) -> bool:
+    """Whether `conflicts resolve --file` can settle it: a text conflict with regions to fill."""
+    return bool(x.key) and bool(x.marked) and parse_marked(x.marked) is not None
+
+
+_BY_KIND = {  # what settles each kind of path in a `git cherry-pick` that stopped on it
+    "binary": "keep upstream's file (git checkout --theirs -- {p}) or the fork's (git checkout --ours -- {p}), "
+              "then git add {p}",
+    "delete/modify": "keep the file (git add {p}) or delete it (git rm {p})",
+    "submodule": "point it at the commit you want (git update-index --cacheinfo 160000,COMMIT,{p})",
+}
+
+
+def by_hand(x: crecords.ConflictInfo, branch: str) -> str:
+    """How to settle a conflict that has no text regions: pick the commit in git, marked with -x."""
+    path = shlex.quote(x.path)
+    step = _BY_KIND.get(x.kind, "make {p} what it should be, then git add {p}").format(p=path)
+    return (f"in git by hand, on a checkout of {branch}: git cherry-pick -x {x.upstream_sha[:12]}; {step}; "
+            "git cherry-pick --continue (the -x line tells forkflow it is picked)")
+
+
 def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:
     """The resolved text of each region of a conflict, or a UserError saying what is wrong."""
-    segments = parse_marked(x.marked) if x.marked else None
-    if segments is None or not x.key:
-        raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions; settle it in git by "
-                        "hand (pick the commit yourself with an Upstream-Commit trailer)")
+    segments = parse_marked(x.marked)
+    assert segments is not None, "has_file_resolution(x) first"
     text = data.decode("utf-8", "surrogateescape")
     if has_markers(text):
         raise UserError(f"{x.path}: the file still has conflict markers; remove them and retry")

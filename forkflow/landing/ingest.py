@@ -226,9 +226,18 @@ class Ingestor:
         self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
+        if self.writes:
+            self._close_settled_conflicts(ledger)
         if self.writes and start_run:
             self.start_run(fork_tip)
         return ledger
+
+    def _close_settled_conflicts(self, ledger: Ledger) -> None:
+        """Open conflicts of commits that got a decision outside forkflow (picked in git by hand) close."""
+        settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
+        with self.ctx.store.session_scope() as s:
+            open_ = {c.upstream_sha for c in crecords.conflicts(s, self.ctx.fork_id, "open")}
+            crecords.close_conflicts(s, self.ctx.fork_id, sorted(open_ & settled))
 
     def start_run(self, fork_tip: Sha) -> None:
         mode = "retry" if self.retry_of is not None else self.options.mode.value
