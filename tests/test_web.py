@@ -148,6 +148,13 @@ def test_validation_counts_and_saturation_alarms(client: TestClient, seeded: tup
     assert bars["cls"].count("FAIL") == sum(1 for r in doc["tiers"]["L2"] if r["status"] == "FAIL")
 
 
+def test_bar_charts_carry_only_what_charts_js_draws(client: TestClient) -> None:
+    for path, key in (("/triage", "trunk"), ("/validation", "tier-L2")):
+        bars = charts_of(client.get(path).text)[key]
+        assert set(bars) == {"type", "title", "unit", "y", "cls", "labels", "href"}, path
+        assert len(bars["y"]) == len(bars["cls"]) == len(bars["labels"]) == len(bars["href"]) > 0
+
+
 def test_run_page_shows_the_alarms_of_the_list(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     run_id = seeded[1].nightly_run_ids[SMALL.days - 5]  # lit ran 2 tests short
     listed = {r["id"]: r for r in client.get("/api/validation").json()["tiers"]["L2"]}[run_id]

@@ -1,7 +1,7 @@
 """Chart payloads for static/charts.js: plain JSON the script draws as SVG.  [pure]
 
     line:  {"type": "line", "x": [unix s], "y": [...], "labels": [...], "marks": [...]}
-    bars:  {"type": "bars", "x": [unix s], "y": [...], "labels": [...], "cls": [...], "href": [...]}
+    bars:  {"type": "bars", "y": [...], "labels": [...], "cls": [...], "href": [...]}
 
 A mark is a change point or an alert on a series: the index of its first point after the
 change, the index of the last point before it, a label and a link.
@@ -36,8 +36,8 @@ def line(title: str, x: Sequence[int], y: Sequence[float], *, unit: str = "", la
                        "cls": m.cls} for m in marks]}
 
 
-def bars(title: str, x: Sequence[int], y: Sequence[float], cls: Sequence[str], *,
+def bars(title: str, y: Sequence[float], cls: Sequence[str], *,
          labels: Sequence[str] = (), hrefs: Sequence[str] = (), unit: str = "") -> dict[str, Any]:
     """One bar per item (a run), coloured by class (PASS, FAIL, INFRA, RUNNING)."""
-    return {"type": "bars", "title": title, "unit": unit, "x": list(x), "y": _finite(y),
+    return {"type": "bars", "title": title, "unit": unit, "y": _finite(y),
             "cls": list(cls), "labels": list(labels), "href": list(hrefs)}

@@ -67,8 +67,7 @@ def triage(request: Request) -> Response:
 
     def chart_data() -> dict[str, Any]:
         rs = list(reversed(trunk))
-        return {"trunk": charts.bars("trunk runs", [int(r.started_at.timestamp()) for r in rs],
-                                     [1.0] * len(rs), [r.status for r in rs],
+        return {"trunk": charts.bars("trunk runs", [1.0] * len(rs), [r.status for r in rs],
                                      labels=[f"run #{r.id} {r.status} at {r.rev[:12]}" for r in rs],
                                      hrefs=[f"/validation/runs/{r.id}" for r in rs])}
 

@@ -69,7 +69,7 @@ def validation(request: Request) -> Response:
         for tier, rs in tiers.items():
             rs = list(reversed(rs))
             out[f"tier-{tier}"] = charts.bars(
-                f"{tier} runs", [int(r["started_at"].timestamp()) for r in rs],
+                f"{tier} runs",
                 [float(r["passed"] + r["failed"] + r["skipped"]) or 1.0 for r in rs], [r["status"] for r in rs],
                 labels=[f"run #{r['id']} {r['status']} {r['rev'][:12]}: {r['passed']} passed, {r['failed']} "
                         f"failed, {r['skipped']} skipped" for r in rs],
