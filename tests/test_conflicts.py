@@ -314,3 +314,14 @@ def test_conflicts_agent_unreachable_endpoint(case: ConflictCase) -> None:
 def test_conflicts_unfence() -> None:
     assert unfence("text\n```cpp\nint x;\n```\nmore") == "int x;\n"
     assert unfence("plain") == "plain"
+
+
+def test_conflicts_case_rebuilt_from_its_marked_file_has_each_side(case: ConflictCase) -> None:
+    from forkflow.conflicts.case import case_from_marked
+
+    again = case_from_marked(case.upstream_sha, case.subject, case.path, case.kind, case.marked, case.key)
+    assert again is not None
+    assert (again.base, again.ours, again.theirs) == (case.base, case.ours, case.theirs)
+    assert again.segments == case.segments and again.key == case.key
+    assert guardrails.check(again, RESOLVED.encode()).ok
+    assert case_from_marked(case.upstream_sha, "", case.path, case.kind, "<<<<<<< fork\nx\n", "") is None

@@ -756,3 +756,27 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     left = {x["kind"] for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
     assert left == {"delete/modify", "submodule"}
     assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"
+
+
+def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
+    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    person = tmp_path / "k.py"
+    for text, check in (("def f():\n    return (110\n", "k.py no longer parses"),
+                        ("def f():\n<<<<<<< fork\n    return 110\n", "conflict markers left in the result"),
+                        ("def g():\n    return 110\n", "changes outside the conflicted regions")):
+        person.write_text(text)
+        r = cli("conflicts", "resolve", str(c["id"]), "--file", str(person), repo=fork)
+        assert r.rc == 1 and len(r.err.strip().splitlines()) == 1 and f"refused: {check}" in r.err, r.err
+    assert cli("conflicts", "--json", repo=fork).json()["conflicts"] != []  # nothing recorded
+    person.write_text("def f():\n    return 110  # fork + upstream\n")
+    assert cli("conflicts", "resolve", str(c["id"]), "--file", str(person), repo=fork).rc == 0
+    assert [u["status"] for u in cli("ingest", "--land", "--json", repo=fork).json()["units"]] == ["landed"]

@@ -11,7 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from forkflow.conflicts import records as crecords
-from forkflow.conflicts.classify import extract_regions, has_markers, parse_marked
+from forkflow.conflicts import guardrails
+from forkflow.conflicts.case import case_from_marked
+from forkflow.conflicts.classify import ConflictKind, parse_marked
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
@@ -268,17 +270,15 @@ def by_hand(x: crecords.ConflictInfo, branch: str) -> str:
 
 
 def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:
-    """The resolved text of each region of a conflict, or a UserError saying what is wrong."""
-    segments = parse_marked(x.marked)
-    assert segments is not None, "has_file_resolution(x) first"
-    text = data.decode("utf-8", "surrogateescape")
-    if has_markers(text):
-        raise UserError(f"{x.path}: the file still has conflict markers; remove them and retry")
-    texts = extract_regions(segments, text)
-    if texts is None:
-        raise UserError("the file changes lines outside the conflicted regions; start from "
-                        f"`forkflow conflicts show {x.id}` and edit only between the markers")
-    return texts
+    """The resolved text of each region of a conflict, or a UserError naming the guardrail it fails
+    (the same checks a resolver's proposal passes)."""
+    case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
+    assert case is not None, "has_file_resolution(x) first"
+    verdict = guardrails.check(case, data)
+    if not verdict.ok:
+        raise UserError(f"refused: {verdict.reason} ({x.path}); start from `forkflow conflicts show {x.id}`, "
+                        "edit only between the markers, remove them, and keep the file parsing")
+    return list(verdict.regions)
 
 
 # -- demo ------------------------------------------------------------------------

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forkflow.conflicts.classify import ConflictKind, Segment, regions
+from forkflow.conflicts.classify import ConflictKind, Region, Segment, parse_marked, regions
 from forkflow.models import Sha
 
 
@@ -46,3 +46,19 @@ def decode(data: bytes | None) -> str | None:
 
 def encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
+
+
+def case_from_marked(upstream_sha: Sha, subject: str, path: str, kind: ConflictKind, marked: str,
+                     key: str) -> ConflictCase | None:
+    """A text conflict kept for a person, rebuilt from its marked file (each side's file is the clean
+    text with that side of every region), so that a person's resolution meets the same guardrails
+    as a resolver's.  None when the markers do not parse."""
+    segments = parse_marked(marked)
+    if segments is None:
+        return None
+
+    def side(pick: str) -> bytes:
+        return encode("".join(getattr(s, pick) if isinstance(s, Region) else s for s in segments))
+
+    return ConflictCase(upstream_sha, subject, subject, path, kind, side("base"), side("ours"), side("theirs"),
+                        segments, key)
