@@ -232,9 +232,10 @@ def _finish(report: BisectReport, doc: dict[str, Any], json_out: bool) -> int:
     ok = (Status.FOUND,) if report.mode is Mode.PASS_FAIL else (
         Status.FOUND, Status.NO_DIFFERENCE, Status.NOT_A_REGRESSION)
     if report.status in ok:
+        if not json_out:
+            console.print(escape(report.message))
         return 0
-    if json_out:  # the table above already printed the message
-        err_console.print(f"no culprit ({report.status.value}): {escape(report.message)}", soft_wrap=True)
+    err_console.print(f"no culprit ({report.status.value}): {escape(report.message)}", soft_wrap=True)
     return 2
 
 
@@ -271,7 +272,6 @@ def _render_report(r: BisectReport, bisection_id: int) -> None:
         console.print(f"  landed in fork commit {short(c.fork_sha)}")
     elif c is not None:
         console.print(f"[bold]culprit:[/] fork commit {short(c.fork_sha)} {escape(c.subject)}")
-    console.print(escape(r.message))
 
 
 def register(app: typer.Typer) -> None:

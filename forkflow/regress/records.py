@@ -44,7 +44,15 @@ class BisectionRecord:
     culprit_upstream_sha: Sha | None
     culprit_pr: int | None
     confidence: float
-    result: dict[str, Any]
+    result: dict[str, Any]  # BisectReport.to_dict(), as stored
+    message: str = ""
+    rounds: int = 0
+    measurements: int = 0
+
+    @property
+    def subject(self) -> str:
+        """The culprit's subject: the upstream commit's when found inside a unit, else the unit's."""
+        return str((self.result.get("culprit") or {}).get("subject", ""))
 
 
 def save_alerts(s: Session, fid: int, drafts: Sequence[AlertDraft]) -> list[Alert]:
@@ -139,8 +147,22 @@ def bisections(s: Session, fid: int, ids: Sequence[int]) -> dict[int, BisectionR
     for i in range(0, len(ids), 500):
         for r in s.scalars(select(BisectionRow).where(BisectionRow.fork_id == fid,
                                                       BisectionRow.id.in_(list(ids[i:i + 500])))):
-            out[r.id] = BisectionRecord(r.id, r.alert_id, r.metric, r.status,
-                                        Sha(r.culprit_fork_sha) if r.culprit_fork_sha else None,
-                                        Sha(r.culprit_upstream_sha) if r.culprit_upstream_sha else None,
-                                        r.culprit_pr, r.confidence, json.loads(r.result))
+            out[r.id] = _record(r)
     return out
+
+
+def latest_bisection(s: Session, fid: int, metric: str, good: str, bad: str,
+                     mode: str = "pass-fail") -> BisectionRecord | None:
+    """The newest bisection stored under `metric` for exactly this good..bad range."""
+    r = s.scalar(select(BisectionRow).where(
+        BisectionRow.fork_id == fid, BisectionRow.metric == metric, BisectionRow.mode == mode,
+        BisectionRow.good_rev == good, BisectionRow.bad_rev == bad).order_by(BisectionRow.id.desc()).limit(1))
+    return None if r is None else _record(r)
+
+
+def _record(r: BisectionRow) -> BisectionRecord:
+    return BisectionRecord(r.id, r.alert_id, r.metric, r.status,
+                           Sha(r.culprit_fork_sha) if r.culprit_fork_sha else None,
+                           Sha(r.culprit_upstream_sha) if r.culprit_upstream_sha else None,
+                           r.culprit_pr, r.confidence, json.loads(r.result or "{}"), r.message, r.rounds,
+                           r.measurement_count)

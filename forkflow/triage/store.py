@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from forkflow.store.schema_regress import BisectionRow
 from forkflow.store.schema_tiers import TestOutcomeRow, ValidationRunRow
 from forkflow.store.schema_triage import (
     ClassificationRow,
@@ -106,35 +105,6 @@ def save_tracking(s: Session, fid: int, t: Tracking) -> None:
         s.add(r)
     r.issue_id, r.url, r.state = t.issue_id, t.url, "open" if t.open else "closed"
     r.green_streak, r.last_run_id, r.updated_at = t.green_streak, t.last_run_id, _now()
-
-
-@dataclass(frozen=True, slots=True)
-class RedTestBisection:
-    """The newest pass/fail bisection of one red test over one range (`forkflow trunk --bisect`)."""
-
-    id: int
-    status: str                # forkflow.bisect.bisector.Status values: found, flaky, no-difference...
-    message: str
-    confidence: float
-    fork_sha: str | None       # the culprit's fork commit (its landing unit)
-    upstream_sha: str | None   # the upstream commit, down to one inside a bundle when found
-    pr: int | None
-    subject: str               # the upstream commit's subject when known, else the unit's
-    rounds: int
-    measurements: int
-
-
-def red_test_bisection(s: Session, fid: int, metric: str, good: str, bad: str) -> RedTestBisection | None:
-    """The newest pass/fail bisection stored under `metric` for exactly this good..bad range."""
-    r = s.scalar(select(BisectionRow).where(
-        BisectionRow.fork_id == fid, BisectionRow.metric == metric, BisectionRow.mode == "pass-fail",
-        BisectionRow.good_rev == good, BisectionRow.bad_rev == bad).order_by(BisectionRow.id.desc()).limit(1))
-    if r is None:
-        return None
-    culprit = (json.loads(r.result or "{}").get("culprit") or {})
-    return RedTestBisection(r.id, r.status, r.message, r.confidence, r.culprit_fork_sha,
-                         r.culprit_upstream_sha, r.culprit_pr, str(culprit.get("subject", "")),
-                         r.rounds, r.measurement_count)
 
 
 def suites_of_test(s: Session, fid: int, test: str) -> list[str]:

@@ -14,9 +14,10 @@ from typing import Any
 
 from forkflow.bisect.bisector import Status
 from forkflow.context import Context
+from forkflow.regress import records
+from forkflow.regress.records import BisectionRecord
 from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
-from forkflow.triage import store as ts
 from forkflow.triage.models import Failure
 
 
@@ -73,7 +74,7 @@ class RedItem:
     last_green_rev: str | None  # the run before the streak, when history reaches it
     culprit: str | None = None  # "sha subject (upstream sha, PR #n)" when known
     culprit_detail: TrunkCulprit | None = None
-    bisection: ts.RedTestBisection | None = None  # the stored bisection of this streak's range
+    bisection: BisectionRecord | None = None  # the stored bisection of this streak's range
 
     def to_dict(self) -> dict[str, Any]:
         f = self.failure
@@ -129,19 +130,20 @@ def _single_commit(ctx: Context, item: RedItem) -> TrunkCulprit | None:
     return None
 
 
-def _from_bisection(ctx: Context, b: ts.RedTestBisection) -> TrunkCulprit | None:
-    if b.status != Status.FOUND or not b.fork_sha:
+def _from_bisection(ctx: Context, b: BisectionRecord) -> TrunkCulprit | None:
+    if b.status != Status.FOUND or not b.culprit_fork_sha:
         return None
-    unit = ctx.repo.log("-1", b.fork_sha, reverse=False) if ctx.repo.resolve(b.fork_sha) else []
+    fork_sha = b.culprit_fork_sha
+    unit = ctx.repo.log("-1", fork_sha, reverse=False) if ctx.repo.resolve(fork_sha) else []
     unit_subject = unit[0].subject if unit else b.subject
-    return TrunkCulprit(b.fork_sha, unit_subject, b.upstream_sha, b.subject if b.upstream_sha else "",
-                        b.pr, "bisection", b.id, b.confidence)
+    return TrunkCulprit(fork_sha, unit_subject, b.culprit_upstream_sha,
+                        b.subject if b.culprit_upstream_sha else "", b.culprit_pr, "bisection", b.id, b.confidence)
 
 
 def with_culprits(ctx: Context, items: list[RedItem]) -> list[RedItem]:
     """Each item with its stored bisection and culprit (see the module docstring)."""
     with ctx.store.session_scope() as s:
-        stored = [None if i.last_green_rev is None else ts.red_test_bisection(
+        stored = [None if i.last_green_rev is None else records.latest_bisection(
             s, ctx.fork_id, red_test_metric(i.failure.job, i.failure.test), i.last_green_rev, i.since_rev)
             for i in items]
     out = []
