@@ -292,6 +292,14 @@ def last_full_job(s: Session, fid: int, suite: str, green: bool = False) -> JobI
     return _job(j) if j else None
 
 
+def suites_of_test(s: Session, fid: int, test: str) -> list[str]:
+    """The suites whose stored runs of this fork have a test with this id."""
+    rows = s.scalars(select(TestOutcomeRow.suite).distinct().join(
+        ValidationRunRow, ValidationRunRow.id == TestOutcomeRow.run_id).where(
+        ValidationRunRow.fork_id == fid, TestOutcomeRow.test_id == test))
+    return sorted(rows)
+
+
 def known_tests(s: Session, job_id: int) -> tuple[str, ...]:
     q = select(TestOutcomeRow.test_id).where(TestOutcomeRow.job_id == job_id).order_by(TestOutcomeRow.id)
     return tuple(s.scalars(q))

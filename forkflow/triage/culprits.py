@@ -20,8 +20,8 @@ from forkflow.bisect.workflow import BisectReport, bisect_fork
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.regress import records
+from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import ReportFormat, Suite, load_suites
-from forkflow.triage import store as ts
 from forkflow.triage.models import FailureKind
 from forkflow.triage.trunk import RedItem, red_test_metric, trunk_health
 
@@ -35,7 +35,7 @@ def find_suite(ctx: Context, test: str, suite: str | None = None) -> Suite:
                             " pass --suite with one of them")
         return suites[suite]
     with ctx.store.session_scope() as s:
-        found = ts.suites_of_test(s, ctx.fork_id, test)
+        found = tq.suites_of_test(s, ctx.fork_id, test)
     found = [n for n in found if n in suites]
     if len(found) == 1:
         return suites[found[0]]

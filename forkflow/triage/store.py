@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from forkflow.store.schema_tiers import TestOutcomeRow, ValidationRunRow
 from forkflow.store.schema_triage import (
     ClassificationRow,
     FailureGroupRow,
@@ -106,10 +105,3 @@ def save_tracking(s: Session, fid: int, t: Tracking) -> None:
     r.issue_id, r.url, r.state = t.issue_id, t.url, "open" if t.open else "closed"
     r.green_streak, r.last_run_id, r.updated_at = t.green_streak, t.last_run_id, _now()
 
-
-def suites_of_test(s: Session, fid: int, test: str) -> list[str]:
-    """The suites whose stored runs of this fork have a test with this id."""
-    rows = s.scalars(select(TestOutcomeRow.suite).distinct().join(
-        ValidationRunRow, ValidationRunRow.id == TestOutcomeRow.run_id).where(
-        ValidationRunRow.fork_id == fid, TestOutcomeRow.test_id == test))
-    return sorted(rows)
