@@ -77,6 +77,30 @@ def test_missing_packages_are_named() -> None:
     assert w.missing_packages() == ("no_such_package_xyz",)
 
 
+def _cli_without(blocked: tuple[str, ...], *argv: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process where `blocked` packages cannot be imported (as if not installed)."""
+    code = (f"import sys\nfor m in {blocked!r}: sys.modules[m] = None\n"
+            f"from forkflow.cli.main import main\nsys.exit(main({list(argv)!r}))")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+
+
+def test_compile_time_needs_torch_alone() -> None:
+    # compile_time imports torch only (Inductor: C++ on CPU, the triton torch's CUDA build brings)
+    p = _cli_without(("triton", "helion"), "workloads", "list", "--json")
+    assert p.returncode == 0, p.stderr
+    missing = {w["name"]: w["missing"] for w in json.loads(p.stdout)}
+    assert missing["compile-time"] == [] and missing["fsdp2"] == []
+    assert missing["kernels"] == ["triton"]
+
+
+def test_run_without_its_packages_names_them_and_what_to_install(tmp_path: Path) -> None:
+    p = _cli_without(("torch",), "workloads", "run", "compile-time", "--report", str(tmp_path / "r.json"))
+    assert p.returncode == 1
+    assert "workload 'compile-time' needs torch, not installed here; run: pip install 'forkflow[gpu]'" \
+        in " ".join(p.stderr.split())
+    assert not (tmp_path / "r.json").exists()
+
+
 # -- JUnit and metrics ---------------------------------------------------------------------------
 
 CASES = [

@@ -12,8 +12,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, console, print_json
-from forkflow.errors import UserError
 from forkflow.workloads import all_workloads, get_workload
+from forkflow.workloads.device import require_packages
 from forkflow.workloads.suite_toml import add_suite
 
 workloads_app = typer.Typer(help="The reference workload pack for Triton/PyTorch forks.",
@@ -74,10 +74,7 @@ def run(
 ) -> int:
     """Run workload NAME alone; options after NAME go to the workload (e.g. --only, --shapes)."""
     w = get_workload(name)
-    missing = w.missing_packages()
-    if missing:
-        raise UserError(f"workload '{w.name}' needs {', '.join(missing)}, not installed here; "
-                        "run: pip install 'forkflow[gpu]'")
+    require_packages(w.requires, f"workload '{w.name}'")
     out = report or Path(f"{w.name}-report{w.report_suffix}")
     cmd = [sys.executable, "-m", f"forkflow.workloads.{w.module}", "--report", str(out), *ctx.args]
     return subprocess.run(cmd, env=dict(os.environ), check=False).returncode

@@ -8,11 +8,11 @@ workload runs, so `forkflow workloads list` works without the `gpu` extra.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from dataclasses import dataclass, field
 
 from forkflow.errors import UserError
 from forkflow.tiers.tiers import ReportFormat, Tier
+from forkflow.workloads.device import missing_packages
 
 __all__ = ["ReportFormat", "Tier", "Workload", "all_workloads", "get_workload"]
 
@@ -60,7 +60,7 @@ class Workload:
 
     def missing_packages(self) -> tuple[str, ...]:
         """The packages this workload imports that are not installed here."""
-        return tuple(p for p in self.requires if importlib.util.find_spec(p) is None)
+        return missing_packages(self.requires)
 
 
 # Modules of this package that define WORKLOAD, in the order `workloads list` shows them.

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import enum
+import importlib.util
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,11 +135,14 @@ def detect(triton: bool = True) -> DeviceInfo:
     return DeviceInfo(Backend.CPU, "CPU")
 
 
-def require_packages(names: tuple[str, ...], what: str) -> None:
-    """Raise a UserError naming the missing packages of the `gpu` extra."""
-    import importlib.util
+def missing_packages(names: Iterable[str]) -> tuple[str, ...]:
+    """The import names among `names` that are not installed here."""
+    return tuple(n for n in names if importlib.util.find_spec(n) is None)
 
-    missing = [n for n in names if importlib.util.find_spec(n) is None]
+
+def require_packages(names: Iterable[str], what: str) -> None:
+    """Raise a UserError naming the missing packages of the `gpu` extra."""
+    missing = missing_packages(names)
     if missing:
         raise UserError(f"{what} needs {', '.join(missing)}, not installed here; "
                         "run: pip install 'forkflow[gpu]'")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.models import Metric
@@ -273,8 +274,8 @@ def make_config(args: argparse.Namespace) -> RunConfig | str:
     from forkflow.workloads.device import require_packages
 
     try:
-        require_packages(("torch",), "the fsdp2 workload")
-    except Exception as e:  # noqa: BLE001
+        require_packages(WORKLOAD.requires, "the fsdp2 workload")
+    except UserError as e:
         return str(e)
     import torch
 
