@@ -758,7 +758,8 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"
 
 
-def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _conflict_fork(cli, builder: ForkBuilder, extra: str = "") -> Path:  # type: ignore[no-untyped-def]
+    """One upstream commit changing the line the fork changed: a content conflict no resolver settles."""
     builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
@@ -766,7 +767,12 @@ def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBu
     fork = builder.f.path
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
-        f.write('\n[ingest]\nl1_command = "true"\n')
+        f.write('\n[ingest]\nl1_command = "true"\n' + extra)
+    return fork
+
+
+def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fork = _conflict_fork(cli, builder)
     assert cli("ingest", "--land", repo=fork).rc == 0
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     person = tmp_path / "k.py"
@@ -780,3 +786,20 @@ def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBu
     person.write_text("def f():\n    return 110  # fork + upstream\n")
     assert cli("conflicts", "resolve", str(c["id"]), "--file", str(person), repo=fork).rc == 0
     assert [u["status"] for u in cli("ingest", "--land", "--json", repo=fork).json()["units"]] == ["landed"]
+
+
+def test_ingest_conflicts_show_says_what_each_agent_attempt_did(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fork = _conflict_fork(cli, builder, f'\n[ingest.agent]\ncommand = ["{tmp_path}/no-such-agent"]\ntimeout = 5\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    toml = fork / "forkflow.toml"
+    agent = tmp_path / "agent.py"  # answers with a file that changes a line outside the region
+    agent.write_text("import sys\nsys.stdin.read()\nprint('def g():\\n    return 110')\n")
+    toml.write_text(toml.read_text().replace(f'"{tmp_path}/no-such-agent"', f'"{sys.executable}", "{agent}"'))
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    out = " ".join(cli("conflicts", "show", str(c["id"]), repo=fork).out.split())
+    assert "agent attempt (command, " in out
+    assert f"error: cannot start {tmp_path}/no-such-agent" in out
+    assert "rejected: changes outside the conflicted regions" in out
+    doc = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()
+    assert [a["outcome"] for a in doc["agent_attempts"]] == ["error", "rejected"]

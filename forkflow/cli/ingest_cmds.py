@@ -202,19 +202,31 @@ def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, cre
     return c, x
 
 
+MAX_ATTEMPTS_SHOWN = 10
+
+
 @conflicts_app.command("show")
 def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `forkflow conflicts`.")],
                    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Print one conflict: the upstream commit, what each resolver said, the file with markers."""
     c, x = _get_conflict(repo, store, cid)
+    with c.store.session_scope() as s:
+        attempts = [a for a in crecords.attempts(s, c.fork_id, x.upstream_sha) if a.path == x.path]
     if json_out:
-        print_json(_conflict_json(x))
+        print_json(_conflict_json(x) | {"agent_attempts": [
+            {"backend": a.backend, "outcome": a.outcome, "reason": a.reason, "duration_ms": a.duration_ms}
+            for a in attempts]})
         return 0
     console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]")
     console.print(f"upstream {x.upstream_sha}  {escape(x.subject)}")
     console.print(f"chain {escape(x.chain)}, picked onto {short(x.base_sha)}, seen {x.seen} time(s)")
     for line in x.tried:
         console.print(f"  tried {escape(line)}")
+    if len(attempts) > MAX_ATTEMPTS_SHOWN:
+        console.print(f"  agent: {len(attempts) - MAX_ATTEMPTS_SHOWN} earlier attempt(s) not shown (--json lists all)")
+    for a in attempts[-MAX_ATTEMPTS_SHOWN:]:
+        console.print(f"  agent attempt ({escape(a.backend)}, {a.duration_ms / 1000:.1f}s): {a.outcome}: "
+                      f"{escape(a.reason)}")
     if x.marked:
         console.rule("conflicted file (fork | base | upstream)")
         console.out(x.marked, highlight=False)
