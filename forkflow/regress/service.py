@@ -25,7 +25,8 @@ def commit_order(series: list[list[MetricPoint]]) -> dict[Sha, int]:
 def detect_alerts(s: Session, fid: int, pattern: str = "*", cfg: DetectConfig = DetectConfig()) -> tuple[list[str], list[Alert]]:
     """(metrics examined, alerts opened or refreshed) for the metrics matching `pattern`."""
     names = queries.metric_names(s, fid, pattern)
-    all_series = [queries.metric_series(s, fid, n) for n in names]
+    by_name = queries.metric_series_of(s, fid, names)
+    all_series = [by_name.get(n, []) for n in names]
     changes: list[SeriesChange] = []
     for points in all_series:
         changes.extend(series_changes(points, cfg))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -168,10 +168,19 @@ def latest_metric_point(s: Session, fid: int, name: str) -> MetricPoint | None:
 
 def metric_series(s: Session, fid: int, name: str) -> list[MetricPoint]:
     """The series of one metric, oldest commit first (several points per rev when re-measured)."""
-    rows = s.scalars(select(MetricPointRow).where(MetricPointRow.fork_id == fid,
-                                                  MetricPointRow.name == name)
-                     .order_by(MetricPointRow.commit_date, MetricPointRow.id)).all()
-    return [_metric_point(r) for r in rows]
+    return metric_series_of(s, fid, [name]).get(name, [])
+
+
+def metric_series_of(s: Session, fid: int, names: Sequence[str]) -> dict[str, list[MetricPoint]]:
+    """The series of each of `names` (as `metric_series`), in one query per 500 names."""
+    out: dict[str, list[MetricPoint]] = {}
+    for i in range(0, len(names), 500):
+        rows = s.scalars(select(MetricPointRow).where(MetricPointRow.fork_id == fid,
+                                                      MetricPointRow.name.in_(list(names[i:i + 500])))
+                         .order_by(MetricPointRow.name, MetricPointRow.commit_date, MetricPointRow.id))
+        for r in rows:
+            out.setdefault(r.name, []).append(_metric_point(r))
+    return out
 
 
 def _metric_point(r: MetricPointRow) -> MetricPoint:
