@@ -92,13 +92,15 @@ def route(commits: Sequence[PendingCommit], rules: RoutingRules,
     chains: dict[str, _Chain] = {}
     member: dict[Sha, str] = {}  # sha -> chain name
     bundles: list[_Chain] = []
-    first_index: dict[str, int] = {}
-    for i, c in enumerate(commits):
+    created: list[tuple[UnitKind, _Chain]] = []  # units in the order of their first commit
+    for c in commits:
         hit = _chain_for(c, rules, chains, member, conflicting)
         if hit is not None:
             name, owner, reason = hit
-            chain = chains.setdefault(name, _Chain(name, owner))
-            first_index.setdefault("chain:" + name, i)
+            if name not in chains:
+                chains[name] = _Chain(name, owner)
+                created.append((UnitKind.CHAIN, chains[name]))
+            chain = chains[name]
             chain.commits.append(c.sha)
             chain.reasons[c.sha] = reason
             chain.touch = chain.touch.union(c.touch)
@@ -107,12 +109,9 @@ def route(commits: Sequence[PendingCommit], rules: RoutingRules,
             continue
         if not bundles or len(bundles[-1].commits) >= max(1, rules.max_bundle):
             bundles.append(_Chain(f"bundle-{c.sha[:10]}"))
-            first_index["bundle:" + bundles[-1].name] = i
+            created.append((UnitKind.BUNDLE, bundles[-1]))
         bundles[-1].commits.append(c.sha)
         bundles[-1].reasons[c.sha] = LOW_RISK
-    units = [(first_index["chain:" + ch.name],
-              Unit(UnitKind.CHAIN, ch.name, tuple(ch.commits), ch.reasons, ch.owner, ch.needs_resolution))
-             for ch in chains.values()]
-    units += [(first_index["bundle:" + b.name], Unit(UnitKind.BUNDLE, b.name, tuple(b.commits), b.reasons))
-              for b in bundles]
-    return tuple(u for _, u in sorted(units, key=lambda x: x[0]))
+    return tuple(Unit(UnitKind.CHAIN, u.name, tuple(u.commits), u.reasons, u.owner, u.needs_resolution)
+                 if kind is UnitKind.CHAIN else Unit(UnitKind.BUNDLE, u.name, tuple(u.commits), u.reasons)
+                 for kind, u in created)
