@@ -2,12 +2,12 @@
 
     python benchmarks/bench_triage.py [--mb 200] [--seeds 0 1]
 
-1. Grouping quality (adjusted Rand index) on the labelled corpus (forkflow/triage/corpus.py),
+1. Grouping quality (adjusted Rand index) on the labelled corpus (forkflow/testing/failure_corpus.py),
    against grouping by the raw last line, and by the normalized last line that says
    error/failed (what a grep-based triage does).
 2. Throughput of signature extraction in MB/s of log, one process and two (2 cores), against
    reading the file and against `grep -c Traceback`.
-3. The flaky simulation (forkflow/triage/flakysim.py): share of real failures labelled FLAKY,
+3. The flaky simulation (forkflow/testing/flakysim.py): share of real failures labelled FLAKY,
    against the naive rule "FLAKY when one rerun passes".
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from forkflow.triage.classify import FlakyPolicy
-from forkflow.triage.corpus import TEMPLATES, _env, _noise, generate
-from forkflow.triage.flakysim import naive_labeller, simulate, triage_labeller
+from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
+from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.group import adjusted_rand_index
 from forkflow.triage.parsers import generic_key
 from forkflow.triage.signature import normalize, signature_of, signature_of_file

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forkflow.errors import UserError
+from forkflow.git.run import run_git
 from forkflow.testing.gitrepo import ForkBuilder
 
 OPS_PY = '''"""Elementwise ops of the mini compiler."""
@@ -220,7 +221,13 @@ owner = "@kernels-team"
 
 
 def _step(console: Console, title: str) -> None:
-    console.rule(f"[bold]{title}")
+    console.rule(f"[bold]{escape(title)}")
+
+
+def _commit_counts(sample: Sample) -> tuple[int, int]:
+    """(fork commits, upstream commits) since the fork point."""
+    out = run_git("rev-list", "--left-right", "--count", "main...upstream/main", cwd=sample.fork).split()
+    return int(out[0]), int(out[1])
 
 
 def run_demo(keep: Path | None, console: Console) -> int:
@@ -234,14 +241,17 @@ def run_demo(keep: Path | None, console: Console) -> int:
     try:
         _step(console, "1. a sample upstream and fork")
         sample = build_sample(root / "sample")
-        console.print(f"upstream: {sample.upstream}\nfork:     {sample.fork}  (fork branch: main)")
-        console.print("the fork carries 4 patches of its own; upstream has 14 new commits since the fork point")
+        console.print(f"upstream: {escape(str(sample.upstream))}\nfork:     {escape(str(sample.fork))}  "
+                      "(fork branch: main)")
+        ours, theirs = _commit_counts(sample)
+        console.print(f"the fork carries {ours} patches of its own; upstream has {theirs} new commits since the "
+                      "fork point")
         _step(console, "2. forkflow init --upstream upstream")
         ledger_cmds.init(upstream="upstream", upstream_branch="main", fork_branch="main", store=None,
                          repo=sample.fork)
         with (sample.fork / "forkflow.toml").open("a", encoding="utf-8") as f:
             f.write(demo_config(sys.executable))
-        console.print("added an [ingest] section: L1 = the unit tests, a pin file, and a declared chain")
+        console.print(escape("added an [ingest] section: L1 = the unit tests, a pin file, and a declared chain"))
         _step(console, "3. forkflow status")
         ledger_cmds.status(json_out=False, commits=True, fetch=False, repo=sample.fork, store=None)
         _step(console, "4. forkflow plan")

@@ -20,6 +20,12 @@ def test_demo_runs_the_main_job_and_keeps_the_result(tmp_path: Path) -> None:
         assert step in r.out
     assert "landed" in r.out and "failed" in r.out and "conflict" in r.out
     fork = keep / "sample" / "fork"
+    point = run_git("merge-base", "main", "upstream/main", cwd=fork).strip()
+    theirs = run_git("rev-list", "--count", f"{point}..upstream/main", cwd=fork).strip()
+    ours = run_git("rev-list", "--count", "--invert-grep", "--grep=^Upstream-Commit: ", "main", "^upstream/main",
+                   cwd=fork).strip()  # the fork's own patches, not what ingest landed
+    assert f"the fork carries {ours} patches of its own; upstream has {theirs} new commits since" in r.out
+    assert "added an [ingest] section" in r.out  # not swallowed as Rich markup
     log = run_git("log", "--format=%s", "main", cwd=fork)
     assert log.startswith("[build] bump LLVM to 5e6f7a8b (#108)")
     assert "Cherry-pick 5 upstream (#101 #102 #110 #111 #112)" in log
@@ -38,3 +44,4 @@ def test_demo_without_keep_cleans_up(tmp_path: Path) -> None:
     assert r.rc == 0, r.err
     assert "forkflow demo --keep DIR" in r.out
     assert not list(tmp_path.glob("forkflow-demo-*"))
+

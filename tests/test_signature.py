@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from forkflow.triage.corpus import TEMPLATES, generate
+from forkflow.testing.failure_corpus import TEMPLATES, generate
 from forkflow.triage.group import adjusted_rand_index, group_failures
 from forkflow.triage.models import Failure, FailureKind
 from forkflow.triage.signature import normalize, scan, signature_of, signature_of_file

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify, has_flipped
-from forkflow.triage.flakysim import naive_labeller, simulate, triage_labeller
+from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.models import Classification as C
 from forkflow.triage.models import Failure, FailureKind, Signature
 
