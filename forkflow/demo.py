@@ -224,6 +224,16 @@ def _step(console: Console, title: str) -> None:
     console.rule(f"[bold]{escape(title)}")
 
 
+def check_keep(keep: Path | None) -> None:
+    """`--keep` must name a new or empty folder."""
+    if keep is None or not keep.exists():
+        return
+    if not keep.is_dir():
+        raise UserError(f"{keep} is a file, not a folder; pass a new folder to --keep")
+    if any(keep.iterdir()):
+        raise UserError(f"{keep} is not empty; pass a new folder to --keep")
+
+
 def _commit_counts(sample: Sample) -> tuple[int, int]:
     """(fork commits, upstream commits) since the fork point."""
     out = run_git("rev-list", "--left-right", "--count", "main...upstream/main", cwd=sample.fork).split()
@@ -234,8 +244,7 @@ def run_demo(keep: Path | None, console: Console) -> int:
     """Generate the sample (in `keep`, or a temporary folder) and run the main job on it."""
     from forkflow.cli import ingest_cmds, ledger_cmds
 
-    if keep is not None and keep.exists() and any(keep.iterdir()):
-        raise UserError(f"{keep} is not empty; pass a new folder to --keep")
+    check_keep(keep)
     root = keep if keep is not None else Path(tempfile.mkdtemp(prefix="forkflow-demo-"))
     start = time.monotonic()
     try:

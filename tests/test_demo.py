@@ -45,3 +45,12 @@ def test_demo_without_keep_cleans_up(tmp_path: Path) -> None:
     assert "forkflow demo --keep DIR" in r.out
     assert not list(tmp_path.glob("forkflow-demo-*"))
 
+
+def test_demo_keep_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n")
+    for args in (("--keep", str(taken)), ("--serve", "--keep", str(taken))):
+        r = run_forkflow("demo", *args, cwd=tmp_path)
+        assert r.rc == 1 and len(r.err.strip().splitlines()) == 1, r.err
+        assert "is a file, not a folder; pass a new folder to --keep" in r.err
+    assert taken.read_text() == "mine\n"

@@ -303,12 +303,13 @@ def demo(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Dashboard port, with --serve.")] = 8040,
 ) -> int:
     """Generate a sample upstream and fork, then run init, status, plan and ingest --land on it."""
-    from forkflow.demo import run_demo, run_demo_on
+    from forkflow.demo import check_keep, run_demo, run_demo_on
 
     if repo is not None:
         if keep is not None or serve:
             raise UserError("--keep and --serve are for the generated sample; drop them when passing --repo")
         return run_demo_on(repo, console)
+    check_keep(keep)
     if serve:
         from forkflow.web.serve import serve_demo
 
