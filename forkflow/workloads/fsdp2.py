@@ -23,6 +23,7 @@ from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.models import Metric
 from forkflow.workloads.metrics import MetricsReport, write_metrics
+from forkflow.workloads.transformer import build_block
 
 WORKLOAD = Workload(
     name="fsdp2",
@@ -78,26 +79,11 @@ def build_model(p: Preset) -> Any:
     import torch
     from torch import nn
 
-    class Block(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(p.d_model), nn.LayerNorm(p.d_model)
-            self.qkv, self.proj = nn.Linear(p.d_model, 3 * p.d_model), nn.Linear(p.d_model, p.d_model)
-            self.fc1, self.fc2 = nn.Linear(p.d_model, 4 * p.d_model), nn.Linear(4 * p.d_model, p.d_model)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            b, s, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, p.heads, d // p.heads).unbind(2)
-            a = nn.functional.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
-            x = x + self.proj(a.transpose(1, 2).reshape(b, s, d))
-            return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))  # type: ignore[no-any-return, unused-ignore]
-
     class LM(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.emb = nn.Embedding(p.vocab, p.d_model)
-            self.blocks = nn.ModuleList(Block() for _ in range(p.layers))
+            self.blocks = nn.ModuleList(build_block(p.d_model, p.heads) for _ in range(p.layers))
             self.ln = nn.LayerNorm(p.d_model)
             self.head = nn.Linear(p.d_model, p.vocab, bias=False)
 
