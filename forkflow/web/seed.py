@@ -70,30 +70,34 @@ def sha_of(label: str) -> Sha:
     return Sha(hashlib.sha1(label.encode()).hexdigest())
 
 
+# (name pattern, unit, better, typical value) of the seeded metrics, by kind
+KINDS: tuple[tuple[str, str, Better, float], ...] = (
+    ("matmul/fp16/{s}:tflops", "TFLOP/s", Better.HIGHER, 310.0),
+    ("matmul/fp8/{s}:tflops", "TFLOP/s", Better.HIGHER, 580.0),
+    ("softmax/{s}:latency", "us", Better.LOWER, 42.0),
+    ("layernorm/{s}:latency", "us", Better.LOWER, 35.0),
+    ("rope/{s}:latency", "us", Better.LOWER, 18.0),
+    ("torch_compile/{s}:compile_time", "s", Better.LOWER, 61.0),
+    ("fsdp2/{s}:tokens_per_s", "tok/s", Better.HIGHER, 15800.0),
+    ("fsdp2/{s}:loss_drift", "", Better.LOWER, 0.002),
+)
+
+
 def _metric_names(n: int) -> list[str]:
     shapes = ["M1024-N1024-K1024", "M2048-N2048-K2048", "M4096-N4096-K4096", "M8192-N1024-K8192",
               "M512-N4096-K4096", "M16384-N2048-K1024"]
-    kinds = [("matmul/fp16/{s}:tflops", "TFLOP/s", Better.HIGHER, 310.0),
-             ("matmul/fp8/{s}:tflops", "TFLOP/s", Better.HIGHER, 580.0),
-             ("softmax/{s}:latency", "us", Better.LOWER, 42.0),
-             ("layernorm/{s}:latency", "us", Better.LOWER, 35.0),
-             ("rope/{s}:latency", "us", Better.LOWER, 18.0),
-             ("torch_compile/{s}:compile_time", "s", Better.LOWER, 61.0),
-             ("fsdp2/{s}:tokens_per_s", "tok/s", Better.HIGHER, 15800.0),
-             ("fsdp2/{s}:loss_drift", "", Better.LOWER, 0.002)]
     out = []
     for i in range(n):
-        pattern = kinds[i % len(kinds)][0]
-        out.append(pattern.format(s=shapes[(i // len(kinds)) % len(shapes)]) +
-                   ("" if i < len(kinds) * len(shapes) else f"#{i}"))
+        pattern = KINDS[i % len(KINDS)][0]
+        out.append(pattern.format(s=shapes[(i // len(KINDS)) % len(shapes)]) +
+                   ("" if i < len(KINDS) * len(shapes) else f"#{i}"))
     return out
 
 
 def _metric_meta(i: int) -> tuple[str, Better, float]:
-    table = [("TFLOP/s", Better.HIGHER, 310.0), ("TFLOP/s", Better.HIGHER, 580.0), ("us", Better.LOWER, 42.0),
-             ("us", Better.LOWER, 35.0), ("us", Better.LOWER, 18.0), ("s", Better.LOWER, 61.0),
-             ("tok/s", Better.HIGHER, 15800.0), ("", Better.LOWER, 0.002)]
-    return table[i % len(table)]
+    """(unit, better, typical value) of metric `i`."""
+    _, unit, better, base = KINDS[i % len(KINDS)]
+    return unit, better, base
 
 
 def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSize(), *,
