@@ -10,6 +10,7 @@ from forkflow.context import open_context
 from forkflow.tiers import queries as q
 from forkflow.tiers.selection import (
     LONE_FAILURE,
+    MIN_SEEN,
     CoFailure,
     HistoryEntry,
     SuiteSpec,
@@ -112,9 +113,29 @@ def test_every_suite_in_play_gets_its_best_file() -> None:
 
 
 def test_unknown_file_borrows_its_folder_history() -> None:
+    quiet = [HistoryEntry(frozenset({"lib/core/x.py"}))] * (MIN_SEEN - 1)
     hist = [HistoryEntry(frozenset({"lib/core/x.py"}), frozenset({("unit", "tests/test_beta.py::test_0")}))]
-    sel = select(["lib/core/new.py"], [_spec()], hist).suites[0]
+    sel = select(["lib/core/new.py"], [_spec()], hist + quiet).suites[0]
     assert sel.files == ("tests/test_beta.py",)
+    sel = select(["lib/core/new.py"], [_spec()], hist + quiet[1:]).suites[0]
+    assert sel.files is None and "too little history" in sel.reasons[0]  # one run short
+
+
+def test_a_few_passing_runs_of_the_folder_are_no_evidence() -> None:
+    # src/p/m.py is tested by test_m1..3 (6 tests), src/p/n.py by test_n (1); one full run and
+    # one run changing n.py, both green: nothing says where a breakage of m.py would land
+    known = tuple(f"tests/p/test_m{i}.py::test_{j}" for i in (1, 2, 3) for j in range(2)) + \
+        ("tests/p/test_n.py::test_0",)
+    spec = SuiteSpec("unit", ("src/**", "tests/**"), True, known)
+    hist = [HistoryEntry(frozenset({"src/p/n.py"})), HistoryEntry(frozenset())]
+    for changed in ("src/p/m.py", "src/q/new.py"):
+        sel = select([changed], [spec], hist).suites[0]
+        assert sel.run and sel.files is None and "too little history" in sel.reasons[0], changed
+    assert select(["src/p/n.py"], [spec], hist).suites[0].files == ("tests/p/test_n.py",)  # its own test
+    sel = select(["src/p/m.py"], [spec], [HistoryEntry(frozenset({"src/r/x.py"}))] * MIN_SEEN + hist).suites[0]
+    assert sel.files is None  # src/ is known, but m.py borrows from src/p/: one run
+    sel = select(["src/p/m.py"], [spec], [HistoryEntry(frozenset({"src/p/n.py"}))] * MIN_SEEN + hist).suites[0]
+    assert sel.narrowed  # enough runs of its folder: ranked as usual
 
 
 def test_no_evidence_runs_the_whole_suite() -> None:

@@ -192,3 +192,34 @@ def test_worktree_is_cached_per_rev(tmp_path: Path, cli) -> None:  # type: ignor
     assert cli("validate", "--tier", "L1", repo=repo).rc == 0
     assert (tree / "built.o").read_text() == "cached"  # the same tree was reused
     assert git(repo, "status", "--porcelain") == ""
+
+
+def _two_module_repo(tmp_path: Path) -> Path:
+    """src/p/m.py tested by tests/p/test_m1..3.py (6 tests), src/p/n.py by tests/p/test_n.py (1),
+    run by real pytest; no test file is named after m.py."""
+    pytest_cmd = f"{PY} -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={{report}} {{tests}}"
+    toml = suite_toml("unit", pytest_cmd, paths=["src/**", "tests/**"], all_tests="tests",
+                      env={"PYTHONPATH": '"src"', "PYTEST_DISABLE_PLUGIN_AUTOLOAD": '"1"'})
+    files = {"src/p/m.py": "def add(a, b):\n    return a + b\n", "src/p/n.py": "def neg(a):\n    return -a\n",
+             "tests/p/test_n.py": "from p.n import neg\n\ndef test_neg():\n    assert neg(2) == -2\n"}
+    for i in (1, 2, 3):
+        files[f"tests/p/test_m{i}.py"] = (f"from p.m import add\n\ndef test_add_{i}():\n    assert add({i}, 1) == {i + 1}\n\n"
+                                          f"def test_add_zero_{i}():\n    assert add({i}, 0) == {i}\n")
+    repo, _ = make_repo(tmp_path / "fork", toml, files)
+    return repo
+
+
+def test_gate_runs_the_whole_suite_for_a_file_with_too_little_evidence(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    repo = _two_module_repo(tmp_path)
+    r = cli("validate", "--tier", "L1", "--json", repo=repo)
+    assert r.rc == 0 and r.json()["suites"][0]["tests_ran"] == 7, r.out + r.err
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"src/p/n.py": "def neg(a):\n    return 0 - a\n"})
+    r = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=repo)
+    assert r.rc == 0, r.out + r.err
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"src/p/m.py": "def add(a, b):\n    return a - b\n"})  # upstream breaks add
+    r = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=repo)
+    assert r.rc == 1, r.out + r.err  # one passing run of its folder is no evidence m.py is safe
+    suite = r.json()["suites"][0]
+    assert suite["tests_ran"] == 7 and suite["tests_failed"] == 3

@@ -17,10 +17,12 @@ Predictive test selection with a fixed budget (by default a third of the known t
 * changed test files and tests failing in the suite's latest full run always run, budget or not;
   when all the tests in play fit in the budget they all run.
 
-When a changed file that a suite covers has no evidence at all (no history for it or any of its
-folders, no test named after it), the whole suite runs: forkflow never guesses that a change is
-safe.  Selection is by test file (`file_of()`), the unit harnesses accept on the command line; the
-budget is counted in tests.
+When a changed file that a suite covers has too little evidence (no test named after it, and
+neither it nor the nearest folder it borrows from changed in at least `MIN_SEEN` decayed runs),
+the whole suite runs: forkflow never guesses that a change is safe.  A few passing runs of a
+neighbour say nothing about where a breakage of this file lands; so at a cold start (less than
+`MIN_SEEN` runs of history) every such file runs its suites whole.  Selection is by test file
+(`file_of()`), the unit harnesses accept on the command line; the budget is counted in tests.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ BAD_RATE_WEIGHT = 5.0   # pseudo-changes of the overall bad rate per changed fil
 PRIOR_MIX = {"name": 0.5, "folder": 0.3, "suite": 0.2}  # how the prior splits its belief
 LONE_FAILURE = 0.2      # weight of a run's only failure when no changed file is named after it
 UNIFORM = 0.1           # share of the suite prior spread evenly (never rank a test at zero)
+MIN_SEEN = 10           # runs a file (or a folder it borrows from) needs to count as evidence
 
 Unit = tuple[str, str]  # (suite, test file): what selection picks
 
@@ -261,6 +264,18 @@ class CoFailure:
             for key in _keys(f):
                 self.bad[key] += part
 
+    def is_known(self, path: str) -> bool:
+        """Whether history may narrow a change of `path`: a test file is named after it, or it
+        or the folder it borrows from changed in at least `MIN_SEEN` (decayed) runs."""
+        # half a run of slack: decayed, the newest 10 runs count 9.99
+        return bool(self.named(path)) or self.seen(path) + 0.5 >= MIN_SEEN
+
+    def seen(self, path: str) -> float:
+        """The (decayed) runs that changed `path` or, when more, its nearest folder history
+        knows: the one it borrows from, not a wider one (`src/` says little about `src/p/`)."""
+        folder = next((self.changes[k] for k in _folders(path) if self.changes.get(k)), 0.0)
+        return max(self.changes.get(path, 0.0), folder)
+
     def key_of(self, path: str) -> str | None:
         """The file itself when history knows it, else its nearest known folder."""
         return next((k for k in _keys(path) if self.changes.get(k)), None)
@@ -400,10 +415,11 @@ def _narrow(changed: Sequence[str], specs: Sequence[SuiteSpec], cf: CoFailure, p
     new_tests: dict[str, set[str]] = defaultdict(set)
     for spec in specs:
         mine = [p for p in changed if not spec.paths or matches(p, spec.paths) or (spec.name, p) in pool.tests]
-        blind = [p for p in mine if cf.key_of(p) is None and not cf.named(p) and not _looks_like_test(p)]
+        blind = [p for p in mine if not cf.is_known(p) and not _looks_like_test(p)]
         if blind:
             out[spec.name] = SuiteSelection(spec.name, True, reasons=(
-                f"no history for {blind[0]} or its folders: the whole suite runs",))
+                f"too little history for {blind[0]} or its folder ({cf.seen(blind[0]):.3g} of the "
+                f"{MIN_SEEN} runs needed) and no test named after it: the whole suite runs",))
             continue
         for p in mine:
             covering[p].extend(pool.by_suite[spec.name])
