@@ -1,6 +1,7 @@
 """The local runner: process groups, timeouts, missing commands, resources, garbage output."""
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -73,6 +74,17 @@ def test_resource_no_machine_has_is_refused_at_once(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("FORKFLOW_LOCAL_RESOURCES", "h200")
     with pytest.raises(UserError, match="FORKFLOW_LOCAL_RESOURCES has a bad item"):
         make_runner("local")
+
+
+def test_more_cpus_than_the_machine_has_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORKFLOW_LOCAL_RESOURCES", raising=False)
+    have = os.cpu_count() or 1
+    big = _job(tmp_path, "true", resources=(("cpus", float(have + 62)),))
+    with pytest.raises(UserError, match=f"asks for cpus={have + 62} but this machine has {have};"):
+        make_runner("local").run([big])
+    assert make_runner("local").run([_job(tmp_path, "true", resources=(("cpus", float(have)),))])[0].returncode == 0
+    monkeypatch.setenv("FORKFLOW_LOCAL_RESOURCES", f"cpus={have + 62}")  # declared: the pool grows
+    assert make_runner("local").run([big])[0].returncode == 0
 
 
 def test_unknown_runner_name() -> None:

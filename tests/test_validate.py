@@ -167,6 +167,18 @@ def test_bad_commands_refused_before_anything_runs(tmp_path: Path, cli, command:
         assert q.latest_runs(s, ctx.fork_id) == []  # nothing half-written
 
 
+def test_suite_asking_for_more_cpus_than_the_machine_has_is_refused(tmp_path: Path, cli,  # type: ignore[no-untyped-def]
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORKFLOW_LOCAL_RESOURCES", raising=False)
+    repo, _ = make_repo(tmp_path / "fork", suite_toml("unit", harness(2), resources={"cpus": 4096}))
+    r = cli("validate", "--tier", "L1", repo=repo)
+    assert r.rc == 1 and "job 'unit' asks for cpus=4096 but this machine has" in r.err, r.out + r.err
+    assert len(r.err.strip().splitlines()) == 1
+    ctx = open_context(repo)
+    with ctx.store.session_scope() as s:
+        assert q.latest_runs(s, ctx.fork_id) == []  # refused before anything ran
+
+
 def test_bad_arguments(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     repo, _ = make_repo(tmp_path / "fork", suite_toml("unit", harness(2)))
     cases = [

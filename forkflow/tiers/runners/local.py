@@ -1,9 +1,11 @@
 """`LocalRunner`: jobs in a pool of threads, each job one process group on this machine.
 
 Resources: a job's `cpus` take that many of the pool's CPU slots (the pool never oversubscribes
-them); `gpus` and custom labels must exist here, declared by `FORKFLOW_LOCAL_RESOURCES`
-("gpus=2,h200=2"; gpus default to the CUDA devices visible).  A job asking for more than the
-machine has is refused by `check` before anything starts.
+them; a pool smaller than the machine, `[validation] jobs`, runs a bigger job alone); `cpus`,
+`gpus` and custom labels must exist here: CPUs default to `os.cpu_count()`, gpus to the CUDA
+devices visible, and `FORKFLOW_LOCAL_RESOURCES` ("cpus=8,gpus=2,h200=2") declares or overrides
+them.  A job asking for more than the machine has is refused by `check` before anything starts,
+as the Ray runner refuses what no node has.
 """
 from __future__ import annotations
 
@@ -68,14 +70,12 @@ class LocalRunner:
     def check(self, jobs: Sequence[Job]) -> None:
         for job in jobs:
             for name, amount in job.resources:
-                if name == "cpus":
-                    continue
                 have = self.resources.get(name, 0.0)
                 if amount > have:
                     raise UserError(
                         f"job '{job.name}' asks for {name}={amount:g} but this machine has "
-                        f"{have:g}; run it where it fits (--runner ray) or declare the resource "
-                        "with FORKFLOW_LOCAL_RESOURCES='name=amount'")
+                        f"{have:g}; lower the suite's resources, run it where it fits (--runner ray) "
+                        f"or declare the resource with FORKFLOW_LOCAL_RESOURCES='{name}=amount'")
 
     def _cpus(self, job: Job) -> float:
         want = dict(job.resources).get("cpus", 1.0)
