@@ -124,3 +124,12 @@ def test_exit_code_without_failing_test_is_a_failure(tmp_path: Path, cli) -> Non
     repo, _ = make_repo(tmp_path / "fork", suite_toml("unit", harness(3) + "; exit 7"))
     rc, text = _finding(cli, repo)
     assert rc == 1 and "exited with code 7" in text
+
+
+def test_summary_tells_a_finding_from_a_failed_test(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    repo, _ = make_repo(tmp_path / "fork", suite_toml("unit", harness(4), expect_tests=5))
+    r = cli("validate", "--tier", "L1", "--json", repo=repo)
+    assert r.rc == 1
+    doc = r.json()
+    assert doc["suites"][0]["tests_failed"] == 0  # all 4 passed: the suite failed on its inventory
+    assert "4 tests ran, 0 failed; 1 finding(s): suite 'unit' ran 4 tests, fewer than the 5" in doc["summary"]

@@ -90,7 +90,7 @@ class SuiteReport:
     status: str
     message: str
     tests_ran: int
-    tests_failed: int
+    tests_failed: int                 # tests the report shows failing (not the suite's findings)
     duration_s: float
     log_path: str
     findings: tuple[str, ...] = ()
@@ -314,6 +314,8 @@ def store_job(ctx: Context, tier: Tier, sha: Sha, commit_date: int, run_id: int,
 
 
 def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[str]) -> str:
+    """One line: suites by status, tests run and failed, then the findings apart from the tests
+    (a suite can fail with every test passing: too few ran, no report, a timeout)."""
     counts = {st: sum(1 for r in reports if r.status == st) for st in (q.PASS, q.FAIL, q.INFRA)}
     ran = sum(r.tests_ran for r in reports)
     failed = sum(r.tests_failed for r in reports)
@@ -321,8 +323,10 @@ def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[st
              f"{counts[q.INFRA]} infra", f"{ran} tests ran, {failed} failed"]
     if skipped:
         parts.append(f"{skipped} suite(s) not selected")
-    if findings:
-        parts.append(f"{len(findings)} run finding(s)")
+    found = [f for r in reports for f in r.findings] + list(findings)
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        parts.append(f"{len(found)} finding(s): {found[0]}{more}")
     return "; ".join(parts)
 
 
@@ -391,7 +395,7 @@ def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[P
             store_job(ctx, req.tier, sha, commit_date, run_id, row, pj, j)
             reports[res.job_id] = SuiteReport(
                 pj.suite.name, j.finish.status, j.finish.message, j.finish.tests_ran,
-                sum(1 for r in j.results if r.outcome.bad), res.duration_s, pj.job.log_path,
+                sum(1 for r in j.report.results if r.outcome.bad), res.duration_s, pj.job.log_path,
                 j.finish.findings)
         say(f"{pj.suite.name}: {j.finish.status} ({j.finish.tests_ran} tests, {res.duration_s:.1f}s)")
 
