@@ -178,21 +178,9 @@ def build_fork(root: Path) -> tuple[Path, list[str], str]:
     return b.f.path, ups, ups[CULPRIT_AT - 1]
 
 
-# The CLI with only the commands this study uses mounted (the other command groups may need
-# packages this machine lacks).
-CLI = """import sys
-from forkflow.cli import main as m
-from forkflow.cli import ledger_cmds, regress_cmds
-ledger_cmds.register(m.app)
-regress_cmds.register(m.app)
-getattr(m, "_MOUNTED", set()).update(m.COMMAND_MODULES)
-m._mount = lambda *a, **k: None
-sys.exit(m.main(sys.argv[1:]))
-"""
-
-
 def forkflow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-c", CLI, *args]
+    # the CLI imports only the invoked command's group (init: ledger, detect and bisect: regress)
+    cmd = [sys.executable, "-m", "forkflow", *args]
     print("$ forkflow " + " ".join(args), flush=True)
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     print(p.stdout + p.stderr, flush=True)
