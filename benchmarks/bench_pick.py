@@ -120,24 +120,12 @@ def git(repo: Path, *args: str) -> str:
 
 
 def forkflow_picks(repo: Path, tip: str, shas: list[str]) -> tuple[float, list[str]]:
-    picker = MemoryPicker(repo, batch_writes=True)  # as `forkflow ingest` picks
-    t0 = time.perf_counter()
-    tree = picker.commit_tree(tip)
-    parent = Sha(tip)
-    trees = []
-    for sha in shas:
-        step = picker.pick(tree, Sha(sha))
-        if step.status is not PickStatus.APPLIED:
-            raise SystemExit(f"{sha} did not apply cleanly: {step.status}")
-        tree = step.tree
-        raw, enc = picker.raw_message(sha)
-        parent = picker.write_commit(tree, parent, raw + f"\nUpstream-Commit: {sha}\n".encode(),
-                                     picker.author(sha), enc)
-        trees.append(tree)
-    picker.flush()  # every commit in the repository, as one pack
-    took = time.perf_counter() - t0
-    written_by_git_view(repo, tip, parent, len(shas))
-    return took, trees
+    """`replay_in_memory` of the synthetic picks, which must all apply cleanly."""
+    took, trees = replay_in_memory(repo, tip, shas)
+    clean = [t for t in trees if t is not None]
+    if len(clean) != len(shas):
+        raise SystemExit(f"{shas[trees.index(None)]} did not apply cleanly: conflict")
+    return took, clean
 
 
 def written_by_git_view(repo: Path, base: str, last: str, n: int) -> None:
