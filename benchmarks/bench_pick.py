@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forkflow.landing.pick import MemoryPicker, PickStatus  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
+from forkflow.testing.synth import FastImport  # noqa: E402
 
 ENV = dict(os.environ, GIT_AUTHOR_NAME="Dev", GIT_AUTHOR_EMAIL="dev@example.com", GIT_COMMITTER_NAME="Dev",
            GIT_COMMITTER_EMAIL="dev@example.com", GIT_AUTHOR_DATE="1700000000 +0000",
@@ -54,38 +55,6 @@ def _cpp_file(i: int, funcs: int) -> list[str]:
     return lines + ["", "}  // namespace mini"]
 
 
-class FastImport:
-    """Commits written by one `git fast-import` process."""
-
-    def __init__(self, repo: Path) -> None:
-        self.proc = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=repo, stdin=subprocess.PIPE)
-        assert self.proc.stdin is not None
-        self.out = self.proc.stdin
-        self.mark = 0
-        self.clock = 1_600_000_000
-
-    def commit(self, ref: str, parent: int | None, msg: str, files: dict[str, str]) -> int:
-        self.mark += 1
-        self.clock += 600
-        who = f"Dev <dev@example.com> {self.clock} +0000\n".encode()
-        data = msg.encode()
-        buf = [f"commit {ref}\nmark :{self.mark}\n".encode(), b"author " + who, b"committer " + who,
-               b"data %d\n" % len(data), data, b"\n"]
-        if parent is not None:
-            buf.append(f"from :{parent}\n".encode())
-        for name, text in files.items():
-            payload = text.encode()
-            buf.append(f"M 100644 inline {name}\ndata {len(payload)}\n".encode() + payload + b"\n")
-        self.out.write(b"".join(buf) + b"\n")
-        return self.mark
-
-    def close(self) -> None:
-        self.out.write(b"done\n")
-        self.out.close()
-        if self.proc.wait() != 0:
-            raise SystemExit("git fast-import failed")
-
-
 def generate(repo: Path, files: int, picks: int, fork_patches: int = 30, seed: int = 3,
              funcs: int = 20) -> None:
     """A fork (branch main) and upstream (refs/remotes/upstream/main) of Python and C++ files."""
@@ -95,7 +64,8 @@ def generate(repo: Path, files: int, picks: int, fork_patches: int = 30, seed: i
              for i in range(files)]
     content = {n: (_py_file(i, funcs) if n.endswith(".py") else _cpp_file(i, funcs)) for i, n in enumerate(names)}
     imp = FastImport(repo)
-    base = imp.commit("refs/heads/main", None, "Initial import\n", {n: "\n".join(v) + "\n" for n, v in content.items()})
+    base = imp.commit("refs/heads/main", None, "Initial import\n",
+                      {n: ("\n".join(v) + "\n").encode() for n, v in content.items()})
     up, fork = base, base
     upstream_state = {n: list(v) for n, v in content.items()}
     for k in range(picks):
@@ -106,11 +76,11 @@ def generate(repo: Path, files: int, picks: int, fork_patches: int = 30, seed: i
             j = rng.choice(targets)
             lines[j] = lines[j].rstrip(";") + (f" + {k}" if n.endswith(".py") else f" + {k};")
             lines[j] = lines[j].replace("; +", " +")
-            changed[n] = "\n".join(lines) + "\n"
+            changed[n] = ("\n".join(lines) + "\n").encode()
         up = imp.commit("refs/remotes/upstream/main", up, f"[area] upstream change {k} (#{1000 + k})\n", changed)
     fork_files = {}
     for k in range(fork_patches):
-        fork_files[f"fork/feature{k}.py"] = f"FEATURE_{k} = True\n"
+        fork_files[f"fork/feature{k}.py"] = f"FEATURE_{k} = True\n".encode()
         fork = imp.commit("refs/heads/main", fork, f"[fork] feature {k}\n", dict(fork_files))
     imp.close()
 

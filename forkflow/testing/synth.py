@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,30 +50,43 @@ def _pick_order(rng: random.Random, upstream: int, picks: int) -> list[int]:
     return sorted(chosen)
 
 
-class _Importer:
-    """One `git fast-import` process; marks persist across importers through a marks file."""
+class FastImport:
+    """Commits with inline blobs written by one `git fast-import` process (benchmarks, scale tests).
 
-    def __init__(self, path: Path, marks: Path, clock: list[int], step: int, first: bool) -> None:
-        args = ["git", "fast-import", "--quiet", "--done", f"--export-marks={marks}"]
-        if not first:
-            args.append(f"--import-marks={marks}")
+    Each commit's author and committer date is the clock plus `step` seconds.  With `marks`, the
+    marks are exported to that file and, unless `first`, read from it first: a later importer (with
+    the same `clock` list) can name the commits an earlier one wrote.
+    """
+
+    def __init__(self, path: Path, *, marks: Path | None = None, first: bool = True,
+                 clock: list[int] | None = None, step: int = 600) -> None:
+        args = ["git", "fast-import", "--quiet", "--done"]
+        if marks is not None:
+            args.append(f"--export-marks={marks}")
+            if not first:
+                args.append(f"--import-marks={marks}")
         self.proc = subprocess.Popen(args, cwd=path, stdin=subprocess.PIPE)
         assert self.proc.stdin is not None
         self.out = self.proc.stdin
-        self.clock = clock
+        self.clock = clock if clock is not None else [1_600_000_000]
         self.step = step
+        self.mark = 0  # the last mark written
 
-    def commit(self, mark: int, ref: str, parent: int | None, msg: str, files: dict[str, bytes]) -> int:
+    def commit(self, ref: str, parent: int | None, msg: str, files: Mapping[str, bytes],
+               mark: int | None = None) -> int:
+        """Write a commit on `ref` (after the commit marked `parent`); returns its mark, the one
+        after the last unless given."""
+        self.mark = self.mark + 1 if mark is None else mark
         self.clock[0] += self.step
         who = b"Dev <dev@example.com> %d +0000\n" % self.clock[0]
-        buf = [b"commit %s\nmark :%d\nauthor " % (ref.encode(), mark) + who + b"committer " + who,
+        buf = [b"commit %s\nmark :%d\nauthor " % (ref.encode(), self.mark) + who + b"committer " + who,
                _data(msg.encode())]
         if parent is not None:
             buf.append(b"from :%d\n" % parent)
         for name, content in files.items():
             buf.append(b"M 100644 inline %s\n" % name.encode() + _data(content))
         self.out.write(b"".join(buf) + b"\n")
-        return mark
+        return self.mark
 
     def close(self) -> None:
         self.out.write(b"done\n")
@@ -89,7 +103,7 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
     marks = path / ".git" / "synth-marks"
     clock = [spec.start]
     counter = iter(range(1, 10**9))
-    imp = _Importer(path, marks, clock, spec.step, first=True)
+    imp = FastImport(path, marks=marks, clock=clock, step=spec.step)
 
     dirs = ["lib/Dialect/TritonGPU", "lib/Conversion", "python/triton/language", "python/test/unit",
             "third_party/nvidia/backend", "include/triton/Dialect", "test/TritonGPU"]
@@ -97,12 +111,12 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
     files = [f"{dirs[i % len(dirs)]}/d{(i // len(dirs)) // 40}/file{i}."
              f"{'py' if 'python' in dirs[i % len(dirs)] else 'cpp'}" for i in range(spec.base_files)]
     contents = {f: f"// {f}\nint v = 0;\n".encode() for f in files}
-    head = imp.commit(next(counter), "refs/heads/main", None, "Initial import", dict(contents))
+    head = imp.commit("refs/heads/main", None, "Initial import", dict(contents), mark=next(counter))
     for i in range(spec.history_before_fork):
         f = rng.choice(files)
         contents[f] += f"int h{i} = {i};\n".encode()
-        head = imp.commit(next(counter), "refs/heads/main", head, f"Early work {i} (#{i + 1})",
-                          {f: contents[f]})
+        head = imp.commit("refs/heads/main", head, f"Early work {i} (#{i + 1})", {f: contents[f]},
+                          mark=next(counter))
     fork_point = head
 
     up_marks: list[int] = []
@@ -117,8 +131,8 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
         pr += 1
         area = rng.choice(["BACKEND", "FRONTEND", "AMD", "NVIDIA", "TESTS"])
         subject = f"[{area}] change {i} (#{pr})"
-        up = imp.commit(next(counter), "refs/remotes/upstream/main", up,
-                        f"{subject}\n\nDetails of change {i}.\n", {f: new})
+        up = imp.commit("refs/remotes/upstream/main", up, f"{subject}\n\nDetails of change {i}.\n",
+                        {f: new}, mark=next(counter))
         up_marks.append(up)
         up_changes.append((f, new, subject))
     imp.close()
@@ -128,7 +142,7 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
         mark_sha[int(m[1:])] = sha
 
     # the fork: picks in upstream order with mixed evidence, and its own work
-    imp = _Importer(path, marks, clock, spec.step, first=False)
+    imp = FastImport(path, marks=marks, first=False, clock=clock, step=spec.step)
     fork_state = dict(contents)
     fk = fork_point
     picks_wanted = int(spec.fork_commits * spec.pick_fraction)
@@ -140,8 +154,8 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
         if kind == "own":
             f = f"fork/feature{n % 50}.cpp"
             fork_state[f] = fork_state.get(f, b"") + f"int fork_{n} = {n};\n".encode()
-            fk = imp.commit(next(counter), "refs/heads/main", fk, f"[fork] warp specialization step {n}",
-                            {f: fork_state[f]})
+            fk = imp.commit("refs/heads/main", fk, f"[fork] warp specialization step {n}",
+                            {f: fork_state[f]}, mark=next(counter))
             continue
         i = next(pending)
         f, new, subject = up_changes[i]
@@ -154,7 +168,7 @@ def generate(path: Path, spec: SynthSpec = SynthSpec()) -> SynthRepo:
         elif style < 0.8:
             msg += f"\n(cherry picked from commit {sha})\n"
         # else: no marker at all, found by patch-id (or title + PR)
-        fk = imp.commit(next(counter), "refs/heads/main", fk, msg, {f: new})
+        fk = imp.commit("refs/heads/main", fk, msg, {f: new}, mark=next(counter))
     imp.close()
     subprocess.run(["git", "remote", "add", "upstream", "https://example.invalid/upstream.git"],
                    cwd=path, check=True)
