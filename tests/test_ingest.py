@@ -803,3 +803,18 @@ def test_ingest_conflicts_show_says_what_each_agent_attempt_did(cli, builder: Fo
     assert "rejected: changes outside the conflicted regions" in out
     doc = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()
     assert [a["outcome"] for a in doc["agent_attempts"]] == ["error", "rejected"]
+
+
+def test_ingest_drops_candidates_of_units_that_landed_otherwise(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    def candidates() -> set[str]:
+        return set(_git(fork, "for-each-ref", "--format=%(refname)", "refs/forkflow/candidates/").split())
+
+    assert cli("ingest", repo=fork).rc == 0  # validate only: passing units are kept as candidates
+    kept = candidates()
+    assert "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in kept and len(kept) >= 3
+    first = cli("ingest", "--land", "--max-units", "1", "--json", repo=fork).json()["units"]
+    assert [u["status"] for u in first] == ["landed"]
+    left = candidates()
+    assert len(left) == len(kept) - 1 and "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in left
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert candidates() == set()

@@ -25,7 +25,7 @@ from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
-from forkflow.landing.land import advance_ingestion_point, keep_candidate, land
+from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import ingest_lock
 from forkflow.landing.message import Member, bundle_message, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
@@ -151,6 +151,7 @@ class Ingestor:
         self.picker = MemoryPicker(ctx.repo.path, batch_writes=True)
         self.notes: list[str] = []
         self.decided: set[Sha] = set()
+        self.settled: set[Sha] = set()  # decided for good (not DEFERRED): no candidate of them can land
         self.order: list[Sha] = []
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
         self.run_id = 0
@@ -190,6 +191,8 @@ class Ingestor:
         tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
             self._note_checked_out(ledger.fork_tip)
+        if self.writes:
+            prune_candidates(self.repo, self.settled)
         if self.writes and results:
             self.tidy_packs()
         if self.writes:
@@ -225,6 +228,7 @@ class Ingestor:
         self.order = [e.commit.sha for e in ledger.entries]
         self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
+        self.settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
         if self.writes:
             self._close_settled_conflicts(ledger)
@@ -429,6 +433,7 @@ class Ingestor:
         state = {e.commit.sha: e.disposition for e in ledger.entries}
         gone = [sha for sha in shas if state.get(sha, Disposition.PENDING) not in OPEN_DISPOSITIONS]
         self.decided |= set(gone)
+        self.settled |= set(gone)
         return [sha for sha in shas if sha not in gone], gone
 
     def _picked_elsewhere(self, name: str, unit: Unit, base: Sha, shas: Sequence[Sha]) -> UnitResult:
@@ -485,6 +490,8 @@ class Ingestor:
             for sha in shas:
                 queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, disposition, reason, fork_shas))
         self.decided |= set(shas)
+        if disposition not in OPEN_DISPOSITIONS:
+            self.settled |= set(shas)
 
     def _skip_empty(self, empty: Sequence[Sha], base: Sha) -> None:
         self._decide(Disposition.SKIPPED, empty, f"already applied: picking it onto {base[:12]} changes nothing")
@@ -510,6 +517,7 @@ class Ingestor:
                 if resolver != "recorded" and case.key:
                     crecords.save_resolution(s, case.key, case.path, regions, resolver)
         self.decided |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
+        self.settled |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
 
     def _store_conflicts(self, s: Session, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
         for step in conflicted:

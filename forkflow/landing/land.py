@@ -1,11 +1,12 @@
 """Moving refs after a unit passed L1: compare-and-swap only, and the recorded ingestion point."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 
 from forkflow.config import Config
 from forkflow.git.repo import Repo
 from forkflow.ledger.build import ingestion_ref
+from forkflow.ledger.evidence import trailers
 from forkflow.models import Sha
 
 CANDIDATE_PREFIX = "refs/forkflow/candidates/"
@@ -22,6 +23,21 @@ def keep_candidate(repo: Repo, unit: str, candidate: Sha) -> str:
     old = repo.read_ref(ref)
     repo.update_ref(ref, candidate, old, message=f"forkflow: candidate {unit}")
     return ref
+
+
+def prune_candidates(repo: Repo, settled: Set[Sha]) -> list[str]:
+    """Delete the candidate refs whose upstream commits all have a final decision (landed as another
+    commit, skipped): they can never land.  Each by compare-and-swap; returns the refs it deleted."""
+    out = repo.git("for-each-ref", "--format=%(objectname) %(refname)%00%(contents)%00", CANDIDATE_PREFIX)
+    fields = out.split("\0")
+    gone: list[str] = []
+    for head, message in zip(fields[0::2], fields[1::2]):
+        sha, _, ref = head.strip().partition(" ")
+        carried = trailers(message)
+        if carried and all(t in settled for t in carried):
+            repo.git("update-ref", "-d", ref, sha, check=False)  # moved meanwhile: a fresh candidate stays
+            gone.append(ref)
+    return gone
 
 
 def decided_prefix(order: Sequence[Sha], decided: Iterable[Sha]) -> Sha | None:
