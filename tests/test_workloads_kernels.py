@@ -124,6 +124,15 @@ def test_a_wrong_kernel_result_fails_with_the_worst_element(kernels: Any) -> Non
     assert "element(s) outside atol=0.002 rtol=0.01; worst at [" in res.message
 
 
+def test_every_dtype_name_is_a_torch_dtype() -> None:
+    import torch
+
+    from forkflow.workloads.device import DTYPES, torch_dtype
+
+    assert {n: torch_dtype(n) for n in DTYPES} == {
+        "fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.float8_e4m3fn}
+
+
 def test_dtype_the_hardware_lacks_is_skipped_without_running(kernels: Any) -> None:
     ran = []
     t4 = DeviceInfo(Backend.CUDA, "Tesla T4", (7, 5))

@@ -101,9 +101,9 @@ def _compiled(fn: Callable[..., Any], *args: Any) -> tuple[Any, str]:
 def _case(spec: CustomerSpec, dev: Any, gen: Any) -> Any:
     import torch
 
-    from forkflow.workloads.device import DTYPES
+    from forkflow.workloads.device import torch_dtype
 
-    dt = getattr(torch, DTYPES[spec.dtype][1])
+    dt = torch_dtype(spec.dtype)
     where = dev.torch_device
 
     def randn(*shape: int) -> torch.Tensor:

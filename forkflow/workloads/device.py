@@ -6,9 +6,12 @@ import importlib.util
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forkflow.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Backend(str, enum.Enum):
@@ -42,6 +45,14 @@ DTYPES: dict[str, tuple[tuple[int, int], str]] = {
     "bf16": ((8, 0), "bfloat16"),
     "fp8": ((8, 9), "float8_e4m3fn"),
 }
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a DTYPES name (`bf16` -> torch.bfloat16); imports torch."""
+    import torch
+
+    return getattr(torch, DTYPES[name][1])  # type: ignore[no-any-return]
+
 
 NO_GPU = ("no CUDA GPU here (torch.cuda.is_available() is False); "
           "run it on a machine with an NVIDIA GPU")

@@ -15,7 +15,7 @@ from typing import Any
 from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
-from forkflow.workloads.device import NO_GPU, parse_dtypes
+from forkflow.workloads.device import NO_GPU, parse_dtypes, torch_dtype
 from forkflow.models import Metric
 from forkflow.workloads.metrics import MetricsReport, write_metrics
 
@@ -97,7 +97,7 @@ def _operands(shape: Shape, dtype: str, rotations: int) -> list[tuple[Any, Any, 
             out_c = torch.empty_like(out_t)
             sets.append((a8, b8, out_t, out_c))
         else:
-            dt = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+            dt = torch_dtype(dtype)
             a, b = a.to(dt), b.T.contiguous().to(dt)
             sets.append((a, b, torch.empty((shape.m, shape.n), device="cuda", dtype=dt),
                          torch.empty((shape.m, shape.n), device="cuda", dtype=dt)))

@@ -9,14 +9,10 @@ from collections.abc import Callable
 
 import torch
 
-from forkflow.workloads.device import DTYPES, DeviceInfo
+from forkflow.workloads.device import DeviceInfo, torch_dtype
 from forkflow.workloads.kernels import Spec, attention, matmul, norms, rope, softmax
 
 Pair = tuple[torch.Tensor, torch.Tensor]  # (kernel output, float64 reference)
-
-
-def torch_dtype(name: str) -> torch.dtype:
-    return getattr(torch, DTYPES[name][1])  # type: ignore[no-any-return]
 
 
 def _randn(gen: torch.Generator, shape: tuple[int, ...], dtype: str, dev: DeviceInfo,
