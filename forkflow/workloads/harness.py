@@ -41,10 +41,6 @@ class Timing:
     def iqr_ms(self) -> float:
         return self.q3_ms - self.q1_ms
 
-    @property
-    def cv(self) -> float:
-        return coefficient_of_variation(self.samples_ms)
-
 
 def quantile(values: Sequence[float], q: float) -> float:
     """Linear-interpolated quantile (numpy's default) of a non-empty sequence."""
