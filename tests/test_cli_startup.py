@@ -56,7 +56,10 @@ def test_cli_usage_errors_exit_2_without_a_crash_log() -> None:
     from tests.conftest import run_forkflow
     from pathlib import Path
 
-    for args in (["serve", "--port", "abc"], ["history", "--every"], ["nosuchcommand"]):
+    big = str(2**63)  # past the store's 64-bit ids: a usage error, not an OverflowError crash
+    for args in (["serve", "--port", "abc"], ["history", "--every"], ["nosuchcommand"], ["triage", big],
+                 ["bisect", "--alert", big], ["l3", "run", big], ["l3", "signoff", big, "--owner", "x",
+                                                                    "--verdict", "accept"]):
         r = run_forkflow(*args, cwd=Path.cwd())
         assert r.rc == 2, (args, r.rc, r.err)
         assert "crash" not in r.err and "Error:" in r.err and r.err.strip()

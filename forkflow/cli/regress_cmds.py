@@ -13,7 +13,7 @@ from forkflow.bisect.bisector import Candidate, Mode, RoundRecord, Status
 from forkflow.bisect.probes import CommandProbe, Measurement
 from forkflow.bisect.verdict import VerdictPolicy
 from forkflow.bisect.workflow import BisectReport, bisect_fork
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.models import Better
@@ -149,7 +149,7 @@ def bisect(
     metric: Annotated[str | None, typer.Option("--metric", help="The metric that changed.")] = None,
     good: Annotated[str | None, typer.Option("--good", help="A commit without the change.")] = None,
     bad: Annotated[str | None, typer.Option("--bad", help="A later commit with it.")] = None,
-    alert_id: Annotated[int | None, typer.Option("--alert", help="Bisect a stored alert.")] = None,
+    alert_id: Annotated[int | None, typer.Option("--alert", min=1, max=MAX_ID, help="Bisect a stored alert.")] = None,
     test: Annotated[str | None, typer.Option("--test", help="Bisect where this test turned red (pass/fail, "
                                              "run by its suite's command).")] = None,
     suite: Annotated[str | None, typer.Option("--suite", help="With --test: its suite (default: the one "

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.tiers import l3 as l3_core
@@ -129,7 +129,7 @@ def l3_request(
 
 @l3_app.command("run")
 def l3_run(
-    request_id: Annotated[int, typer.Argument(help="The request id.")],
+    request_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The request id.")],
     runner: RunnerOpt = None,
     ray_address: AddressOpt = None,
     json_out: JsonOpt = False,
@@ -143,7 +143,7 @@ def l3_run(
 
 @l3_app.command("signoff")
 def l3_signoff(
-    request_id: Annotated[int, typer.Argument(help="The request id.")],
+    request_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The request id.")],
     owner: Annotated[str, typer.Option("--owner", help="An owner listed for the suite.")],
     verdict: Annotated[str, typer.Option("--verdict", help="accept or reject.")],
     note: Annotated[str, typer.Option("--note")] = "",

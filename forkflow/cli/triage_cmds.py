@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.bisect.verdict import VerdictPolicy
@@ -27,7 +27,7 @@ COLOUR = {Classification.NEW: "bold red", Classification.BROKEN_TRUNK: "yellow",
 
 
 def triage(
-    run_id: Annotated[int, typer.Argument(help="The validation run to triage.")],
+    run_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The validation run to triage.")],
     json_out: JsonOpt = False,
     reruns: Annotated[int | None, typer.Option(help="Automatic reruns per failure (default: \\[triage] reruns).")] = None,
     repo: RepoOpt = Path("."),
