@@ -339,6 +339,8 @@ def test_ingest_push_that_git_refuses_is_an_error_not_a_success(cli, fork: Path,
     _git(fork, "remote", "set-url", "origin", str(tmp_path / "gone.git"))  # a remote that fails outright
     r = cli("ingest", "--push", "--land", repo=fork)
     assert r.rc == 1 and "push to 'origin' failed:" in r.err and "pushed" not in r.out, r.out + r.err
+    assert f"failed: '{tmp_path / 'gone.git'}' does not appear to be a git repository;" in r.err, r.err
+    assert "the repository exists" not in r.err  # git's advice after the reason is not the reason
 
 
 @pytest.mark.parametrize("tier", ['tier = "L1"\n', "", 'tier = "L2"\n'])

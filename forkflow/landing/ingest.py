@@ -282,8 +282,7 @@ class Ingestor:
             if "[rejected]" in e.stdout:
                 raise UserError(f"push to '{remote}' was rejected (its {ref} moved); run ingest again to "
                                 "rebase on it, then push") from e
-            why = (e.stderr.strip().splitlines() or [f"exit {e.returncode}"])[-1]
-            raise UserError(f"push to '{remote}' failed: {why}; the landed commits are on {ref} here, "
+            raise UserError(f"push to '{remote}' failed: {e.reason}; the landed commits are on {ref} here, "
                             "push them by hand or run ingest --push again") from e
         self.notes.append(f"pushed {ref} to {remote}")
 
