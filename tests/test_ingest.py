@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from forkflow.demo import build_sample, demo_config
+from forkflow.errors import UserError
 from forkflow.git.run import run_git
 from forkflow.testing.gitrepo import ForkBuilder
 
@@ -615,6 +616,44 @@ def test_ingest_lock_covers_every_writing_mode(cli, builder: ForkBuilder) -> Non
     r = cli("ingest", "--land", "--json", repo=fork)
     assert r.rc == 0, r.err
     assert [u["status"] for u in r.json()["units"]] == ["landed"]
+
+
+def test_ingest_unit_rerun_of_a_unit_a_killed_run_left_picking(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
+                                                               tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from forkflow.context import open_context
+    from forkflow.git.repo import Repo
+    from forkflow.landing.lock import ingest_lock
+    from forkflow.landing.retry import check_retry
+
+    started, gate = tmp_path / "started", tmp_path / "gate.sh"
+    gate.write_text(f"touch {started}\nsleep 60\n")  # L1 hangs until the run is killed
+    fork = _small_fork(cli, builder, f"sh {gate}")
+    exe = Path(sys.executable).parent / "forkflow"
+    run = subprocess.Popen([str(exe), "ingest", "--land", "--repo", str(fork)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while not started.exists() and run.poll() is None:
+            time.sleep(0.02)
+        assert run.poll() is None
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)  # the run and its L1, as a crash or an OOM kill would
+        run.wait(timeout=10)
+    ((unit,),) = _units(fork).values()
+    assert unit.status == "picking"
+    with ingest_lock(Repo(fork)):  # while a run holds the lock, `picking` is that run's
+        with pytest.raises(UserError, match="is being picked by a running ingest"):
+            check_retry(open_context(fork), unit.id)
+    check_retry(open_context(fork), unit.id)  # the dashboard's pre-check: nothing runs, so it may re-run
+    gate.write_text("true\n")
+    r = cli("ingest", "--unit", str(unit.id), "--json", repo=fork)
+    assert r.rc == 0, r.err
+    assert [u["status"] for u in r.json()["units"]] == ["landed"]
+    assert [(x.status, x.retry_of) for x in _units(fork)[unit.name]] == [("abandoned", None), ("landed", unit.id)]
 
 
 # -- never a commit twice, never an empty commit ---------------------------------------------------

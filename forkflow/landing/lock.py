@@ -42,3 +42,22 @@ def ingest_lock(repo: Repo) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+def is_ingest_running(repo: Repo) -> bool:
+    """Whether a writing run holds the repository's ingest lock at this moment.
+
+    For messages and pre-checks only: a run may start right after the answer.  The probe holds
+    a shared lock for an instant (never blocking); a run starting in that very instant is refused
+    as if another one ran, and can simply be started again."""
+    try:
+        fd = os.open(repo.git_dir / LOCK_NAME, os.O_RDONLY)
+    except OSError:  # no lock file: no run ever took it
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -23,7 +23,7 @@ from forkflow.landing.ingest import (
     check_push_remote,
     select_gate,
 )
-from forkflow.landing.lock import ingest_lock
+from forkflow.landing.lock import ingest_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger, Sha
@@ -55,6 +55,8 @@ def load_target(ctx: Context, unit_id: int) -> records.UnitRecord:
     if rec.status == "landed":
         raise UserError(f"unit {unit_id} ({rec.name}) already landed as {(rec.candidate_sha or '')[:12]}; "
                         "nothing to re-run")
+    if rec.status == "picking" and not is_ingest_running(ctx.repo):
+        return rec  # left by a killed run: `retry_unit` settles it (Ingestor.recover) before it picks
     if rec.status not in records.RETRYABLE:
         what = {"picking": "is being picked by a running ingest; wait for it to finish",
                 "empty": "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
@@ -93,6 +95,9 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
                gate: Gate | None = None) -> IngestReport:
     """Pick a stored unit again on the current fork tip, run L1, land it by compare-and-swap if it passes.
 
+    First settles what a killed run left, as `forkflow ingest` does (a unit it left `picking`
+    becomes abandoned, so it can be re-run).
+
     Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
     chain link whose chain has an earlier commit that has not landed.
     """
@@ -104,11 +109,11 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
 
 def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | None,
                 gate: Gate | None) -> IngestReport:
-    rec = load_target(ctx, unit_id)
     settings = ingest_settings(ctx.config)
-    if gate is None:
-        gate = select_gate(ctx, settings)
     ing = Ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+    ing.recover()  # under the lock no other run is going: a unit left `picking` was a killed run's
+    rec = load_target(ctx, unit_id)
+    ing.gate = gate if gate is not None else select_gate(ctx, settings)
     ing.retry_of = rec.id
     ledger = ing.load_ledger(start_run=False)
     target = plan_retry(rec, ledger)
