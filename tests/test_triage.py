@@ -200,3 +200,41 @@ def test_trunk_without_any_run_says_how_to_fill_it(builder, cli) -> None:  # typ
     r = cli("trunk", repo=builder.f.path)
     assert r.rc == 0
     assert "no L1 or L2 run of fork main is stored yet" in r.out and "green" not in r.out
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_two_triages_of_one_run_at_once_both_store_it(fork: Path, builder: ForkBuilder,
+                                                       request: pytest.FixtureRequest, backend: str) -> None:
+    """The ingest gate and `forkflow triage` store one run at the same moment: neither one fails."""
+    from sqlalchemy import event, func, select
+
+    from forkflow.store.schema_triage import ClassificationRow, FailureRow
+    from forkflow.triage.triage import failures_of_run
+
+    url = None if backend == "sqlite" else str(request.getfixturevalue("postgres_url"))
+    base, unit = _revs(builder)
+    ctx = open_context(fork, url)
+    run = add_run(ctx, unit, [("test_mm", Outcome.FAIL, CUDA), ("test_tune", Outcome.FAIL, KEYERROR)],
+                  base=base)
+    other = open_context(fork, url)  # the second process: its own engine and connections
+    done: set[str] = set()
+
+    def first_triage_commits(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        """Right before the second one's first write of a table, the first one stores it all."""
+        table = statement.split()[2] if statement.startswith("INSERT INTO") else ""
+        if table in ("triage_groups", "triage_classifications") and table not in done:
+            done.add(table)
+            if table == "triage_groups":
+                failures_of_run(ctx, run)  # both found no failures stored, and computed them
+            else:
+                triage_run(ctx, run, settings=TriageSettings(reruns=0))
+
+    event.listen(other.store.engine, "before_cursor_execute", first_triage_commits)
+    second = triage_run(other, run, settings=TriageSettings(reruns=0))
+    assert done == {"triage_groups", "triage_classifications"}
+    assert [(v.failure.test, v.classification) for v in second.verdicts] == [
+        ("test_mm", Classification.NEW), ("test_tune", Classification.NEW)]
+    with ctx.store.session_scope() as s:
+        assert s.scalar(select(func.count()).select_from(FailureRow).where(FailureRow.run_id == run)) == 2
+        assert s.scalar(select(func.count()).select_from(ClassificationRow)) == 2
+    assert blocking_failures(ctx, run) == list(second.verdicts)

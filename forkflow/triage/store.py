@@ -5,10 +5,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from forkflow.store.schema import Base
 from forkflow.store.schema_triage import (
     ClassificationRow,
     FailureGroupRow,
@@ -16,6 +18,10 @@ from forkflow.store.schema_triage import (
     TrackingIssueRow,
 )
 from forkflow.triage.models import Classification, Failure, FailureKind, Signature, Verdict
+
+if TYPE_CHECKING:
+    from sqlalchemy.dialects import postgresql as pg
+    from sqlalchemy.dialects import sqlite
 
 
 def _now() -> datetime:
@@ -33,33 +39,45 @@ def stored_failures(s: Session, run_id: int) -> list[Failure] | None:
                     run_id, f.suite) for f, g in rows]
 
 
+def _insert(s: Session, table: type[Base]) -> pg.Insert | sqlite.Insert:
+    """An INSERT with the store dialect's ON CONFLICT clauses (SQLite and PostgreSQL both have them)."""
+    if s.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
+
+
 def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]) -> None:
-    """Record a run's failures and their groups (a group's last sighting moves forward)."""
+    """Record a run's failures and their groups (a group's last sighting moves forward).
+
+    Two processes may triage one run at once (the ingest gate and `forkflow triage`): rows the
+    other one committed first are kept, not written twice, so neither one fails."""
     for f in failures:
-        g = s.scalar(select(FailureGroupRow).where(FailureGroupRow.fork_id == fid,
-                                                   FailureGroupRow.key == f.signature.key))
-        if g is None:
-            g = FailureGroupRow(fork_id=fid, key=f.signature.key, kind=f.signature.kind.value,
-                                signature=f.signature.text, first_run_id=run_id, last_run_id=run_id)
-            s.add(g)
-            s.flush()
-        elif run_id >= g.last_run_id:
+        sig = f.signature
+        s.execute(_insert(s, FailureGroupRow).values(
+            fork_id=fid, key=sig.key, kind=sig.kind.value, signature=sig.text, first_run_id=run_id,
+            last_run_id=run_id).on_conflict_do_nothing(index_elements=["fork_id", "key"]))
+        g = s.scalars(select(FailureGroupRow).where(FailureGroupRow.fork_id == fid,
+                                                    FailureGroupRow.key == sig.key)).one()
+        if run_id >= g.last_run_id:
             g.last_run_id, g.last_seen_at = run_id, _now()
-        s.add(FailureRow(fork_id=fid, run_id=run_id, suite=f.job, test_id=f.test, group_id=g.id,
-                         line=f.signature.line, excerpt=f.signature.excerpt))
+        s.execute(_insert(s, FailureRow).values(
+            fork_id=fid, run_id=run_id, suite=f.job, test_id=f.test, group_id=g.id, line=sig.line,
+            excerpt=sig.excerpt).on_conflict_do_nothing(index_elements=["run_id", "suite", "test_id"]))
 
 
 def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Verdict]) -> None:
-    rows = {(r.suite, r.test_id): r for r in s.scalars(select(FailureRow).where(
+    """Record the verdict on each failure of the run; a later triage's verdict replaces an earlier one."""
+    ids = {(r.suite, r.test_id): r.id for r in s.scalars(select(FailureRow).where(
         FailureRow.run_id == run_id))}
     for v in verdicts:
-        f = rows[(v.failure.job, v.failure.test)]
-        c = s.scalar(select(ClassificationRow).where(ClassificationRow.failure_id == f.id))
-        if c is None:
-            c = ClassificationRow(failure_id=f.id)
-            s.add(c)
-        c.classification, c.reason = v.classification.value, v.reason
-        c.reruns, c.classified_at = json.dumps(list(v.reruns)), _now()
+        values = {"classification": v.classification.value, "reason": v.reason,
+                  "reruns": json.dumps(list(v.reruns)), "classified_at": _now()}
+        s.execute(_insert(s, ClassificationRow).values(failure_id=ids[(v.failure.job, v.failure.test)], **values)
+                  .on_conflict_do_update(index_elements=["failure_id"], set_=values))
 
 
 def stored_verdicts(s: Session, run_id: int) -> list[Verdict] | None:
