@@ -34,11 +34,11 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
     ctx = open_context(repo, store)
     ledger = build_ledger(ctx)
     settings = ingest_settings(ctx.config)
-    result = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle)
+    p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle)
     if json_out:
-        print_json(result.plan.to_json())
+        print_json(p.to_json())
     else:
-        render_plan(result.plan, {sha: e.commit.subject for sha, e in result.pending.items()})
+        render_plan(p, {e.commit.sha: e.commit.subject for e in ledger.entries})
     return 0
 
 

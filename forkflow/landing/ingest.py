@@ -251,10 +251,10 @@ class Ingestor:
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
         until = resolve_until(self.ctx, ledger, self.options.until)
-        result = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
-                           picker=self.picker)
-        self.reasons.update({sha: why for u in result.plan.units for sha, why in u.reasons.items()})
-        return result.plan
+        plan = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
+                         picker=self.picker)
+        self.reasons.update({sha: why for u in plan.units for sha, why in u.reasons.items()})
+        return plan
 
     def ingest_units(self, plan: Plan) -> list[UnitResult]:
         units = list(plan.units)

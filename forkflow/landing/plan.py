@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from forkflow.context import Context
 from forkflow.errors import UserError
@@ -21,13 +20,6 @@ DEFERRED_CHAIN = re.compile(r"^chain (\S+):")
 MAX_PROBE_PASSES = 4
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-@dataclass(frozen=True, slots=True)
-class PlanResult:
-    plan: Plan
-    pending: dict[Sha, LedgerEntry]
-    touches: dict[Sha, Touch]
 
 
 def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntry]:
@@ -122,7 +114,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...]) -> dict[Sha, 
 
 def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
               max_bundle: int | None = None, progress: Progress | None = None,
-              picker: MemoryPicker | None = None) -> PlanResult:
+              picker: MemoryPicker | None = None) -> Plan:
     """Route pending commits into chains and bundles; probe bundles so that conflicts leave them."""
     picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
     reader = TouchReader(ctx.repo.path)
@@ -142,5 +134,4 @@ def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: 
             break
         conflicting.update(found)
         units = route(commits, rules, conflicting)
-    plan = Plan(units, ledger.fork_tip)
-    return PlanResult(plan, {e.commit.sha: e for e in entries}, touches)
+    return Plan(units, ledger.fork_tip)

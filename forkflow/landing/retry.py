@@ -7,8 +7,6 @@ new stored unit that names the old one (`retry_of`); the old one stays as histor
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
@@ -26,19 +24,10 @@ from forkflow.landing.ingest import (
 from forkflow.landing.lock import ingest_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
-from forkflow.models import Disposition, Ledger, Sha
+from forkflow.models import Disposition, Ledger
 from forkflow.planning.model import Plan, Unit, UnitKind
 
 OPEN = (Disposition.PENDING, Disposition.DEFERRED)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryTarget:
-    """What re-running a stored unit picks: its commits still without a decision, in upstream order."""
-
-    record: records.UnitRecord
-    unit: Unit
-    commits: tuple[Sha, ...]
 
 
 def _chain_name(record: records.UnitRecord) -> str:
@@ -64,8 +53,9 @@ def load_target(ctx: Context, unit_id: int) -> records.UnitRecord:
     return rec
 
 
-def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> RetryTarget:
-    """The commits of `rec` that still need a decision, checked against the chain's order.  [pure]"""
+def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> Unit:
+    """The unit re-running `rec` picks: its commits still without a decision, in upstream order,
+    checked against the chain's order.  [pure]"""
     state = {e.commit.sha: e for e in ledger.entries}
     position = {sha: i for i, sha in enumerate(state)}
     open_ = sorted((sha for sha, _ in rec.members if sha in state and state[sha].disposition in OPEN),
@@ -82,13 +72,12 @@ def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> RetryTarget:
         if ahead is not None:
             raise UserError(f"unit {rec.id} ({rec.name}) waits for {ahead.commit.sha[:12]} of chain {name}, which "
                             "has not landed; re-run the unit holding that commit first (chains land in order)")
-    unit = Unit(UnitKind(rec.kind), name, tuple(open_), {s: rec.reasons.get(s, "") for s in open_})
-    return RetryTarget(rec, unit, tuple(open_))
+    return Unit(UnitKind(rec.kind), name, tuple(open_), {s: rec.reasons.get(s, "") for s in open_})
 
 
-def check_retry(ctx: Context, unit_id: int) -> RetryTarget:
-    """What re-running the unit would pick now, or the UserError saying why it cannot be re-run."""
-    return plan_retry(load_target(ctx, unit_id), build_ledger(ctx))
+def check_retry(ctx: Context, unit_id: int) -> None:
+    """Raise the UserError saying why the unit cannot be re-run now, if there is one."""
+    plan_retry(load_target(ctx, unit_id), build_ledger(ctx))
 
 
 def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Reporter | None = None,
@@ -116,11 +105,11 @@ def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | Non
     ing.gate = gate if gate is not None else select_gate(ctx, settings)
     ing.retry_of = rec.id
     ledger = ing.load_ledger(start_run=False)
-    target = plan_retry(rec, ledger)
+    unit = plan_retry(rec, ledger)
     ing.start_run(ledger.fork_tip)
-    ing.reasons.update(target.unit.reasons)
+    ing.reasons.update(unit.reasons)
     ing.reporter.start_units(1)
-    results: list[UnitResult] = ing.land_units(rec.name, target.unit, target.commits, ledger.fork_tip)
+    results: list[UnitResult] = ing.land_units(rec.name, unit, unit.commits, ledger.fork_tip)
     for r in results:
         ing.reporter.unit_done(r)
-    return ing.finish(ledger, Plan((target.unit,), ledger.fork_tip), results)
+    return ing.finish(ledger, Plan((unit,), ledger.fork_tip), results)
