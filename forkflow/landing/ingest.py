@@ -95,9 +95,6 @@ class IngestReport:
     ingestion_point: Sha | None
     notes: tuple[str, ...] = ()
 
-    def count(self, status: UnitStatus) -> int:
-        return sum(1 for r in self.results if r.status is status)
-
 
 class Reporter(Protocol):
     def phase(self, text: str) -> None: ...

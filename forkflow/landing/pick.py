@@ -74,7 +74,6 @@ Resolutions = Mapping[str, bytes | None]
 class UnitPick:
     """Picking a sequence of upstream commits onto one base tree."""
 
-    base_tree: str
     tree: str
     applied: tuple[Sha, ...] = ()
     empty: tuple[Sha, ...] = ()
@@ -363,7 +362,7 @@ class MemoryPicker:
             else:
                 applied.append(sha)
                 tree = step.tree
-        return UnitPick(base_tree, tree, tuple(applied), tuple(empty), tuple(conflicted), resolved)
+        return UnitPick(tree, tuple(applied), tuple(empty), tuple(conflicted), resolved)
 
     # -- writing commits ---------------------------------------------------
     def committer(self) -> pygit2.Signature:

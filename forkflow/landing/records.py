@@ -53,12 +53,10 @@ def finish_run(s: Session, run_id: int, status: str = "done") -> None:
               .values(status=status, finished_at=_now()))
 
 
-def interrupt_running(s: Session, fid: int) -> int:
-    """Mark runs a crash left `running` as interrupted; returns how many."""
-    res = s.execute(update(IngestRunRow).where(IngestRunRow.fork_id == fid,
-                                               IngestRunRow.status == "running")
-                    .values(status="interrupted", finished_at=_now()))
-    return int(res.rowcount or 0)  # type: ignore[attr-defined]
+def interrupt_running(s: Session, fid: int) -> None:
+    """Mark runs a crash left `running` as interrupted."""
+    s.execute(update(IngestRunRow).where(IngestRunRow.fork_id == fid, IngestRunRow.status == "running")
+              .values(status="interrupted", finished_at=_now()))
 
 
 def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
@@ -92,13 +90,10 @@ def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
                       row.retry_of)
 
 
-def units(s: Session, fid: int, statuses: Iterable[str] | None = None,
-          run_id: int | None = None) -> list[UnitRecord]:
+def units(s: Session, fid: int, statuses: Iterable[str] | None = None) -> list[UnitRecord]:
     q = select(LandingUnitRow).where(LandingUnitRow.fork_id == fid)
     if statuses is not None:
         q = q.where(LandingUnitRow.status.in_(list(statuses)))
-    if run_id is not None:
-        q = q.where(LandingUnitRow.run_id == run_id)
     return [_record(s, r) for r in s.scalars(q.order_by(LandingUnitRow.id)).all()]
 
 

@@ -21,10 +21,6 @@ class AgentSettings:
     timeout: float = 120.0
     max_bytes: int = 200_000
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.command or self.url)
-
 
 @dataclass(frozen=True, slots=True)
 class IngestSettings:

@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
 
 import pygit2
 
-from forkflow.models import Sha
 from forkflow.planning.model import EMPTY_TOUCH, Touch
 from forkflow.planning.symbols import Definition, definitions, header_symbol, line_owners, symbols_at
 
@@ -78,9 +76,6 @@ class TouchReader:
             if new_owners is not None:
                 out |= symbols_at(new_path, new_owners, new_lines)
         return out
-
-    def touches(self, shas: Iterable[Sha]) -> dict[Sha, Touch]:
-        return {sha: self.touch(sha) for sha in shas}
 
 
 def touch_to_json(t: Touch) -> str:
