@@ -159,6 +159,7 @@ class MemoryPicker:
         self._trees: dict[str, str] = {}
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
         self._memory: _MemoryObjects | None = None
+        self._conflicted: tuple[str, str, pygit2.Index] | None = None  # the last conflicted merge, for resolve()
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -204,6 +205,7 @@ class MemoryPicker:
             return fast
         index = self._merge(onto_tree, sha)
         if index.conflicts is not None:
+            self._conflicted = (onto_tree, sha, index)
             conflicts = tuple(
                 PathConflict(next(e.path for e in (b, o, t) if e is not None), _side(b), _side(o), _side(t))
                 for b, o, t in index.conflicts)
@@ -308,7 +310,9 @@ class MemoryPicker:
 
     def resolve(self, onto_tree: str, sha: Sha, resolutions: Resolutions) -> str:
         """The tree of a conflicted pick with each conflicted path set to its resolution."""
-        index = self._merge(onto_tree, sha)
+        kept, self._conflicted = self._conflicted, None
+        # the merge `pick` just did, when it is this one (merge_trees is deterministic); used once
+        index = kept[2] if kept is not None and kept[:2] == (onto_tree, sha) else self._merge(onto_tree, sha)
         conflicts = index.conflicts
         if conflicts is None:
             return str(index.write_tree(self.repo))
