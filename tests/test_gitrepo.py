@@ -42,3 +42,25 @@ def test_builder_messages_carry_each_evidence(tmp_path: Path) -> None:
     for style, needle in expected.items():
         f = b.pick(u, evidence=style)
         assert needle in b.f.show(f, "%B"), style
+
+
+def test_repo_worktrees_name_each_path_and_its_branch(tmp_path: Path) -> None:
+    import shutil
+
+    from forkflow.git.repo import Repo
+
+    b = ForkBuilder(tmp_path / "r")
+    b.upstream_commit({"a": "1\n"}, "Initial")
+    b.branch_fork()
+    repo = Repo(b.f.path)
+    detached, side = tmp_path.resolve() / "detached", tmp_path.resolve() / "side"
+    repo.add_worktree(detached, "HEAD")
+    b.f.git("worktree", "add", "-q", "-b", "side", str(side))
+    assert repo.worktrees() == [(b.f.path.resolve(), "refs/heads/main"), (detached, None), (side, "refs/heads/side")]
+    assert (detached / "a").read_text() == "1\n"
+    repo.remove_worktree(detached)
+    repo.remove_worktree(detached)  # gone already: no error
+    shutil.rmtree(side)
+    assert [p for p, _ in repo.worktrees()] == [b.f.path.resolve(), side]  # git still lists it ...
+    repo.prune_worktrees()
+    assert repo.worktrees() == [(b.f.path.resolve(), "refs/heads/main")]  # ... until pruned

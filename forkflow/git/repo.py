@@ -79,6 +79,30 @@ class Repo:
         d = Path(self.git("rev-parse", "--git-common-dir").strip())
         return d if d.is_absolute() else (self.path / d).resolve()
 
+    # -- work trees ----------------------------------------------------------
+    def worktrees(self) -> list[tuple[Path, str | None]]:
+        """Each work tree of the repository, the main one first: (path, the branch ref checked out
+        there, None when detached or bare)."""
+        out: list[tuple[Path, str | None]] = []
+        for line in self.git("worktree", "list", "--porcelain", check=False).splitlines():
+            if line.startswith("worktree "):
+                out.append((Path(line.split(" ", 1)[1]), None))
+            elif line.startswith("branch ") and out:
+                out[-1] = (out[-1][0], line.split(" ", 1)[1])
+        return out
+
+    def add_worktree(self, path: Path, rev: str) -> None:
+        """A detached work tree of `rev` at `path` (which must not exist or be empty)."""
+        self.git("worktree", "add", "--detach", "--quiet", str(path), rev)
+
+    def remove_worktree(self, path: Path) -> None:
+        """Remove the work tree at `path`, local changes and all; no error when it is gone."""
+        self.git("worktree", "remove", "--force", str(path), check=False)
+
+    def prune_worktrees(self) -> None:
+        """Forget work trees whose folders are gone."""
+        self.git("worktree", "prune", check=False)
+
     # -- facts ---------------------------------------------------------------
     def is_shallow(self) -> bool:
         return self.git("rev-parse", "--is-shallow-repository").strip() == "true"

@@ -51,7 +51,7 @@ class CommandGate:
         tmp = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
         tree = tmp / "tree"
         try:
-            self.repo.git("worktree", "add", "--detach", "--quiet", str(tree), rev)
+            self.repo.add_worktree(tree, rev)
             env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
             try:
                 proc = subprocess.run(["sh", "-c", self.command], cwd=tree, env=env, capture_output=True,
@@ -70,7 +70,7 @@ class CommandGate:
             return GateResult(False, f"l1_command failed (exit {proc.returncode}): {last[0][:200]}{where}",
                               infra=proc.returncode in (126, 127))
         finally:
-            self.repo.git("worktree", "remove", "--force", str(tree), check=False)
+            self.repo.remove_worktree(tree)
             shutil.rmtree(tmp, ignore_errors=True)
 
     def _log(self, rev: Sha, output: bytes) -> Path | None:
@@ -87,15 +87,14 @@ WORKTREE_PREFIX = "forkflow-l1-"
 
 def prune_stale_worktrees(repo: Repo, older_than: float = 6 * 3600) -> None:
     """Drop L1 work trees a killed run left behind (older than `older_than` seconds, or gone)."""
-    out = repo.git("worktree", "list", "--porcelain", check=False)
-    for line in out.splitlines():
-        if line.startswith("worktree ") and WORKTREE_PREFIX in line:
-            path = Path(line.split(" ", 1)[1])
-            try:
-                age = time.time() - path.parent.stat().st_mtime
-            except OSError:
-                continue  # gone: `worktree prune` below forgets it
-            if age > older_than:
-                repo.git("worktree", "remove", "--force", str(path), check=False)
-                shutil.rmtree(path.parent, ignore_errors=True)
-    repo.git("worktree", "prune", check=False)
+    for path, _ in repo.worktrees():
+        if WORKTREE_PREFIX not in str(path):
+            continue
+        try:
+            age = time.time() - path.parent.stat().st_mtime
+        except OSError:
+            continue  # gone: `prune_worktrees` below forgets it
+        if age > older_than:
+            repo.remove_worktree(path)
+            shutil.rmtree(path.parent, ignore_errors=True)
+    repo.prune_worktrees()

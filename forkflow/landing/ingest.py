@@ -285,11 +285,8 @@ class Ingestor:
 
     def _note_checked_out(self, old: Sha) -> None:
         """Say so when the fork branch is checked out somewhere: that work tree now lags the branch."""
-        branch, path = self.ctx.config.fork_ref, None
-        for line in self.repo.git("worktree", "list", "--porcelain", check=False).splitlines():
-            if line.startswith("worktree "):
-                path = line.split(" ", 1)[1]
-            elif line == f"branch {branch}" and path is not None:
+        for path, branch in self.repo.worktrees():
+            if branch == self.ctx.config.fork_ref:
                 name = self.ctx.config.fork_branch
                 self.notes.append(
                     f"{name} is checked out in {path}; its files still show {old[:12]}. To catch up (local "
