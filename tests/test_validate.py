@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from forkflow.context import open_context
+from forkflow.errors import UserError
 from forkflow.models import Sha
 from forkflow.store import queries as store_queries
 from forkflow.tiers import queries as q
@@ -110,6 +111,14 @@ def test_rerun_tests_reruns_only_the_failures(tmp_path: Path, cli) -> None:  # t
         oc = q.test_outcomes(s, out.run_id)
     assert again is not None and again.parent_run_id == r.json()["run_id"] and again.trigger == "rerun"
     assert [(t.test_id, t.outcome) for t in oc] == [("tests/test_gamma.py::test_2", Outcome.PASS)]
+
+
+def test_rerun_of_an_unknown_run_says_where_the_runs_are_listed(tmp_path: Path) -> None:
+    repo, _ = _sel_repo(tmp_path)
+    with pytest.raises(UserError) as got:
+        rerun_tests(open_context(repo), 999, ["tests/test_gamma.py::test_2"])
+    assert str(got.value) == ("no validation run 999 in this fork's store; `forkflow serve` lists the runs on "
+                              "its /validation page (each `validate --json` prints its run_id), or check --store")
 
 
 def test_l2_metrics_become_series_with_commit_dates(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -221,6 +221,12 @@ def get_run(s: Session, run_id: int) -> RunInfo | None:
     return _run(row) if row else None
 
 
+def no_such_run(run_id: int) -> str:
+    """The one line for a run id this fork's store does not have, and where to find the runs."""
+    return (f"no validation run {run_id} in this fork's store; `forkflow serve` lists the runs on its "
+            "/validation page (each `validate --json` prints its run_id), or check --store")
+
+
 def runs_for_rev(s: Session, fid: int, rev: str, tier: Tier | None = None) -> list[RunInfo]:
     """Runs of one fork commit (optionally one tier), newest first."""
     q = select(ValidationRunRow).where(ValidationRunRow.fork_id == fid, ValidationRunRow.rev == rev)

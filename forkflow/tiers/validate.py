@@ -435,7 +435,7 @@ def rerun_tests(ctx: Context, run_id: int, test_ids: Sequence[str], runner: str 
     with ctx.store.session_scope() as s:
         run = q.get_run(s, run_id)
         if run is None or run.fork_id != ctx.fork_id:
-            raise UserError(f"no validation run {run_id}; list runs with `forkflow validate --help`")
+            raise UserError(q.no_such_run(run_id))
         outcomes = q.test_outcomes(s, run_id)
     suite_of = {o.test_id: o.suite for o in outcomes}
     forced: dict[str, list[str]] = {}

@@ -168,8 +168,7 @@ def triage_run(ctx: Context, run_id: int, *, settings: TriageSettings | None = N
     with ctx.store.session_scope() as s:
         run = tq.get_run(s, run_id)
         if run is None or run.fork_id != ctx.fork_id:
-            raise UserError(f"no validation run {run_id} in this fork's store; `forkflow serve` lists the "
-                            "runs on its /validation page (each `validate --json` prints its run_id), or check --store")
+            raise UserError(tq.no_such_run(run_id))
         if run.status == tq.RUNNING:
             raise UserError(f"run {run_id} is still running; triage it when it has finished")
         trunk = _trunk_runs(s, ctx.fork_id, run)
