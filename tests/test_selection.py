@@ -151,6 +151,41 @@ def test_changed_test_file_and_recent_failures_are_selected_beyond_the_budget() 
     assert sel.tests is not None and len(sel.tests) == 6  # over the budget of 3: never dropped
 
 
+def test_tests_that_always_run_leave_the_change_its_own_tests() -> None:
+    # a 4-test suite: a third is 1 test.  test_flaky failed in the latest full run (must run);
+    # test_div failed 5 times with lib/calc.py.  The gate ran only test_flaky and landed the break.
+    known = ("tests/test_calc.py::test_add", "tests/test_calc.py::test_mul", "tests/test_calc.py::test_div",
+             "tests/test_flaky.py::test_sometimes")
+    spec = _spec(known_tests=known)
+    hist = [_fail({"lib/calc.py"}, "tests/test_calc.py::test_div")] * 5 + \
+        [_fail(set(), "tests/test_flaky.py::test_sometimes")]
+    flaky = {"unit": frozenset({"tests/test_flaky.py::test_sometimes"})}
+    sel = select(["lib/calc.py"], [spec], hist, flaky).suites[0]
+    assert sel.files == ("tests/test_calc.py", "tests/test_flaky.py")
+    assert "budget of 1" in sel.reasons[0] and "plus 1 that always run" in sel.reasons[0]
+    sel = select(["lib/calc.py"], [spec], hist).suites[0]
+    assert sel.files == ("tests/test_calc.py",)  # its named test, though 3 tests exceed the budget of 1
+
+
+def test_recent_failures_do_not_spend_the_budget() -> None:
+    hist = [HistoryEntry(frozenset({"lib/m3.py"}))]
+    red = {"unit": frozenset(f"tests/test_m{m}.py::test_0" for m in (0, 1, 2, 4))}  # 12 tests: a whole budget
+    sel = select(["lib/m3.py"], [_spec(known_tests=WIDE)], hist, red).suites[0]
+    assert sel.files is not None and {"tests/test_m3.py", "tests/test_m0.py", "tests/test_m4.py"} <= set(sel.files)
+    assert sel.tests is not None and len(sel.tests) == 12 + 12  # the failing ones, plus the whole budget
+
+
+def test_the_strongest_evidence_of_each_changed_file_runs_past_the_budget() -> None:
+    # budget 1 test, files of 3: lib/m3.py (the suite's best-ranked) runs its named test, and
+    # lib/arith.py, with no test named after it, the test file that failed most with it
+    hist = [_fail({"lib/arith.py"}, "tests/test_m7.py::test_0", "tests/test_m9.py::test_1")] * 3 + \
+        [_fail({"lib/arith.py"}, "tests/test_m7.py::test_2", "tests/test_m2.py::test_0")] * 2 + \
+        [HistoryEntry(frozenset({"lib/arith.py"}))] * 5 + [_fail({"lib/m3.py"}, "tests/test_m3.py::test_0")] * 8
+    sel = select(["lib/arith.py", "lib/m3.py"], [_spec(known_tests=WIDE)], hist, budget=1 / 36).suites[0]
+    assert sel.run and sel.files is not None and {"tests/test_m3.py", "tests/test_m7.py"} <= set(sel.files)
+    assert "tests/test_m9.py" not in sel.files  # only the strongest: test_m7 failed 5 times, test_m9 3
+
+
 def test_cofailure_selects_a_suite_whose_paths_do_not_match() -> None:
     hist = [HistoryEntry(frozenset({"third_party/llvm.hash"}), frozenset({("unit", "tests/test_alpha.py::test_0")}))]
     sel = select(["third_party/llvm.hash"], [_spec()], hist).suites[0]

@@ -244,3 +244,33 @@ def test_gate_runs_the_whole_suite_for_a_file_with_too_little_evidence(tmp_path:
     assert r.rc == 1, r.out + r.err  # one passing run of its folder is no evidence m.py is safe
     suite = r.json()["suites"][0]
     assert suite["tests_ran"] == 7 and suite["tests_failed"] == 3
+
+
+def test_changed_from_runs_the_changed_files_test_when_a_flaky_test_must_rerun(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # 4 tests: a budget of 1.  test_flaky failed in the latest full run, so it must run; it used
+    # to take the whole budget, and a change breaking lib/calc.py landed without test_calc running
+    flag = tmp_path / "flaky-fails"
+    flag.write_text("")
+    pytest_cmd = f"{PY} -m pytest -q -p no:cacheprovider -o junit_family=xunit1 --junitxml={{report}} {{tests}}"
+    toml = suite_toml("unit", pytest_cmd, paths=["lib/**", "tests/**"], all_tests="tests",
+                      env={"FLAKY_FLAG": json.dumps(str(flag)), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": '"1"'})
+    calc_tests = "".join(f"\n\ndef test_{n}():\n    assert calc.div({a}, 2) == {a / 2}\n"
+                         for n, a in (("add", 4), ("mul", 6), ("div", 7)))
+    flaky_test = "import os\n\n\ndef test_sometimes():\n    assert not os.path.exists(os.environ['FLAKY_FLAG'])\n"
+    files = {"conftest.py": "", "lib/__init__.py": "", "lib/calc.py": "def div(a, b):\n    return a / b\n",
+             "tests/test_calc.py": "from lib import calc\n" + calc_tests, "tests/test_flaky.py": flaky_test}
+    repo, _ = make_repo(tmp_path / "fork", toml, files)
+    r = cli("validate", "--tier", "L1", "--json", repo=repo)
+    assert r.rc == 1 and r.json()["suites"][0]["tests_ran"] == 4, r.out + r.err  # test_flaky wobbled
+    flag.unlink()
+    base = git(repo, "rev-parse", "HEAD")
+    commit(repo, {"lib/calc.py": "def div(a, b):\n    return a // b\n"}, "[core] integer div (#14)")
+    r = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=repo)
+    assert r.rc == 1, r.out + r.err
+    suite = r.json()["suites"][0]
+    assert suite["tests_ran"] == 4 and suite["tests_failed"] == 1
+    with open_context(repo).store.session_scope() as s:
+        job = q.jobs_of_run(s, r.json()["run_id"])[0]
+        bad = q.test_outcomes(s, r.json()["run_id"], bad_only=True)
+    assert job.narrowed and job.selected == ("tests/test_calc.py", "tests/test_flaky.py")
+    assert [t.test_id for t in bad] == ["tests/test_calc.py::test_div"]

@@ -8,14 +8,21 @@ Predictive test selection with a fixed budget (by default a third of the known t
   selected one by one runs whole;
 * inside the suites that can narrow, every test file is ranked by the share of this change's
   likely breakage that lands in it, and the best-ranked files run until the budget is spent
-  (always all of it).  The shares are learned from co-failure history (`HistoryEntry`: the
-  files a validated change touched and the tests that failed on it; `CoFailure`), with older
-  runs decayed, the blame of a failure shared among the files of its change, a run's lone
-  failure discounted (that is how flaky tests show), and a smoothing prior made of name
-  affinity (`src/p/m.py` <-> `tests/p/test_m.py`), the history of the file's folders (so new
-  files borrow their folder's) and the test files that most often catch other code's breakage;
-* changed test files and tests failing in the suite's latest full run always run, budget or not;
-  when all the tests in play fit in the budget they all run.
+  (always all of it; a changed test file ranks its suite's other files by its history alone).
+  The shares are learned from co-failure history (`HistoryEntry`: the files a validated change
+  touched and the tests that failed on it; `CoFailure`), with older runs decayed, the blame of
+  a failure shared among the files of its change, a run's lone failure discounted (that is how
+  flaky tests show), and a smoothing prior made of name affinity (`src/p/m.py` <->
+  `tests/p/test_m.py`), the history of the file's folders (so new files borrow their folder's)
+  and the test files that most often catch other code's breakage;
+* changed test files and tests failing in the suite's latest full run always run, on top of the
+  budget: they never take it from the change's ranked tests (a flaky test failing in the latest
+  full run once spent a small suite's whole budget, and a change to `lib/calc.py` landed without
+  `tests/test_calc.py` running);
+* the strongest evidence for each changed file runs even past the budget: the test files named
+  after it and the one that failed most with it (`MIN_CREDIT`), and each suite in play runs at
+  least its best-ranked file (a third of a 4-test suite is 1 test, smaller than any file that
+  matters); when all the tests in play fit in the budget they all run.
 
 When a changed file that a suite covers has too little evidence (no test named after it, and
 neither it nor the nearest folder it borrows from changed in at least `MIN_SEEN` decayed runs),
@@ -42,6 +49,7 @@ PRIOR_MIX = {"name": 0.5, "folder": 0.3, "suite": 0.2}  # how the prior splits i
 LONE_FAILURE = 0.2      # weight of a run's only failure when no changed file is named after it
 UNIFORM = 0.1           # share of the suite prior spread evenly (never rank a test at zero)
 MIN_SEEN = 10           # runs a file (or a folder it borrows from) needs to count as evidence
+MIN_CREDIT = 1.0        # blame (decayed failures) on a file that makes its top test file run always
 
 Unit = tuple[str, str]  # (suite, test file): what selection picks
 
@@ -166,9 +174,14 @@ def _affinity(source: str, test_file: str) -> int:
     return 1 + len(set(PurePosixPath(source).parent.parts) & set(PurePosixPath(test_file).parent.parts))
 
 
-def _looks_like_test(path: str) -> bool:
+def _is_test_module(path: str) -> bool:
+    """A file of tests (`test_m.py`, `m_test.py`): a breakage of it shows in itself."""
     name = PurePosixPath(path).name.lower()
-    return name.startswith("test") or "_test." in name or "/test" in path.lower()
+    return name.startswith("test") or "_test." in name
+
+
+def _looks_like_test(path: str) -> bool:
+    return _is_test_module(path) or "/test" in path.lower()
 
 
 @dataclass
@@ -355,18 +368,33 @@ def _scores(changed: Sequence[str], covering: Mapping[str, Sequence[Unit]], cf: 
     return scores
 
 
-def _fill(scores: Mapping[Unit, float], chosen: set[Unit], pool: _Pool, limit: int) -> set[Unit]:
-    """Add units by score per test while their tests fit in `limit` (beyond what `chosen` has).
-    Each suite's best unit goes first, so no suite in play is left out while it fits."""
-    used = sum(len(pool.tests[u]) for u in chosen)
-    ranked = sorted(scores, key=lambda u: (-scores[u] / len(pool.tests[u]), u))
-    best = {u[0]: u for u in sorted(scores, key=lambda u: (scores[u], u))}  # the last, the best, wins
-    for u in [*best.values(), *ranked]:
+def _floor(changed: Sequence[str], covering: Mapping[str, Sequence[Unit]], cf: CoFailure,
+           scores: Mapping[Unit, float]) -> set[Unit]:
+    """The units that run whatever the budget: per changed file that is not itself a test file,
+    the test files named after it and the one with the most (at least `MIN_CREDIT`) of its own
+    blame; and each suite's best-ranked unit, so no suite in play is left out."""
+    out = set({u[0]: u for u in sorted(scores, key=lambda u: (scores[u], u))}.values())  # the last, the best, wins
+    for path in changed:
+        if _is_test_module(path):
+            continue
+        named = cf.named(path)
+        out |= {u for u in covering.get(path, ()) if u[1] in named}
+        own = {u: c for u, c in cf.credit.get(path, {}).items() if u in scores}
+        top = max(own, key=lambda u: (own[u], u), default=None)
+        if top is not None and own[top] >= MIN_CREDIT:
+            out.add(top)
+    return out
+
+
+def _fill(scores: Mapping[Unit, float], chosen: set[Unit], pool: _Pool, limit: int) -> int:
+    """Add units by score per test while their tests fit in `limit`; returns the tests added."""
+    used = 0
+    for u in sorted(scores, key=lambda u: (-scores[u] / len(pool.tests[u]), u)):
         size = len(pool.tests[u])
         if u not in chosen and used + size <= limit:
             chosen.add(u)
             used += size
-    return chosen
+    return used
 
 
 def select(changed_files: Sequence[str], suites: Sequence[SuiteSpec],
@@ -422,26 +450,34 @@ def _narrow(changed: Sequence[str], specs: Sequence[SuiteSpec], cf: CoFailure, p
                 f"{MIN_SEEN} runs needed) and no test named after it: the whole suite runs",))
             continue
         for p in mine:
-            covering[p].extend(pool.by_suite[spec.name])
             if (spec.name, p) in pool.tests:
                 must.add((spec.name, p))
             elif _looks_like_test(p):
                 new_tests[spec.name].add(p)  # a test file the last full run did not have
+            if (spec.name, p) not in pool.tests and not _is_test_module(p):
+                # a breakage of a test file of this suite shows in itself, which runs: its
+                # other files rank for it by history alone, not by a prior guess
+                covering[p].extend(pool.by_suite[spec.name])
         must |= {(spec.name, f) for f in map(file_of, recent.get(spec.name, ())) if (spec.name, f) in pool.tests}
     narrowing = [s for s in specs if s.name not in out]
     scores = {u: v for u, v in _scores(changed, covering, cf, pool).items()
               if any(u[0] == s.name for s in narrowing)}
-    chosen = _fill(scores, must, pool, limit)
-    used = sum(len(pool.tests[u]) for u in chosen)
+    floor = _floor(changed, covering, cf, scores) - must
+    chosen = must | floor
+    used = sum(len(pool.tests[u]) for u in floor)
+    used += _fill(scores, chosen, pool, limit - used)
+    extra = sum(len(pool.tests[u]) for u in must)
+    spent = (f"{used} tests of a budget of {limit}"
+             + (" (the strongest evidence for the changed files runs past it)" if used > limit else "")
+             + (f", plus {extra} that always run (changed, or failing in the latest full run)" if extra else ""))
     for spec in narrowing:
         files = sorted({f for s, f in chosen if s == spec.name} | new_tests[spec.name])
         if not files:
             out[spec.name] = SuiteSelection(spec.name, False, (), (), ("none of its tests ranked within the budget",))
             continue
         tests = tuple(t for f in files for t in pool.tests.get((spec.name, f), ()))
-        why = ((f"{len(files)} test file(s) ranked by co-failure history and name; "
-                f"{used} tests of a budget of {limit}"),)
-        out[spec.name] = SuiteSelection(spec.name, True, tuple(files), tests, why)
+        why = f"{len(files)} test file(s) ranked by co-failure history and name; {spent}"
+        out[spec.name] = SuiteSelection(spec.name, True, tuple(files), tests, (why,))
     return out
 
 
