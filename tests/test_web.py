@@ -357,6 +357,17 @@ def test_serve_bad_inputs(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) 
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
+        # a viewer never creates a store: a mistyped path is an error (the busy port stops a server
+        # from starting if it were not)
+        typo = tmp_path / "nonexist" / "x.db"
+        r = cli("serve", "--store", f"sqlite:///{typo}", "--port", str(port))
+        assert r.rc == 1 and f"no forkflow store at {typo}" in r.err and len(r.err.strip().splitlines()) == 1
+        monkeypatch.setenv("FORKFLOW_STORE", f"sqlite:///{typo}")
+        r = cli("serve", "--port", str(port))
+        assert r.rc == 1 and "no forkflow store at" in r.err
+        monkeypatch.delenv("FORKFLOW_STORE")
+        assert not typo.parent.exists()
+        Store.open(store).dispose()  # the checks below need a store that exists
         r = cli("serve", "--store", store, "--port", str(port))
     assert r.rc == 1 and f"port {port}" in r.err and "in use" in r.err
     r = cli("serve", "--store", store, "--fork", "nope")

@@ -32,6 +32,12 @@ def serve(
     if token is not None and len(token) < 8:
         raise UserError("--token is shorter than 8 characters; use a long random one "
                         "(python -c 'import secrets; print(secrets.token_urlsafe())')")
+    explicit = store or os.environ.get("FORKFLOW_STORE")
+    if explicit and explicit.startswith("sqlite:///"):  # a viewer never creates a store: a typo is an error
+        db = Path(explicit.removeprefix("sqlite:///"))
+        if not db.is_file():
+            raise UserError(f"no forkflow store at {db}; check the path (a fork's store is its "
+                            ".forkflow/forkflow.db), or run `forkflow status` in the fork first")
     target: str | Context
     if find_config(repo.resolve()) is not None:
         target = open_context(repo, store)
