@@ -230,6 +230,17 @@ def test_malformed_ids_answer_400(client: TestClient, path: str, word: str) -> N
     assert r.status_code == 400 and word in r.json()["error"]
 
 
+@pytest.mark.parametrize("path", ["/ingestion/units/{}", "/ingestion/conflicts/{}", "/validation/runs/{}",
+                                  "/validation/l3/{}", "/l2/alerts/{}", "/l2/bisections/{}"])
+@pytest.mark.parametrize("row_id", [2**63, 0, -1, 10**20])
+def test_ids_outside_the_stores_row_ids_answer_400(client: TestClient, path: str, row_id: int) -> None:
+    r = client.get(_api(path.format(row_id)))
+    assert r.status_code == 400 and r.json()["error"].startswith("bad request: "), r.text
+    html = client.get(path.format(row_id))
+    assert html.status_code == 400 and "bad request" in html.text
+    assert client.get(_api(path.format(2**63 - 1))).status_code == 404  # the largest id is only unknown
+
+
 def test_hostile_text_is_escaped_never_executed(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
     hostile_commit = info.upstream[3]  # seeded with HTML in its subject

@@ -145,6 +145,19 @@ def test_signoff_checks_owner_verdict_and_request(client: TestClient, fork: Fork
     assert _signoffs(fork) == []
 
 
+@pytest.mark.parametrize("row_id", [2**63, 0])
+def test_actions_on_ids_outside_the_stores_row_ids_are_400_and_logged(client: TestClient, fork: Fork,
+                                                                      row_id: int) -> None:
+    paths = [f"/api/validation/l3/{row_id}/signoff", f"/api/validation/runs/{row_id}/rerun",
+             f"/api/ingestion/units/{row_id}/rerun"]
+    for path in paths:
+        r = client.post(path, headers={"X-Forkflow-Token": TOKEN}, json={"owner": "perf-oncall", "verdict": "accept"})
+        assert r.status_code == 400 and r.json()["error"].startswith("bad request: "), (path, r.text)
+    assert [(e["action"], e["target"], e["outcome"].split(":")[0]) for e in _log(fork)] == [
+        ("l3-signoff", paths[0], "refused"), ("rerun", paths[1], "refused"), ("unit-rerun", paths[2], "refused")]
+    assert _signoffs(fork) == []
+
+
 def test_read_only_dashboard_refuses_every_action(fork: Fork) -> None:
     with TestClient(create_app(fork.ctx, None, actions_log=fork.log)) as c:
         r = c.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},

@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -23,6 +24,7 @@ from forkflow.context import Context
 from forkflow.errors import StoreError, UserError
 from forkflow.web.errors import Forbidden, NotFound, Unavailable
 from forkflow.web.render import html_page, wants_json
+from forkflow.web.security import record
 from forkflow.web.source import open_source
 
 STATIC = Path(__file__).parent / "static"
@@ -95,7 +97,15 @@ def _handlers(app: FastAPI) -> None:
     on(UserError, 400)
     on(StoreError, 503)
     on(StarletteHTTPException, None)
-    on(RequestValidationError, 400)
+
+    async def bad_request(request: Request, exc: Exception) -> Response:
+        message = _message(exc)
+        route = request.scope.get("route")
+        if request.method == "POST" and isinstance(route, APIRoute):  # an action refused: logged too
+            record(request, route.name, request.url.path, f"refused: {message}")
+        return error_response(request, 400, message)
+
+    app.add_exception_handler(RequestValidationError, bad_request)
 
 
 def _message(exc: Exception) -> str:

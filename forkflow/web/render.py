@@ -7,14 +7,19 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import jinja2
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Path as PathParam, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from markupsafe import Markup
 
 TEMPLATES = Path(__file__).parent / "templates"
+
+MAX_ID = 2**63 - 1
+# Every id in a URL (unit, conflict, run, L3 request, alert, bisection) is a store row id: one
+# outside 1..2^63-1 is a 400 bad request here, before SQLite would overflow on it.
+RowId = Annotated[int, PathParam(ge=1, le=MAX_ID)]
 
 
 def jsonable(value: Any) -> Any:

@@ -20,7 +20,7 @@ from forkflow.store import queries
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import both, page
+from forkflow.web.render import RowId, both, page
 from forkflow.web.security import action_done, form_fields, record, require_token
 from forkflow.web.source import Source
 
@@ -78,7 +78,7 @@ def _conflict_doc(c: conflict_records.ConflictInfo, full: bool) -> dict[str, Any
 
 
 @both(router, "/ingestion/units/{unit_id}")
-def unit(request: Request, unit_id: int) -> Response:
+def unit(request: Request, unit_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
@@ -105,7 +105,7 @@ def unit(request: Request, unit_id: int) -> Response:
 
 
 @both(router, "/ingestion/conflicts/{conflict_id}")
-def conflict(request: Request, conflict_id: int) -> Response:
+def conflict(request: Request, conflict_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
@@ -119,9 +119,9 @@ def conflict(request: Request, conflict_id: int) -> Response:
     return page(request, "ingestion_conflict.html", data)
 
 
-@router.post("/ingestion/units/{unit_id}/rerun")
-@router.post("/api/ingestion/units/{unit_id}/rerun")
-async def rerun_unit(request: Request, unit_id: int) -> Response:
+@router.post("/ingestion/units/{unit_id}/rerun", name="unit-rerun")
+@router.post("/api/ingestion/units/{unit_id}/rerun", name="unit-rerun")
+async def rerun_unit(request: Request, unit_id: RowId) -> Response:
     """Pick the unit again on the current fork tip, run L1, land it if it passes (in the background)."""
     form = await form_fields(request)
     require_token(request, "unit-rerun", f"landing unit {unit_id}", form.get("token"))

@@ -14,7 +14,7 @@ from forkflow.regress.records import Alert, BisectionRecord
 from forkflow.store import queries
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
-from forkflow.web.render import both, page
+from forkflow.web.render import RowId, both, page
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -116,7 +116,7 @@ def metric(request: Request, name: str) -> Response:
 
 
 @both(router, "/l2/alerts/{alert_id}")
-def alert(request: Request, alert_id: int) -> Response:
+def alert(request: Request, alert_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
@@ -134,7 +134,7 @@ def alert(request: Request, alert_id: int) -> Response:
 
 
 @both(router, "/l2/bisections/{bisection_id}")
-def bisection(request: Request, bisection_id: int) -> Response:
+def bisection(request: Request, bisection_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)

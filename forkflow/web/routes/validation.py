@@ -18,7 +18,7 @@ from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
 from forkflow.web import jobs as background
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import both, page
+from forkflow.web.render import RowId, both, page
 from forkflow.web.security import action_done, form_fields, record, require_token
 from forkflow.web.source import Source
 
@@ -80,7 +80,7 @@ def validation(request: Request) -> Response:
 
 
 @both(router, "/validation/runs/{run_id}")
-def run(request: Request, run_id: int) -> Response:
+def run(request: Request, run_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
@@ -103,7 +103,7 @@ def run(request: Request, run_id: int) -> Response:
 
 
 @both(router, "/validation/l3/{request_id}")
-def l3_request(request: Request, request_id: int) -> Response:
+def l3_request(request: Request, request_id: RowId) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
@@ -113,9 +113,9 @@ def l3_request(request: Request, request_id: int) -> Response:
     return page(request, "validation_l3.html", {"request": _request_doc(r)})
 
 
-@router.post("/validation/l3/{request_id}/signoff")
-@router.post("/api/validation/l3/{request_id}/signoff")
-async def l3_signoff(request: Request, request_id: int) -> Response:
+@router.post("/validation/l3/{request_id}/signoff", name="l3-signoff")
+@router.post("/api/validation/l3/{request_id}/signoff", name="l3-signoff")
+async def l3_signoff(request: Request, request_id: RowId) -> Response:
     """Record an owner's verdict on an L3 request (the tiers' own signoff checks the owners)."""
     form = await form_fields(request)
     require_token(request, "l3-signoff", f"l3 request {request_id}", form.get("token"))
@@ -153,9 +153,9 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
                        {"signoff_id": sid, "request_id": request_id, "owner": owner, "verdict": chosen.value})
 
 
-@router.post("/validation/runs/{run_id}/rerun")
-@router.post("/api/validation/runs/{run_id}/rerun")
-async def rerun(request: Request, run_id: int) -> Response:
+@router.post("/validation/runs/{run_id}/rerun", name="rerun")
+@router.post("/api/validation/runs/{run_id}/rerun", name="rerun")
+async def rerun(request: Request, run_id: RowId) -> Response:
     """Re-run a run's failed tests in the background (to tell flaky from broken)."""
     form = await form_fields(request)
     require_token(request, "rerun", f"validation run {run_id}", form.get("token"))
