@@ -223,7 +223,8 @@ def test_unknown_ids_answer_404_with_a_message(client: TestClient, path: str, wo
 
 @pytest.mark.parametrize("path,word", [
     ("/l2/alerts/abc", "alert_id"), ("/commits/not-a-sha", "not a commit sha"),
-    ("/validation/runs/1.5", "run_id"),
+    ("/validation/runs/1.5", "run_id"), ("/triage/groups/zz", "16 hex digits"),
+    ("/triage/groups/0123456789abcdef0", "16 hex digits"),
 ])
 def test_malformed_ids_answer_400(client: TestClient, path: str, word: str) -> None:
     r = client.get(_api(path))

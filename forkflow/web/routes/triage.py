@@ -1,12 +1,14 @@
 """Triage: failure groups with NEW / BROKEN_TRUNK / FLAKY / INFRA, trunk health, tracking issues."""
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from forkflow.errors import UserError
 from forkflow.triage import store as triage_store
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
@@ -18,6 +20,7 @@ router = APIRouter()
 FILL_HINT = ("no failure triaged yet: failures of `forkflow validate` and `forkflow nightly` runs are "
              "grouped by signature and classified NEW / BROKEN_TRUNK / FLAKY / INFRA by `forkflow triage`")
 CLASSES = ("NEW", "BROKEN_TRUNK", "FLAKY", "INFRA", "UNCLASSIFIED")
+_KEY = re.compile(r"[0-9a-f]{16}")  # triage.models.signature_key
 
 
 def _tracking(s: Session, fid: int) -> dict[str, list[dict[str, Any]]]:
@@ -76,6 +79,10 @@ def triage(request: Request) -> Response:
 
 @both(router, "/triage/groups/{key}")
 def group(request: Request, key: str) -> Response:
+    key = key.lower()
+    if not _KEY.fullmatch(key):
+        raise UserError(f"{key[:40]!r} is not a failure group key; a group key is 16 hex digits "
+                        "(e.g. 0123456789abcdef), as the triage page lists them")
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
