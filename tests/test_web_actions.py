@@ -158,6 +158,22 @@ def test_actions_on_ids_outside_the_stores_row_ids_are_400_and_logged(client: Te
     assert _signoffs(fork) == []
 
 
+def test_actions_with_a_body_that_does_not_read_are_400_and_logged(client: TestClient, fork: Fork) -> None:
+    json_body = {"X-Forkflow-Token": TOKEN, "Content-Type": "application/json"}
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers=json_body, content=b"{not json")
+    assert r.status_code == 400 and "not valid JSON" in r.json()["error"]
+    r = client.post(f"/api/validation/runs/{fork.failed_run_id}/rerun", headers=json_body, content=b"[1]")
+    assert r.status_code == 400 and "object" in r.json()["error"]
+    r = client.post("/api/ingestion/units/1/rerun", headers={"X-Forkflow-Token": TOKEN},
+                    content=b"x" * (65 * 1024))
+    assert r.status_code == 400 and "KiB" in r.json()["error"]
+    assert [(e["action"], e["outcome"].split(" (")[0]) for e in _log(fork)] == [
+        ("l3-signoff", "refused: the body is not valid JSON"),
+        ("rerun", "refused: the JSON body must be an object, e.g. {\"owner\": ..., \"verdict\": ...}"),
+        ("unit-rerun", "refused: the request body is over 64 KiB; send only the form's fields")]
+    assert _signoffs(fork) == []
+
+
 def test_read_only_dashboard_refuses_every_action(fork: Fork) -> None:
     with TestClient(create_app(fork.ctx, None, actions_log=fork.log)) as c:
         r = c.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},

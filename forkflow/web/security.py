@@ -74,6 +74,17 @@ def require_token(request: Request, action: str, target: str, form_token: str | 
                         "or the X-Forkflow-Token header")
 
 
+async def action_form(request: Request, action: str, target: str) -> dict[str, str]:
+    """An action's form fields, once its body reads and it carries the token; refusals are logged."""
+    try:
+        form = await form_fields(request)
+    except UserError as e:
+        record(request, action, target, f"refused: {e}")
+        raise
+    require_token(request, action, target, form.get("token"))
+    return form
+
+
 def action_done(request: Request, href: str, doc: dict[str, Any], status: int = 200) -> Response:
     """An action's answer: `doc` as JSON to API clients (and callers passing the token header),
     else a 303 to `href` for the browser's form."""

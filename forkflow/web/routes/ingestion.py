@@ -21,7 +21,7 @@ from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import RowId, both, page
-from forkflow.web.security import action_done, form_fields, record, require_token
+from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -123,8 +123,7 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
 @router.post("/api/ingestion/units/{unit_id}/rerun", name="unit-rerun")
 async def rerun_unit(request: Request, unit_id: RowId) -> Response:
     """Pick the unit again on the current fork tip, run L1, land it if it passes (in the background)."""
-    form = await form_fields(request)
-    require_token(request, "unit-rerun", f"landing unit {unit_id}", form.get("token"))
+    await action_form(request, "unit-rerun", f"landing unit {unit_id}")
     return await run_in_threadpool(_rerun_unit, request, unit_id)
 
 

@@ -19,7 +19,7 @@ from forkflow.web import charts, reads
 from forkflow.web import jobs as background
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import RowId, both, page
-from forkflow.web.security import action_done, form_fields, record, require_token
+from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -117,8 +117,7 @@ def l3_request(request: Request, request_id: RowId) -> Response:
 @router.post("/api/validation/l3/{request_id}/signoff", name="l3-signoff")
 async def l3_signoff(request: Request, request_id: RowId) -> Response:
     """Record an owner's verdict on an L3 request (the tiers' own signoff checks the owners)."""
-    form = await form_fields(request)
-    require_token(request, "l3-signoff", f"l3 request {request_id}", form.get("token"))
+    form = await action_form(request, "l3-signoff", f"l3 request {request_id}")
     return await run_in_threadpool(_signoff, request, request_id, form.get("owner", ""),
                                    form.get("verdict", ""), form.get("note", ""))
 
@@ -157,8 +156,7 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
 @router.post("/api/validation/runs/{run_id}/rerun", name="rerun")
 async def rerun(request: Request, run_id: RowId) -> Response:
     """Re-run a run's failed tests in the background (to tell flaky from broken)."""
-    form = await form_fields(request)
-    require_token(request, "rerun", f"validation run {run_id}", form.get("token"))
+    await action_form(request, "rerun", f"validation run {run_id}")
     return await run_in_threadpool(_rerun, request, run_id)
 
 
