@@ -70,8 +70,8 @@ def require_token(request: Request, action: str, target: str, form_token: str | 
                         "to allow actions")
     if given is None or not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
         record(request, action, target, "refused: " + ("no token" if given is None else "wrong token"))
-        raise Forbidden("this action needs the operator's token; pass it in the form's token field "
-                        "or the X-Forkflow-Token header")
+        raise Forbidden("this action needs the operator's token; pass it in the form's token field, "
+                        "an X-Forkflow-Token header or an Authorization: Bearer header")
 
 
 async def action_form(request: Request, action: str, target: str) -> dict[str, str]:

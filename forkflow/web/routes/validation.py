@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from forkflow.errors import ForkflowError
+from forkflow.errors import ForkflowError, UserError
 from forkflow.tiers import queries as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
@@ -141,7 +141,7 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
         chosen = l3.Verdict(verdict)
     except ValueError:
         record(request, "l3-signoff", target, "refused: bad verdict", verdict=verdict[:40])
-        raise Unavailable(f"verdict must be accept or reject, not {verdict[:40]!r}") from None
+        raise UserError(f"verdict must be accept or reject, not {verdict[:40]!r}") from None
     try:
         sid = l3.signoff(src.ctx, request_id, owner, chosen, note)
     except ForkflowError as e:
