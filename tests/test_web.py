@@ -207,6 +207,12 @@ def test_triage_groups_classes_health_and_tracking(client: TestClient, seeded: t
     assert group["failures"] and all("CUDA error" in f["excerpt"] for f in group["failures"])
 
 
+def test_the_fill_hint_comes_only_with_an_empty_page(client: TestClient) -> None:
+    for path in ("/", "/ingestion", "/validation", "/l2", "/triage"):
+        doc = client.get(_api(path)).json()
+        assert doc["empty"] is False and "hint" not in doc, path
+
+
 @pytest.mark.parametrize("path,word", [
     ("/l2/alerts/999", "no L2 alert 999"), ("/l2/bisections/999", "no bisection 999"),
     ("/l2/metrics/no/such:metric", "no metric named"), ("/ingestion/units/999", "no landing unit 999"),
@@ -303,7 +309,8 @@ def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
         for path, hint in hints.items():
             r = c.get(path)
             assert r.status_code == 200 and hint in r.text, path
-            assert c.get(_api(path)).json()["empty"] is True, path
+            doc = c.get(_api(path)).json()
+            assert doc["empty"] is True and hint in doc["hint"], path
         other = Store.open(url)
         with other.session_scope() as s:  # a fork appears while the dashboard runs, still empty
             queries.fork_id(s, "lonely:main")

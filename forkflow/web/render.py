@@ -90,6 +90,11 @@ def wants_json(request: Request) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
+def emptiness(is_empty: bool, hint: str) -> dict[str, Any]:
+    """A list page's `empty` flag, with the `hint` that says how to fill it only when it is empty."""
+    return {"empty": True, "hint": hint} if is_empty else {"empty": False}
+
+
 def page(request: Request, template: str, data: dict[str, Any], status: int = 200,
          charts: Callable[[], dict[str, Any]] | None = None) -> Response:
     """The page's data as JSON, or rendered with `template` (`d` = data, `charts` for the script)."""

@@ -20,7 +20,7 @@ from forkflow.store import queries
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import RowId, both, page
+from forkflow.web.render import RowId, both, emptiness, page
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
@@ -45,7 +45,7 @@ def ingestion(request: Request) -> Response:
     with src.session() as s:
         fid = src.fork(s)
         if fid is None:
-            return page(request, "ingestion.html", {"empty": True, "hint": FILL_HINT, "units": [],
+            return page(request, "ingestion.html", {**emptiness(True, FILL_HINT), "units": [],
                                                     "waiting": [], "conflicts": []})
         units = reads.recent_units(s, fid)
         reasons = landing_records.routing_reasons(s, [u.id for u in units])
@@ -55,7 +55,7 @@ def ingestion(request: Request) -> Response:
         ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
     data = {
-        "empty": not units and not conflicts and not deferred, "hint": FILL_HINT,
+        **emptiness(not units and not conflicts and not deferred, FILL_HINT),
         "units": [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
                    "summary": u.summary, "commits": u.commits, "candidate_sha": u.candidate_sha,
                    "updated_at": u.updated_at, "reasons": reasons.get(u.id, {}),

@@ -14,7 +14,7 @@ from forkflow.regress.records import Alert, BisectionRecord
 from forkflow.store import queries
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
-from forkflow.web.render import RowId, both, page
+from forkflow.web.render import RowId, both, emptiness, page
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -92,7 +92,7 @@ def l2(request: Request, q: str = "*") -> Response:
         series = reads.all_series(s, fid, names) if fid else []
         alerts = records.alerts(s, fid) if fid else []
         alert_docs = _alert_docs(s, fid, alerts) if fid else []
-    data = {"empty": not series and not alerts, "hint": FILL_HINT, "filter": q,
+    data = {**emptiness(not series and not alerts, FILL_HINT), "filter": q,
             "metrics": [_metric_doc(sr, alerts) for sr in series], "alerts": alert_docs}
     return page(request, "l2.html", data,
                 charts=lambda: {f"m{i}": _series_chart(sr, alerts, True) for i, sr in enumerate(series)})

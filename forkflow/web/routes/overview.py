@@ -12,7 +12,7 @@ from forkflow.regress import records as regress_records
 from forkflow.store import queries
 from forkflow.tiers import queries as tiers_queries
 from forkflow.web import charts, reads
-from forkflow.web.render import both, page
+from forkflow.web.render import both, emptiness, page
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -73,7 +73,7 @@ def overview(request: Request) -> Response:
     with src.session() as s:
         fid = src.fork(s)
         if fid is None:
-            return page(request, "overview.html", {"fork": None, "empty": True, "hint": FILL_HINT,
+            return page(request, "overview.html", {"fork": None, **emptiness(True, FILL_HINT),
                                                    "ledger": None, "history": [], "attention": None})
         history = queries.snapshots(s, fid)
         ledger, origin, problem = src.ledger(s, fid)
@@ -82,7 +82,7 @@ def overview(request: Request) -> Response:
     if ledger is None and history:
         origin = "newest snapshot"
     data = {
-        "fork": src.fork_name, "empty": doc is None and not history, "hint": FILL_HINT,
+        "fork": src.fork_name, **emptiness(doc is None and not history, FILL_HINT),
         "ledger": doc, "ledger_source": origin if doc else "", "problem": problem,
         "history": [{"taken_at": p.taken_at, "source": p.source, "days_behind": p.days_behind,
                      "backlog": p.backlog, "ingestion_point": p.ingestion_point} for p in history],

@@ -12,7 +12,7 @@ from forkflow.errors import UserError
 from forkflow.triage import store as triage_store
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
-from forkflow.web.render import both, page
+from forkflow.web.render import both, emptiness, page
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -63,7 +63,7 @@ def triage(request: Request) -> Response:
             groups = [_group_doc(g, tracking) for g in reads.failure_groups(s, fid)]
             trunk = reads.trunk_runs(s, fid)
     totals = {c: sum(g["classes"].get(c, 0) for g in groups) for c in CLASSES}
-    data = {"empty": not groups and not trunk, "hint": FILL_HINT, "health": _health(trunk),
+    data = {**emptiness(not groups and not trunk, FILL_HINT), "health": _health(trunk),
             "totals": totals, "groups": groups,
             "trunk": [{"id": r.id, "tier": r.tier, "rev": r.rev, "status": r.status,
                        "started_at": r.started_at} for r in trunk]}

@@ -18,7 +18,7 @@ from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
 from forkflow.web import jobs as background
 from forkflow.web.errors import NotFound, Unavailable
-from forkflow.web.render import RowId, both, page
+from forkflow.web.render import RowId, both, emptiness, page
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
@@ -61,7 +61,7 @@ def validation(request: Request) -> Response:
             counts, alarms = reads.outcome_counts(s, ids), reads.job_alarms(s, ids)
             tiers = {t.value: [_run_doc(r, counts[r.id], alarms[r.id]) for r in rs] for t, rs in runs.items()}
             requests = [_request_doc(r) for r in tq.l3_requests(s, fid, limit=50)]
-    data = {"empty": not any(tiers.values()) and not requests, "hint": FILL_HINT, "tiers": tiers,
+    data = {**emptiness(not any(tiers.values()) and not requests, FILL_HINT), "tiers": tiers,
             "l3_requests": requests}
 
     def chart_data() -> dict[str, Any]:
