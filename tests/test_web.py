@@ -320,6 +320,31 @@ def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
             assert hint in r.text and "lonely:main" in r.text, path
 
 
+def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_path: Path) -> None:
+    from forkflow.regress import records
+    from forkflow.regress.alerts import AlertDraft, SeriesChange
+    from forkflow.tiers import queries as tq
+    from forkflow.tiers.tiers import Tier
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store.open(url)
+    good, bad = Sha(sha_of("good")), Sha(sha_of("bad"))
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "forkm:main")
+        records.save_alerts(s, fid, [AlertDraft(good, bad, (SeriesChange(
+            "matmul/m128:latency", "ms", Better.LOWER, good, bad, 1.0, 1.2, 0.2, 0.001),))])
+        run_id, _ = tq.create_run(s, fid, tq.NewRun(Tier.L2, bad, None, "local", "nightly", 0, (), ("perf",), {}), [])
+        tq.finish_run(s, run_id, "FAIL", "perf failed", ())
+    store.dispose()
+    with TestClient(create_app(url)) as c:
+        doc = c.get("/api/overview").json()
+        html = c.get("/").text
+    assert doc["empty"] is False and doc["ledger"] is None and doc["history"] == []
+    assert doc["attention"]["open_alerts"] == 1 and doc["attention"]["trunk"]["run_id"] == run_id
+    assert "open L2 alerts" in html and "trunk (newest nightly)" in html and "no history yet" in html
+    assert "nothing stored for this fork yet" not in html
+
+
 def test_pages_read_while_the_store_is_written(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'busy.db'}"
     store = Store.open(url)

@@ -67,6 +67,11 @@ def _attention(s: Session, fid: int) -> dict[str, Any]:
     }
 
 
+def _needs_a_person(attention: dict[str, Any]) -> bool:
+    return any(attention[k] for k in ("open_conflicts", "open_alerts", "trunk", "l3_waiting",
+                                      "new_failure_groups"))
+
+
 @both(router, "/")
 def overview(request: Request) -> Response:
     src: Source = request.app.state.source
@@ -82,7 +87,9 @@ def overview(request: Request) -> Response:
     if ledger is None and history:
         origin = "newest snapshot"
     data = {
-        "fork": src.fork_name, **emptiness(doc is None and not history, FILL_HINT),
+        # open alerts or a red trunk show even before the first `forkflow status` snapshot
+        "fork": src.fork_name, **emptiness(doc is None and not history and not _needs_a_person(attention),
+                                           FILL_HINT),
         "ledger": doc, "ledger_source": origin if doc else "", "problem": problem,
         "history": [{"taken_at": p.taken_at, "source": p.source, "days_behind": p.days_behind,
                      "backlog": p.backlog, "ingestion_point": p.ingestion_point} for p in history],
