@@ -418,6 +418,22 @@ def test_serve_bad_inputs(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) 
     assert r.rc == 1 and "no fork named 'nope'" in r.err
 
 
+def test_serve_demo_refuses_a_keep_that_is_not_a_new_folder(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from forkflow.errors import UserError
+    from forkflow.web.serve import serve_demo
+
+    taken = tmp_path / "taken"
+    taken.write_text("a file\n")
+    with pytest.raises(UserError, match="is a file, not a folder; pass a new folder to --keep"):
+        serve_demo(taken, Console(), port=_free_port(), open_browser=False)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    with pytest.raises(UserError, match="is not empty"):
+        serve_demo(tmp_path / "full", Console(), port=_free_port(), open_browser=False)
+
+
 def test_demo_serve_shows_the_whole_product(tmp_path: Path) -> None:
     import subprocess
     import sys

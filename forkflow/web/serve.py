@@ -78,13 +78,12 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
     import tempfile
 
     from forkflow.context import open_context
-    from forkflow.demo import run_demo
+    from forkflow.demo import check_keep, run_demo
     from forkflow.ledger.build import build_ledger
     from forkflow.web.seed import SeedSize, seed_store
 
     check_port(host, port)
-    if keep is not None and keep.exists() and any(keep.iterdir()):
-        raise UserError(f"{keep} is not empty; pass a new folder to --keep")
+    check_keep(keep)
     root = keep if keep is not None else Path(tempfile.mkdtemp(prefix="forkflow-demo-"))
     try:
         rc = run_demo(root, console)
