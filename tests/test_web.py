@@ -120,6 +120,25 @@ def test_l2_series_alerts_and_culprit(client: TestClient, seeded: tuple[str, See
     assert one["metrics"] and all(m["name"].startswith("softmax/") for m in one["metrics"])
 
 
+def test_seeded_alerts_agree_with_the_seeded_series(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
+    import statistics
+
+    alerts = client.get("/api/l2").json()["alerts"]
+    assert sorted(a["direction"] for a in alerts) == ["improvement", "regression"]
+    for a in alerts:
+        for m in a["members"]:
+            points = client.get(f"/api/l2/metrics/{m['metric']}").json()["points"]
+            revs = [p["rev"] for p in points]
+            at = revs.index(m["bad_rev"])
+            assert revs[at - 1] == m["good_rev"]
+            values = [p["value"] for p in points]
+            before, after = statistics.median(values[at - 6:at]), statistics.median(values[at:at + 6])
+            assert (m["before"], m["after"]) == pytest.approx((before, after)), m["metric"]
+            worse = after > before if m["better"] == "lower" else after < before
+            assert m["direction"] == ("regression" if worse else "improvement") == a["direction"], m
+            assert abs(m["magnitude"]) > 0.04, m  # a step, not noise
+
+
 def test_alert_page_links_to_the_culprit_commit(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
     assert info.culprit_upstream is not None
@@ -463,10 +482,15 @@ def test_demo_serve_shows_the_whole_product(tmp_path: Path) -> None:
                 assert proc.poll() is None, log.read_text()[-2000:]
                 assert time.monotonic() < deadline, "the demo's dashboard did not come up"
                 time.sleep(0.5)
-        assert overview["ledger"]["counts"]["PICKED"] > 0 and len(overview["history"]) >= 2
+        assert overview["ledger"]["counts"]["PICKED"] > 0
+        # a simulated year of days behind, ending before the demo's own `status` snapshots
+        history = overview["history"]
+        assert len(history) >= 365 + 2 and [h["source"] for h in history[-2:]] == ["status", "status"]
+        assert history[0]["taken_at"] < history[-1]["taken_at"]
         ingestion = get("/api/ingestion")
         assert {u["status"] for u in ingestion["units"]} >= {"landed", "failed"} and ingestion["conflicts"]
         l2 = get("/api/l2")
+        assert {m["points"] for m in l2["metrics"]} == {365}  # "a simulated year", as the banner says
         culprit = next(a["culprit"] for a in l2["alerts"] if a["culprit"])
         commit = get(f"/api/commits/{culprit['upstream_commit']}")
         assert commit["upstream"]["disposition"] == "PICKED"  # a real commit of the sample fork

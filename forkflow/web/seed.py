@@ -12,9 +12,11 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -34,6 +36,9 @@ from forkflow.models import (
 )
 from forkflow.store import queries
 from forkflow.store.session import Store
+
+if TYPE_CHECKING:
+    from forkflow.regress.alerts import SeriesChange
 
 HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">'
 DAY = 86400
@@ -100,15 +105,25 @@ def _metric_meta(i: int) -> tuple[str, Better, float]:
     return unit, better, base
 
 
+# The two steps seeded into the series, (fraction of the days, metrics it moves, factor when
+# higher is better, factor when lower is better); the seeded alerts are read off the series.
+STEPS: tuple[tuple[float, Callable[[int], bool], float, float], ...] = (
+    (0.5, lambda i: i % 7 == 1, 1.06, 0.94),   # an improvement mid-year
+    (0.8, lambda i: i % 5 == 0, 0.9, 1.12),    # a regression late in the year
+)
+
+
 def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSize(), *,
                hostile: bool = False, ingestion: bool = True, culprit: tuple[Sha, str] | None = None,
-               seed: int = 7) -> SeedInfo:
+               seed: int = 7, start: int = START) -> SeedInfo:
     """Write a fork's simulated year into `store`; returns the ids and shas the tests look for.
 
     Args:
-        ingestion: also write a ledger, snapshots, landing units and a conflict (False when the
-            store already has real ones, as after `forkflow demo`).
+        ingestion: also write a ledger, landing units and a conflict (False when the store
+            already has real ones, as after `forkflow demo`).  The daily snapshots of days
+            behind and backlog are written either way, older than any real one.
         culprit: a real upstream commit (sha, subject) for the seeded bisection to blame.
+        start: the first seeded day (Unix time); `demo --serve` ends the year at today.
     """
     rnd = random.Random(seed)
     with store.session_scope() as s:
@@ -117,18 +132,19 @@ def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSiz
     upstream = [sha_of(f"upstream-{i}") for i in range(size.upstream_commits)]
     info = SeedInfo(fid, revs, upstream, _metric_names(size.metrics))
     subjects = [_subject(i, hostile and i % 97 == 3) for i in range(len(upstream))]
+    with store.session_scope() as s:
+        if ingestion:
+            _ledger(s, fid, upstream, subjects, size.days, start)
+        _snapshots(s, fid, size.days, len(upstream), rnd, start)
     if ingestion:
-        with store.session_scope() as s:
-            _ledger(s, fid, upstream, subjects, size.days)
-            _snapshots(s, fid, size.days, len(upstream), rnd)
         with store.session_scope() as s:
             _ingestion(s, fid, info, subjects, hostile)
     with store.session_scope() as s:
-        _metrics(s, fid, info, size, rnd)
+        values = _metrics(s, fid, info, size, rnd, start)
     with store.session_scope() as s:
-        _alerts(s, fid, info, subjects, culprit)
+        _alerts(s, fid, info, values, subjects, culprit)
     with store.session_scope() as s:
-        _validation(s, fid, info, size, rnd, hostile)
+        _validation(s, fid, info, size, rnd, hostile, start)
     with store.session_scope() as s:
         _l3(s, fid, info)
     with store.session_scope() as s:
@@ -142,7 +158,7 @@ def _subject(i: int, hostile: bool) -> str:
     return f"{text} {HOSTILE}" if hostile else text
 
 
-def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days: int) -> None:
+def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days: int, start: int) -> None:
     n = len(upstream)
     step = max(1, (days + 30) * DAY // max(n, 1))
     point = max(0, int(n * 0.96) - 1)
@@ -150,7 +166,7 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
     ev: tuple[Evidence, ...]
     forks: tuple[Sha, ...]
     for i, sha in enumerate(upstream):
-        c = Commit(sha, (upstream[i - 1],) if i else (), START - 30 * DAY + i * step, subjects[i],
+        c = Commit(sha, (upstream[i - 1],) if i else (), start - 30 * DAY + i * step, subjects[i],
                    author="Upstream Dev")
         if i <= point and i % 50 == 7:
             disp, ev, forks = Disposition.SKIPPED, (), ()
@@ -166,7 +182,7 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
     ledger = Ledger(fork_point=sha_of("fork-point"), fork_tip=sha_of(f"fork-nightly-{days - 1}"),
                     upstream_tip=PointInTime(upstream[-1], entries[-1].commit.date),
                     ingestion_point=PointInTime(upstream[point], entries[point].commit.date),
-                    ingestion_point_inferred=False, entries=tuple(entries), computed_at=START + days * DAY)
+                    ingestion_point_inferred=False, entries=tuple(entries), computed_at=start + days * DAY)
     queries.save_ledger(s, fid, sha_of(f"ledger-{fid}"), ledger_to_json(ledger))
     for e in entries:
         if e.disposition in (Disposition.SKIPPED, Disposition.DEFERRED):
@@ -175,12 +191,12 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
             queries.record_decision(s, fid, RecordedDecision(e.commit.sha, e.disposition, reason, ()))
 
 
-def _snapshots(s: Session, fid: int, days: int, commits: int, rnd: random.Random) -> None:
+def _snapshots(s: Session, fid: int, days: int, commits: int, rnd: random.Random, start: int) -> None:
     for d in range(days):
         behind = round(2 + (d % 14) * 0.9 + rnd.random(), 2)  # saw-tooth: a weekly-ish ingestion
         backlog = int(behind * 9 + rnd.randint(0, 10))
         queries.save_snapshot(s, fid, queries.Snapshot(
-            datetime.fromtimestamp(START + d * DAY, tz=timezone.utc), "backfill",
+            datetime.fromtimestamp(start + d * DAY, tz=timezone.utc), "backfill",
             sha_of(f"fork-nightly-{d}"), sha_of(f"upstream-tip-{d}"), sha_of(f"point-{d}"), False,
             behind, backlog, {"PICKED": int(commits * d / days), "PENDING": backlog}))
 
@@ -238,54 +254,64 @@ def _value(i: int, d: int, base: float, better: Better, rnd: random.Random, days
     noise = 1 + rnd.gauss(0, 0.006)
     trend = 1 + 0.02 * math.sin(d / 45)
     step = 1.0
-    if i % 5 == 0 and d >= int(days * 0.8):  # a regression late in the year
-        step = 0.9 if better is Better.HIGHER else 1.12
-    if i % 7 == 1 and d >= int(days * 0.5):  # an improvement mid-year
-        step *= 1.06 if better is Better.HIGHER else 0.94
+    for at, moves, higher, lower in STEPS:
+        if moves(i) and d >= int(days * at):
+            step *= higher if better is Better.HIGHER else lower
     return base * noise * trend * step
 
 
-def _metrics(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.Random) -> None:
-    points = []
+def _metrics(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.Random,
+             start: int) -> list[list[float]]:
+    """Write every metric's series; returns the values, by metric then day."""
+    points, values = [], []
     for i, name in enumerate(info.metric_names):
         unit, better, base = _metric_meta(i)
-        for d, rev in enumerate(info.fork_revs):
-            v = _value(i, d, base, better, rnd, size.days)
-            points.append(MetricPoint(name, rev, v, unit, better, (v,), suite="nightly-bench",
-                                      measured_at=START + d * DAY + 3600, commit_date=START + d * DAY))
+        series = [_value(i, d, base, better, rnd, size.days) for d in range(len(info.fork_revs))]
+        values.append(series)
+        points += [MetricPoint(name, rev, v, unit, better, (v,), suite="nightly-bench",
+                               measured_at=start + d * DAY + 3600, commit_date=start + d * DAY)
+                   for d, (rev, v) in enumerate(zip(info.fork_revs, series))]
     queries.add_metric_points(s, fid, points)
+    return values
 
 
-def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], real: tuple[Sha, str] | None) -> None:
+def _change(name: str, i: int, series: list[float], at: int, good: Sha, bad: Sha) -> SeriesChange:
+    """The change at day `at` of a seeded series: medians of the two weeks (at most) either side."""
+    from forkflow.regress.alerts import SeriesChange
+
+    unit, better, _ = _metric_meta(i)
+    w = max(1, min(14, len(series) // 10))
+    before, after = statistics.median(series[max(0, at - w):at]), statistics.median(series[at:at + w])
+    return SeriesChange(name, unit, better, good, bad, before, after, (after - before) / before, 0.0004)
+
+
+def _alerts(s: Session, fid: int, info: SeedInfo, values: list[list[float]], subjects: list[str],
+            real: tuple[Sha, str] | None) -> None:
     from forkflow.regress import records
-    from forkflow.regress.alerts import AlertDraft, SeriesChange
+    from forkflow.regress.alerts import AlertDraft
 
     days = len(info.fork_revs)
-    picks: tuple[tuple[int, Callable[[int], bool]], ...] = (
-        (int(days * 0.5), lambda i: i % 7 == 1), (int(days * 0.8), lambda i: i % 5 == 0))
-    for at, pick in picks:
+    for fraction, moves, _, _ in STEPS:
+        at = int(days * fraction)
         if at < 1:
             continue
-        members = []
-        for i, name in enumerate(info.metric_names):
-            if not pick(i):
-                continue
-            unit, better, base = _metric_meta(i)
-            after = base * (0.9 if (better is Better.HIGHER) == (i % 5 == 0) else 1.06)
-            members.append(SeriesChange(name, unit, better, info.fork_revs[at - 1], info.fork_revs[at],
-                                        base, after, (after - base) / base, 0.0004))
+        good, bad = info.fork_revs[at - 1], info.fork_revs[at]
+        members = [_change(name, i, values[i], at, good, bad)
+                   for i, name in enumerate(info.metric_names) if moves(i)]
         if members:
-            info.alert_ids += [a.id for a in records.save_alerts(
-                s, fid, [AlertDraft(info.fork_revs[at - 1], info.fork_revs[at], tuple(members))])]
+            info.alert_ids += [a.id for a in records.save_alerts(s, fid, [AlertDraft(good, bad, tuple(members))])]
     if len(info.alert_ids) < 2 or (not info.upstream and real is None):
         return
     idx = min(len(info.upstream) - 1, int(len(info.upstream) * 0.5))
     culprit, subject = real if real is not None else (info.upstream[idx], subjects[idx])
     pr = 4000 + idx if real is None else None
-    bad = info.fork_revs[int(days * 0.8)]
-    result = {"metric": info.metric_names[0], "mode": "perf", "good": info.fork_revs[int(days * 0.8) - 1],
+    at = int(days * STEPS[1][0])
+    good, bad = info.fork_revs[at - 1], info.fork_revs[at]
+    moved = _change(info.metric_names[0], 0, values[0], at, good, bad)
+    result = {"metric": moved.metric, "mode": "perf", "good": good,
               "bad": bad, "status": "found", "confidence": 0.97, "rounds": 5, "measurements": 60,
-              "message": f"landing unit {bad[:12]} changed {info.metric_names[0]} by -10.0% (p=0.0004)",
+              "message": f"landing unit {bad[:12]} changed {moved.metric} by {moved.magnitude * 100:+.1f}% "
+                         f"(p={moved.pvalue})",
               "culprit": {"fork_commit": bad, "landing_unit": bad, "subject": subject,
                           "upstream_commit": culprit, "pr": pr},
               "stages": [{"name": "landing units", "status": "found", "message": "one unit", "confidence": 0.99,
@@ -297,7 +323,7 @@ def _alerts(s: Session, fid: int, info: SeedInfo, subjects: list[str], real: tup
 
 
 def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.Random,
-                hostile: bool) -> None:
+                hostile: bool, start: int) -> None:
     from forkflow.tiers import queries as tq
     from forkflow.tiers.reports import Outcome, TestResult
     from forkflow.tiers.tiers import Tier
@@ -306,7 +332,7 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
     for d, rev in enumerate(info.fork_revs):
         red = d % 29 == 11 or d == len(info.fork_revs) - 2
         run_id, jobs = tq.create_run(s, fid, tq.NewRun(
-            Tier.L2, rev, None, "local", "nightly", START + d * DAY, (), suites, {}),
+            Tier.L2, rev, None, "local", "nightly", start + d * DAY, (), suites, {}),
             [tq.NewJob(x, f"run {x}", f"/logs/{d}/{x}.log", "", "", False, None, size.tests_per_run)
              for x in suites])
         for j, (suite, job_id) in enumerate(zip(suites, jobs)):
@@ -332,7 +358,7 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
         info.nightly_run_ids.append(run_id)
     for cand in info.candidates:
         run_id, jobs = tq.create_run(s, fid, tq.NewRun(Tier.L1, cand, info.fork_revs[-1], "local", "gate",
-                                                       START + size.days * DAY, ("python/foo.py",), suites, {}),
+                                                       start + size.days * DAY, ("python/foo.py",), suites, {}),
                                      [tq.NewJob(x, f"run {x}", "", "", "", True, None, None) for x in suites])
         for suite, job_id in zip(suites, jobs):
             tq.finish_job(s, job_id, tq.JobFinish("PASS", 0, 12.0, "", 5, 5, 5, (), (), 1),

@@ -6,6 +6,7 @@ import logging
 import socket
 import sys
 import threading
+import time
 import webbrowser
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
     from forkflow.context import open_context
     from forkflow.demo import check_keep, run_demo
     from forkflow.ledger.build import build_ledger
-    from forkflow.web.seed import SeedSize, seed_store
+    from forkflow.web.seed import DAY, SeedSize, seed_store
 
     check_port(host, port)
     check_keep(keep)
@@ -92,11 +93,13 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
         ctx = open_context(root / "sample" / "fork")
         picked = [e for e in build_ledger(ctx).entries if e.fork_shas]
         culprit = (picked[-1].commit.sha, picked[-1].commit.subject) if picked else None
-        seed_store(ctx.store, ctx.fork_name, SeedSize(days=120, metrics=16, upstream_commits=0),
-                   ingestion=False, culprit=culprit)
+        # the simulated year ends yesterday, so the demo's own `status` snapshots end the history
+        today = int(time.time()) // DAY * DAY
+        seed_store(ctx.store, ctx.fork_name, SeedSize(days=365, metrics=16, upstream_commits=0),
+                   ingestion=False, culprit=culprit, start=today - 365 * DAY)
         console.rule("[bold]8. forkflow serve")
-        console.print("the landing units and conflicts above, plus a simulated year of nightly L2 metrics, "
-                      "alerts, a bisection, validation runs and triaged failures")
+        console.print("the landing units and conflicts above, plus a simulated year of days behind upstream, "
+                      "nightly L2 metrics, alerts, a bisection, validation runs and triaged failures")
         return serve_store(ctx, host, port, open_browser=open_browser, demo=True)
     finally:
         if keep is None:
