@@ -267,6 +267,31 @@ def test_ids_outside_the_stores_row_ids_answer_400(client: TestClient, path: str
     assert client.get(_api(path.format(2**63 - 1))).status_code == 404  # the largest id is only unknown
 
 
+def test_conflict_page_says_how_each_kind_is_settled(tmp_path: Path) -> None:
+    from forkflow.conflicts import records as conflicts
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = Store.open(url)
+    text = "<<<<<<< fork\nx = 1\n=======\nx = 2\n>>>>>>> upstream\n"
+    kinds = [("content", "k.py", text, "key-1"), ("binary", "logo.png", "", ""),
+             ("delete/modify", "gone.py", "", ""), ("submodule", "third_party/llvm", "", "")]
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f:main")
+        ids = [conflicts.upsert_conflict(s, fid, upstream_sha=sha_of(path), subject="a change", path=path,
+                                         kind=kind, chain="", base_sha=sha_of("base"), key=key, marked=marked,
+                                         tried=[]) for kind, path, marked, key in kinds]
+    store.dispose()
+    with TestClient(create_app(url)) as c:
+        settle = [c.get(f"/api/ingestion/conflicts/{i}").json()["settle"] for i in ids]
+        html = c.get(f"/ingestion/conflicts/{ids[1]}").text
+    assert f"forkflow conflicts resolve {ids[0]} --file FILE" in settle[0]
+    for line in settle[1:]:
+        assert "conflicts resolve" not in line and "git cherry-pick -x" in line
+    assert "git checkout --theirs -- logo.png" in settle[1] and "git rm gone.py" in settle[2]
+    assert "git update-index --cacheinfo 160000,COMMIT,third_party/llvm" in settle[3]
+    assert "git checkout --theirs -- logo.png" in html and "conflicts resolve" not in html
+
+
 def test_hostile_text_is_escaped_never_executed(client: TestClient, seeded: tuple[str, SeedInfo]) -> None:
     info = seeded[1]
     hostile_commit = info.upstream[3]  # seeded with HTML in its subject

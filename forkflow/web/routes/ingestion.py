@@ -113,10 +113,21 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
             raise NotFound(f"no conflict {conflict_id}; the ingestion page lists the open ones "
                            "(`forkflow conflicts` too)")
         tried = conflict_records.attempts(s, fid, c.upstream_sha)
-    data = {"conflict": _conflict_doc(c, full=True),
+    data = {"conflict": _conflict_doc(c, full=True), "settle": _settle(c, src),
             "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
                           "duration_ms": a.duration_ms} for a in tried]}
     return page(request, "ingestion_conflict.html", data)
+
+
+def _settle(c: conflict_records.ConflictInfo, src: Source) -> str:
+    """What settles the conflict, as `forkflow conflicts show` says it (binary, delete/modify and
+    submodule conflicts have no text for `conflicts resolve --file`)."""
+    from forkflow.cli.ingest_cmds import by_hand, has_file_resolution
+
+    if has_file_resolution(c):
+        return (f"write the resolved file, then `forkflow conflicts resolve {c.id} --file FILE`; the "
+                "resolution is recorded and reused")
+    return by_hand(c, src.ctx.config.fork_branch if src.ctx is not None else "the fork branch")
 
 
 @router.post("/ingestion/units/{unit_id}/rerun", name="unit-rerun")
