@@ -345,6 +345,27 @@ def test_metric_page_shows_the_series_detect_reads(tmp_path: Path) -> None:
     assert [(p["value"], p["measurements"]) for p in points] == [(5.0, 1), (2.5, 4), (8.0, 2)]
 
 
+def test_collapse_values_is_np_median_per_commit() -> None:
+    import math
+    import random
+
+    import numpy as np
+
+    from forkflow.regress.alerts import collapse_values
+
+    rnd = random.Random(3)
+    revs = [Sha(sha_of(str(rnd.randint(0, 40)))) for _ in range(300)]
+    values = [rnd.gauss(10, 2) for _ in revs]
+    values[7] = math.nan
+    out_revs, out_values, counts = collapse_values(revs, values)
+    assert list(out_revs) == list(dict.fromkeys(revs)) and sum(counts) == len(revs)
+    for rev, value, n in zip(out_revs, out_values, counts):
+        mine = [v for r, v in zip(revs, values) if r == rev]
+        assert n == len(mine)
+        expected = float(np.median(mine))
+        assert value == expected or (math.isnan(value) and math.isnan(expected)), rev
+
+
 def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     hints = {"/": "forkflow status", "/ingestion": "forkflow ingest --land", "/validation": "forkflow validate",

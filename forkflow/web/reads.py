@@ -79,12 +79,15 @@ class Series:
 
 def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[Sha, float, int]]) -> Series:
     # the points `forkflow detect` reads (regress.alerts), with each commit's first date
-    points = collapse_values([(rev, value) for rev, value, _ in rows])
-    first: dict[Sha, int] = {}
-    for rev, _, date in rows:
-        first.setdefault(rev, date)
-    return Series(name, *meta, tuple(p.rev for p in points), tuple(first[p.rev] for p in points),
-                  tuple(p.value for p in points), tuple(p.count for p in points))
+    revs, values, counts = collapse_values([r[0] for r in rows], [r[1] for r in rows])
+    if len(revs) == len(rows):
+        dates = tuple(r[2] for r in rows)
+    else:
+        first: dict[Sha, int] = {}
+        for rev, _, date in rows:
+            first.setdefault(rev, date)
+        dates = tuple(first[r] for r in revs)
+    return Series(name, *meta, revs, dates, values, counts)
 
 
 def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list[Series]:
