@@ -9,6 +9,7 @@ import math
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,20 @@ def test_missing_packages_are_named() -> None:
     w = Workload(name="x", tier=Tier.L1, module="kernels", report=ReportFormat.JUNIT,
                  description="", requires=("json", "no_such_package_xyz"))
     assert w.missing_packages() == ("no_such_package_xyz",)
+
+
+def test_list_says_a_gpu_workload_needs_a_gpu_where_there_is_none(cli) -> None:  # type: ignore[no-untyped-def]
+    torch = pytest.importorskip("torch")
+    gpu = bool(torch.cuda.is_available())
+    w = Workload(name="x", tier=Tier.L2, module="matmul_sweep", report=ReportFormat.METRICS,
+                 description="", needs_gpu=True, requires=("json",))
+    assert w.missing_here() == (() if gpu else ("a CUDA GPU",))
+    assert replace(w, needs_gpu=False).missing_here() == ()
+    rows = {r["name"]: r for r in cli("workloads", "list", "--json").json()}
+    sweep = rows["matmul-sweep"]
+    assert ("a CUDA GPU" in sweep["missing"]) is not gpu and sweep["ready"] is (sweep["missing"] == [])
+    if not gpu:
+        assert not sweep["ready"]
 
 
 def _cli_without(blocked: tuple[str, ...], *argv: str) -> subprocess.CompletedProcess[str]:

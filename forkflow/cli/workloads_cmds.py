@@ -25,9 +25,10 @@ def list_(json_out: JsonOpt = False) -> int:
     """Every workload: tier, report, whether it needs a GPU, and what is missing to run it here."""
     rows = []
     for w in all_workloads().values():
+        missing = w.missing_here()
         rows.append({"name": w.name, "tier": w.tier.value, "report": w.report.value,
                      "needs_gpu": w.needs_gpu, "expect_tests": w.expect_tests,
-                     "command": w.command, "missing": list(w.missing_packages()),
+                     "command": w.command, "missing": list(missing), "ready": not missing,
                      "summary": w.summary, "description": w.description})
     if json_out:
         print_json(rows)

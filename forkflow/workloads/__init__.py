@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 from forkflow.errors import UserError
 from forkflow.tiers.tiers import ReportFormat, Tier
-from forkflow.workloads.device import missing_packages
+from forkflow.workloads.device import cuda_available, missing_packages
+
+GPU = "a CUDA GPU"  # what `missing_here` names when a GPU workload finds none
 
 __all__ = ["ReportFormat", "Tier", "Workload", "all_workloads", "get_workload"]
 
@@ -61,6 +63,14 @@ class Workload:
     def missing_packages(self) -> tuple[str, ...]:
         """The packages this workload imports that are not installed here."""
         return missing_packages(self.requires)
+
+    def missing_here(self) -> tuple[str, ...]:
+        """What this machine lacks to run it: packages not installed, then "a CUDA GPU" when it
+        needs one and torch (installed) sees none.  Imports torch only for a GPU workload."""
+        missing = self.missing_packages()
+        if self.needs_gpu and "torch" not in missing and not cuda_available():
+            missing += (GPU,)
+        return missing
 
 
 # Modules of this package that define WORKLOAD, in the order `workloads list` shows them.

@@ -90,7 +90,7 @@ def use_interpreter_without_gpu() -> None:
     tl.sum...) choose between interpreter and compiler when triton loads, and the interpreter
     reads the variable again at every launch, so it stays set.
     """
-    if os.environ.get("TRITON_INTERPRET") != "1" and not _cuda_available():
+    if os.environ.get("TRITON_INTERPRET") != "1" and not cuda_available():
         os.environ["TRITON_INTERPRET"] = "1"
     if os.environ.get("TRITON_INTERPRET") == "1":
         patch_interpreter_bf16_dot()
@@ -127,7 +127,8 @@ def patch_interpreter_bf16_dot() -> None:
     builder.create_dot = create_dot
 
 
-def _cuda_available() -> bool:
+def cuda_available() -> bool:
+    """Whether torch sees a CUDA GPU here (imports torch)."""
     import torch
 
     return bool(torch.cuda.is_available())
