@@ -56,6 +56,13 @@ def test_fsdp2_world_must_divide_the_batch() -> None:
     assert p.returncode == 2 and "--world 3 must divide the global batch of 8" in p.stderr
 
 
+@pytest.mark.parametrize("world", ["0", "-3"])
+def test_fsdp2_world_below_one_is_refused(world: str, tmp_path: Path) -> None:
+    p = _run("forkflow.workloads.fsdp2", "--backend", "gloo", "--world", world, "--report", str(tmp_path / "f.json"))
+    assert p.returncode == 2 and p.stderr.strip() == f"error: --world must be at least 1, not {world}"
+    assert not (tmp_path / "f.json").exists()
+
+
 def test_drift_is_the_largest_step_difference() -> None:
     assert fsdp2.drift([1.0, 2.0, 3.0], [1.0, 2.5, 2.9]) == pytest.approx(0.5)
     assert fsdp2.drift([1.0], [1.0, 7.0]) == 0.0

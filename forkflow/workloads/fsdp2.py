@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--preset", choices=sorted(PRESETS), default=None,
                     help="model size (default: small on GPUs, tiny on CPU)")
     ap.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
-    ap.add_argument("--world", type=int, default=0, help="ranks (default: GPUs, or 2 on CPU)")
+    ap.add_argument("--world", type=int, default=None, help="ranks (default: GPUs, or 2 on CPU)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--reference", type=Path, default=REFERENCE)
     ap.add_argument("--record-reference", action="store_true",
@@ -259,6 +259,8 @@ def make_config(args: argparse.Namespace) -> RunConfig | str:
     """The run's configuration, or why it cannot run here."""
     from forkflow.workloads.device import require_packages
 
+    if args.world is not None and args.world < 1:  # 0 once meant "the default" and was ignored
+        return f"--world must be at least 1, not {args.world}"
     try:
         require_packages(WORKLOAD.requires, "the fsdp2 workload")
     except UserError as e:
@@ -269,12 +271,12 @@ def make_config(args: argparse.Namespace) -> RunConfig | str:
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     if backend == "nccl" and not gpus:
         return "--backend nccl needs CUDA GPUs and there are none here; use --backend gloo"
-    world = args.world or (gpus if backend == "nccl" else 2)
+    world = args.world if args.world is not None else (gpus if backend == "nccl" else 2)
     if backend == "nccl" and world > gpus:
         return f"--world {world} but only {gpus} GPU(s) here; NCCL runs one rank per GPU"
     preset = args.preset or ("small" if backend == "nccl" else "tiny")
     p = PRESETS[preset]
-    if world < 1 or p.global_batch % world:
+    if p.global_batch % world:
         return f"--world {world} must divide the global batch of {p.global_batch}"
     if args.steps < 1:
         return "--steps must be at least 1"
