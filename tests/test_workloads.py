@@ -282,6 +282,20 @@ def test_add_without_config_says_to_init(tmp_path: Path) -> None:
         add_suite(tmp_path, get_workload("kernels").suite_entry())
 
 
+@pytest.mark.parametrize("args,line", [
+    (("--timeout", "soon"), "error: --timeout 'soon' is not a duration; write it like 90s, 20m or 2h"),
+    (("--suite", "a b"), "error: --suite 'a b' is not a suite name; use up to 100 letters, digits, '.', '_' "
+                         "or '-', starting with a letter or digit"),
+])
+def test_cli_add_names_the_option_it_refuses(cli, tmp_path: Path, args: tuple[str, ...],  # type: ignore[no-untyped-def]
+                                             line: str) -> None:
+    cfg = _config(tmp_path)
+    before = cfg.read_bytes()
+    r = cli("workloads", "add", "customer-kernels", *args, repo=tmp_path)
+    assert r.rc == 1 and " ".join(r.err.split()) == line  # not a line of a file that was never written
+    assert cfg.read_bytes() == before
+
+
 def test_suite_strings_are_escaped() -> None:
     import tomllib
 

@@ -12,9 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, console, print_json
+from forkflow.errors import UserError
 from forkflow.workloads import all_workloads, get_workload
 from forkflow.workloads.device import require_packages
-from forkflow.workloads.suite_toml import add_suite
+from forkflow.workloads.suite_toml import add_suite, render_suite
 
 workloads_app = typer.Typer(help="The reference workload pack for Triton/PyTorch forks.",
                             no_args_is_help=True)
@@ -56,6 +57,7 @@ def add(
 ) -> int:
     """Append a \\[\\[suite]] that runs workload NAME to forkflow.toml."""
     w = get_workload(name)
+    _check_options(suite, timeout)
     entry = w.suite_entry(suite, tuple(paths) if paths else None, gpus, timeout)
     path = add_suite(repo, entry)
     console.print(f"added suite '{entry['name']}' ({w.tier.value}, {w.report.value}) to {path}")
@@ -63,6 +65,22 @@ def add(
         console.print(f"note: it needs {', '.join(w.missing_packages())} where it runs: "
                       "pip install 'forkflow[gpu]'")
     return 0
+
+
+def _check_options(suite: str | None, timeout: str | None) -> None:
+    """The options `add` writes as given, checked as the suite loader checks them, each error naming
+    its option: the loader's own error names a line of forkflow.toml that was never written."""
+    from forkflow.config import parse_config
+    from forkflow.tiers.tiers import load_suites, parse_duration
+
+    if timeout is not None and parse_duration(timeout) is None:
+        raise UserError(f"--timeout {timeout!r} is not a duration; write it like 90s, 20m or 2h")
+    if suite is not None:
+        try:
+            load_suites(parse_config(render_suite({"name": suite, "command": "true"}), None))
+        except UserError:
+            raise UserError(f"--suite {suite!r} is not a suite name; use up to 100 letters, digits, '.', "
+                            "'_' or '-', starting with a letter or digit") from None
 
 
 @workloads_app.command("run", context_settings={"allow_extra_args": True,
