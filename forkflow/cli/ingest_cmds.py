@@ -1,23 +1,35 @@
 """`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
-from forkflow.conflicts import records as crecords
-from forkflow.conflicts import guardrails
-from forkflow.conflicts.case import case_from_marked
-from forkflow.conflicts.classify import ConflictKind, parse_marked
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.conflicts import guardrails
+from forkflow.conflicts import records as crecords
+from forkflow.conflicts.case import case_from_marked
+from forkflow.conflicts.classify import ConflictKind
+from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
-from forkflow.landing.ingest import IngestOptions, IngestReport, Mode, UnitResult, ingest
+from forkflow.landing.ingest import (
+    IngestOptions,
+    IngestReport,
+    Mode,
+    UnitResult,
+    ingest,
+)
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
@@ -258,27 +270,6 @@ def conflicts_resolve(
         crecords.set_conflict_status(s, x.id, "resolved")
     console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
     return 0
-
-
-def has_file_resolution(x: crecords.ConflictInfo) -> bool:
-    """Whether `conflicts resolve --file` can settle it: a text conflict with regions to fill."""
-    return bool(x.key) and bool(x.marked) and parse_marked(x.marked) is not None
-
-
-_BY_KIND = {  # what settles each kind of path in a `git cherry-pick` that stopped on it
-    "binary": "keep upstream's file (git checkout --theirs -- {p}) or the fork's (git checkout --ours -- {p}), "
-              "then git add {p}",
-    "delete/modify": "keep the file (git add {p}) or delete it (git rm {p})",
-    "submodule": "point it at the commit you want (git update-index --cacheinfo 160000,COMMIT,{p})",
-}
-
-
-def by_hand(x: crecords.ConflictInfo, branch: str) -> str:
-    """How to settle a conflict that has no text regions: pick the commit in git, marked with -x."""
-    path = shlex.quote(x.path)
-    step = _BY_KIND.get(x.kind, "make {p} what it should be, then git add {p}").format(p=path)
-    return (f"in git by hand, on a checkout of {branch}: git cherry-pick -x {x.upstream_sha[:12]}; {step}; "
-            "git cherry-pick --continue (the -x line tells forkflow it is picked)")
 
 
 def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:

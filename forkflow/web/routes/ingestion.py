@@ -13,6 +13,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.conflicts import records as conflict_records
+from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.models import Disposition, Ledger
@@ -122,8 +123,6 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
 def _settle(c: conflict_records.ConflictInfo, src: Source) -> str:
     """What settles the conflict, as `forkflow conflicts show` says it (binary, delete/modify and
     submodule conflicts have no text for `conflicts resolve --file`)."""
-    from forkflow.cli.ingest_cmds import by_hand, has_file_resolution
-
     if has_file_resolution(c):
         return (f"write the resolved file, then `forkflow conflicts resolve {c.id} --file FILE`; the "
                 "resolution is recorded and reused")
