@@ -859,3 +859,38 @@ def test_ingest_drops_candidates_of_units_that_landed_otherwise(cli, fork: Path)
     assert len(left) == len(kept) - 1 and "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in left
     assert cli("ingest", "--land", repo=fork).rc == 0
     assert candidates() == set()
+
+
+def test_ingest_removes_a_ref_lock_a_killed_git_left_and_lands(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    """A `git update-ref` killed mid-way leaves refs/heads/main.lock: every later update of main
+    fails.  The next ingest removes it (it outlived any git command) instead of calling every
+    failed update a lost race."""
+    import os
+
+    start = _git(fork, "rev-parse", "main")
+    lock = fork / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_text(start + "\n")
+    os.utime(lock, (lock.stat().st_atime - 60, lock.stat().st_mtime - 60))
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    assert not lock.exists()
+    assert any(u["status"] == "landed" for u in r.json()["units"])
+    assert _git(fork, "rev-parse", "main") != start
+
+
+def test_a_ref_lock_in_the_way_is_named_not_taken_for_a_lost_race(fork: Path) -> None:
+    from forkflow.errors import UserError
+    from forkflow.git.repo import Repo
+    from forkflow.models import Sha
+
+    repo = Repo.open(fork)
+    start = Sha(_git(fork, "rev-parse", "main"))
+    parent = Sha(_git(fork, "rev-parse", "main~1"))
+    lock = fork / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_text("held\n")  # a git command holding it right now
+    with pytest.raises(UserError, match=r"refs/heads/main is locked .*main\.lock exists"):
+        repo.update_ref("refs/heads/main", parent, start)
+    assert _git(fork, "rev-parse", "main") == start and lock.exists()
+    lock.unlink()
+    assert repo.clear_stale_ref_lock("refs/heads/main") is False  # no lock: nothing to do, no wait
+    assert repo.update_ref("refs/heads/main", parent, parent) is False  # a real lost race stays False

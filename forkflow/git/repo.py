@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -208,10 +209,32 @@ class Repo:
         try:
             self.git("update-ref", "-m", message, ref, new, expected)
         except GitError as e:
+            if ".lock': File exists" in e.stderr:  # not a lost race: a lock file is in the way
+                lock = self.git_dir / f"{ref}.lock"
+                raise UserError(f"{ref} is locked ({lock} exists: a git command is running on it, or one "
+                                f"was killed); if none is running, delete {lock} and run again") from e
             if "cannot lock ref" in e.stderr or "is at" in e.stderr or "but expected" in e.stderr:
                 return False
             raise
         return True
+
+    def clear_stale_ref_lock(self, ref: str, stale_after: float = 2.0) -> bool:
+        """Remove `ref`'s lock file once it has outlived any git command (a killed `update-ref`
+        leaves it behind, and every later update of the ref fails).  A lock younger than
+        `stale_after` seconds is waited for; True when one was removed."""
+        lock = self.git_dir / f"{ref}.lock"
+        deadline = time.monotonic() + stale_after + 1.0
+        while True:
+            try:
+                age = time.time() - lock.stat().st_mtime
+            except FileNotFoundError:
+                return False
+            if age >= stale_after:
+                lock.unlink(missing_ok=True)
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
 
     def read_ref(self, ref: str) -> Sha | None:
         out = self.git("rev-parse", "--verify", "--quiet", ref, check=False).strip()

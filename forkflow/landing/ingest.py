@@ -31,7 +31,7 @@ from forkflow.landing.message import Member, bundle_message, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
-from forkflow.ledger.build import build_ledger, check_repo
+from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
 from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.planning.model import Plan, Unit, UnitKind
@@ -206,8 +206,13 @@ class Ingestor:
         self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
 
     def recover(self) -> None:
-        """Settle what a killed run left: landed units get their decisions, the rest are abandoned."""
+        """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
+        and a ref lock a killed `git update-ref` left is removed (under the ingest lock, once it
+        has outlived any git command)."""
         prune_stale_worktrees(self.repo)
+        for ref in (self.ctx.config.fork_ref, ingestion_ref(self.ctx.config)):
+            if self.repo.clear_stale_ref_lock(ref):
+                self.notes.append(f"removed {ref}.lock that a killed git command left behind")
         tip = self.repo.read_ref(self.ctx.config.fork_ref)
         with self.ctx.store.session_scope() as s:
             records.interrupt_running(s, self.ctx.fork_id)
