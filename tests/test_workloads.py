@@ -321,3 +321,18 @@ def test_cli_list_and_add(cli, tmp_path: Path) -> None:  # type: ignore[no-untyp
     assert r.rc == 1 and "already exists" in r.err
     r = cli("workloads", "run", "no-such")
     assert r.rc == 1 and "no workload named 'no-such'" in r.err
+
+
+def test_reports_are_written_with_the_users_umask_not_0600(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from forkflow.workloads.junit import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        write_atomic(tmp_path / "r" / "report.json", b"{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "r" / "report.json").stat().st_mode) == 0o644
+    assert [p.name for p in (tmp_path / "r").iterdir()] == ["report.json"]  # no temporary left
