@@ -545,3 +545,15 @@ def test_demo_serve_shows_the_whole_product(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(timeout=20)
     assert (tmp_path / "demo" / "sample" / "fork" / "forkflow.toml").is_file()  # --keep kept it
+
+
+def test_a_filter_that_matches_nothing_says_so_not_that_nothing_was_measured(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    store = Store.open(url)
+    with store.session_scope() as s:
+        queries.fork_id(s, "f:main")
+    store.dispose()
+    with TestClient(create_app(url)) as c:
+        doc = c.get("/api/l2", params={"q": "matmul/*"}).json()
+        assert doc["empty"] and doc["hint"].startswith("no stored metric matches 'matmul/*'")
+        assert c.get("/api/l2").json()["hint"].startswith("no L2 measurements yet")

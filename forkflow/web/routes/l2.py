@@ -92,7 +92,8 @@ def l2(request: Request, q: str = "*") -> Response:
         series = reads.all_series(s, fid, names) if fid else []
         alerts = records.alerts(s, fid) if fid else []
         alert_docs = _alert_docs(s, fid, alerts) if fid else []
-    data = {**emptiness(not series and not alerts, FILL_HINT), "filter": q,
+    hint = FILL_HINT if q == "*" else f"no stored metric matches {q!r}; clear the filter to see every metric"
+    data = {**emptiness(not series and not alerts, hint), "filter": q,
             "metrics": [_metric_doc(sr, alerts) for sr in series], "alerts": alert_docs}
     return page(request, "l2.html", data,
                 charts=lambda: {f"m{i}": _series_chart(sr, alerts, True) for i, sr in enumerate(series)})
