@@ -168,10 +168,11 @@ def test_planning_route_fork_overlap_is_a_unit_of_its_own_and_pulls_nothing() ->
 def test_planning_route_only_dependents_join_a_conflict() -> None:
     dep = Dependency(sha(1), DepKind.LINES, "a.py:3-4")
     commits = [_c(1), replace(_c(2), deps=(dep,)), _c(3), replace(_c(4), deps=(Dependency(sha(2), DepKind.SYMBOL, "f (a.py)"),))]
-    units = route(commits, RoutingRules(), conflicting={sha(1): "a.py"})
+    waiting = {sha(2): dep, sha(4): commits[3].deps[0]}
+    units = route(commits, RoutingRules(), conflicting={sha(1): "a.py"}, waiting=waiting)
     chain = units[0]
     assert chain.name == f"resolve-{sha(1)[:10]}" and chain.commits == (sha(1), sha(2), sha(4))
-    assert chain.reasons[sha(2)] == f"depends on {sha(1)[:12]} (lines a.py:3-4), which is in chain {chain.name}"
+    assert chain.reasons[sha(2)] == f"waits for {sha(1)[:12]} (lines a.py:3-4), which is in chain {chain.name}"
     assert units[1].commits == (sha(3),) and units[1].kind is UnitKind.BUNDLE
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import pygit2
 
 from forkflow.errors import UserError
 from forkflow.models import Sha
+from forkflow.planning.lines import Dependency, DepKind
 
 GITLINK = 0o160000
 # Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
@@ -79,8 +80,9 @@ class UnitPick:
     tree: str
     applied: tuple[Sha, ...] = ()
     empty: tuple[Sha, ...] = ()
-    conflicted: tuple[PickStep, ...] = ()
+    conflicted: tuple[PickStep, ...] = ()  # conflicts, and picks that need a blob this clone lacks
     resolved: dict[Sha, Resolutions] = field(default_factory=dict)
+    held: dict[Sha, Dependency] = field(default_factory=dict)  # left out: depends on one left out
 
 
 Entry = tuple[str, int]  # (object id, file mode) of a path in a tree
@@ -490,17 +492,61 @@ class MemoryPicker:
         obj = self.repo.get(oid)
         return obj.data if isinstance(obj, pygit2.Blob) else b""
 
+    def waits_for(self, blocking: Sequence[Dependency], tree: str) -> Dependency | None:
+        """The dependency on a held-back commit that keeps a commit from being picked onto `tree`.
+
+        A textual one (lines, a whole file) does only when the pick conflicts: a clean merge shows
+        the lines it reads are in the fork already.  A name is waited for unless a file the
+        defining commit changes has it in `tree`; a revert always waits for what it reverts."""
+        for d in blocking:
+            if d.kind is DepKind.REVERT or d.kind is DepKind.SYMBOL and not self._has_name(tree, d):
+                return d
+        return None
+
+    def _has_name(self, tree_id: str, d: Dependency) -> bool:
+        tree = self.repo.get(tree_id)
+        if not isinstance(tree, pygit2.Tree):
+            return False
+        name = d.where.split(" ", 1)[0].encode()
+        for path, _, after in self._changes(d.on):
+            entry = _entry(tree, path) if after is not None else None
+            if entry is None or entry[1] == GITLINK:
+                continue
+            try:
+                blob = self.repo.get(entry[0])
+                if isinstance(blob, pygit2.Blob) and name in blob.data:
+                    return True
+            except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
+                continue
+        return False
+
     def pick_sequence(self, base_tree: str, shas: Sequence[Sha],
                       resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
-                      stop_on_conflict: bool = False) -> UnitPick:
-        """Pick commits in order onto a tree; conflicted ones are resolved or left out."""
+                      stop_on_conflict: bool = False,
+                      depends: Mapping[Sha, Sequence[Dependency]] | None = None,
+                      held_before: Collection[Sha] = ()) -> UnitPick:
+        """Pick commits in order onto a tree; conflicted ones are resolved or left out, and so is
+        every later one that depends on one left out (here or in `held_before`), naming what it
+        waits for (see `waits_for`)."""
         tree = base_tree
         applied: list[Sha] = []
         empty: list[Sha] = []
         conflicted: list[PickStep] = []
         resolved: dict[Sha, Resolutions] = {}
+        held: dict[Sha, Dependency] = {}
+        out: set[Sha] = set(held_before)
         for sha in shas:
+            blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
+            hard = self.waits_for(blocking, tree)
+            if hard is not None:
+                held[sha] = hard
+                out.add(sha)
+                continue
             step = self.pick(tree, sha)
+            if blocking and step.status in (PickStatus.CONFLICT, PickStatus.MISSING):
+                held[sha] = blocking[0]  # its conflict is what it waits for
+                out.add(sha)
+                continue
             if step.status is PickStatus.CONFLICT and resolve is not None:
                 fix = resolve(step, tree)
                 if fix is not None:
@@ -512,8 +558,9 @@ class MemoryPicker:
                     resolved[sha] = fix
                     applied.append(sha)
                     continue
-            if step.status is PickStatus.CONFLICT:
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING):
                 conflicted.append(step)
+                out.add(sha)
                 if stop_on_conflict:
                     break
             elif step.status is PickStatus.EMPTY:
@@ -521,7 +568,7 @@ class MemoryPicker:
             else:
                 applied.append(sha)
                 tree = step.tree
-        return UnitPick(tree, tuple(applied), tuple(empty), tuple(conflicted), resolved)
+        return UnitPick(tree, tuple(applied), tuple(empty), tuple(conflicted), resolved, held)
 
     # -- writing commits ---------------------------------------------------
     def committer(self) -> pygit2.Signature:

@@ -18,7 +18,7 @@ from forkflow.landing.touches import TouchReader
 from forkflow.ledger import evidence as ev
 from forkflow.ledger.classify import ShaIndex
 from forkflow.models import Disposition, Ledger, LedgerEntry, Sha
-from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, closure, trace
+from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
 from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
 
@@ -115,11 +115,10 @@ def pending_commits(entries: list[LedgerEntry], shapes: dict[Sha, CommitShape], 
     return out
 
 
-def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...],
-          deps: dict[Sha, tuple[Dependency, ...]]) -> tuple[dict[Sha, str], dict[Sha, str]]:
+def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sha, tuple[Dependency, ...]]
+          ) -> tuple[dict[Sha, str], dict[Sha, str], dict[Sha, Dependency]]:
     """Pick every bundled commit in memory, in plan order on the fork tip: (what conflicts and where,
-    what needs a blob this clone lacks).  Commits that depend on a chain or on one of those are
-    not picked (they wait).
+    what needs a blob this clone lacks, what waits for one of those or for a chain, and why).
 
     Clean picks only accumulate path changes (nothing is written); a pick that needs a real
     merge writes the accumulated tree once and merges against it."""
@@ -127,21 +126,31 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...],
     overlay: dict[str, tuple[str, int] | None] = {}
     conflicting: dict[Sha, str] = {}
     missing: dict[Sha, str] = {}
+    waiting: dict[Sha, Dependency] = {}
     blocked: set[Sha] = set()
     for u in units:
         if u.kind is not UnitKind.BUNDLE:
             blocked.update(u.commits)
             continue
         for sha in u.commits:
-            if any(d.on in blocked for d in deps.get(sha, ())):
-                blocked.add(sha)
-                continue
-            if picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
+            blocking = [d for d in deps.get(sha, ()) if d.on in blocked]
+            if blocking:  # rare: write the tree so far, and ask what waits
+                tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
+                base, overlay = picker.repo.get(tree), {}
+                hard = picker.waits_for(blocking, tree)
+                if hard is not None:
+                    waiting[sha] = hard
+                    blocked.add(sha)
+                    continue
+            elif picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
                 continue
             tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
             step = picker.pick(tree, sha)
             tree_after = tree
-            if step.status is PickStatus.CONFLICT:
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING) and blocking:
+                waiting[sha] = blocking[0]
+                blocked.add(sha)
+            elif step.status is PickStatus.CONFLICT:
                 paths = sorted(c.path for c in step.conflicts)
                 conflicting[sha] = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
                 blocked.add(sha)
@@ -151,18 +160,22 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...],
             else:
                 tree_after = step.tree
             base, overlay = picker.repo.get(tree_after), {}
-    return conflicting, missing
+    return conflicting, missing, waiting
 
 
 def held_back(commits: list[PendingCommit], conflicting: dict[Sha, str], missing: dict[Sha, str],
-              deps: dict[Sha, tuple[Dependency, ...]]) -> tuple[HeldBack, ...]:
-    """Commits that conflict or lack a blob, and every commit that depends on one of them, transitively."""
-    out = [HeldBack(c.sha, f"conflict in {conflicting[c.sha]}") for c in commits if c.sha in conflicting]
-    out += [HeldBack(c.sha, missing[c.sha]) for c in commits if c.sha in missing]
-    waiting = closure(deps, [c.sha for c in commits], set(conflicting) | set(missing))
-    out += [HeldBack(sha, f"waits for {d.describe()}", d.on, d) for sha, d in waiting.items()]
-    order = {c.sha: i for i, c in enumerate(commits)}
-    return tuple(sorted(out, key=lambda h: order[h.sha]))
+              waiting: dict[Sha, Dependency]) -> tuple[HeldBack, ...]:
+    """Commits that conflict or lack a blob, and those that wait for one of them (transitively)."""
+    out = []
+    for c in commits:
+        if c.sha in conflicting:
+            out.append(HeldBack(c.sha, f"conflict in {conflicting[c.sha]}"))
+        elif c.sha in missing:
+            out.append(HeldBack(c.sha, missing[c.sha]))
+        elif c.sha in waiting:
+            d = waiting[c.sha]
+            out.append(HeldBack(c.sha, f"waits for {d.describe()}", d.on, d))
+    return tuple(out)
 
 
 def plan_commits(picker: MemoryPicker, tip: Sha, commits: list[PendingCommit], rules: RoutingRules,
@@ -172,10 +185,10 @@ def plan_commits(picker: MemoryPicker, tip: Sha, commits: list[PendingCommit], r
     units = route(commits, rules)
     if progress is not None:
         progress("probing bundles", 0, sum(len(u.commits) for u in units if u.kind is UnitKind.BUNDLE))
-    conflicting, missing = probe(picker, tip, units, deps)
-    if conflicting or missing:
-        units = route(commits, rules, conflicting, missing)
-    return Plan(units, tip, deps, held_back(commits, conflicting, missing, deps))
+    conflicting, missing, waiting = probe(picker, tip, units, deps)
+    if conflicting or missing or waiting:
+        units = route(commits, rules, conflicting, missing, waiting)
+    return Plan(units, tip, deps, held_back(commits, conflicting, missing, waiting))
 
 
 def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,

@@ -77,6 +77,17 @@ def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha,
     return row.id
 
 
+def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, str]],
+                reasons: Mapping[Sha, str] | None = None) -> None:
+    """More members of a stored unit (commits it left out because they wait for one held back)."""
+    last = s.scalar(select(UnitMemberRow.position).where(UnitMemberRow.unit_id == unit_id)
+                    .order_by(UnitMemberRow.position.desc()).limit(1))
+    start = 0 if last is None else last + 1
+    for i, (sha, outcome) in enumerate(members):
+        s.add(UnitMemberRow(unit_id=unit_id, upstream_sha=sha, position=start + i, outcome=outcome,
+                            reason=(reasons or {}).get(sha, "")))
+
+
 def set_unit(s: Session, unit_id: int, status: str, summary: str | None = None) -> None:
     values: dict[str, object] = {"status": status, "updated_at": _now()}
     if summary is not None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from forkflow.models import Sha
+from forkflow.planning.lines import Dependency
 from forkflow.planning.model import ChainSpec, PendingCommit, Unit, UnitKind
 
 DEFAULT_MAX_BUNDLE = 50
@@ -50,8 +51,8 @@ def _declared(c: PendingCommit, chains: Sequence[ChainSpec]) -> tuple[ChainSpec,
     return None
 
 
-def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str],
-               conflicting: Mapping[Sha, str], missing: Mapping[Sha, str]) -> tuple[str, str, str] | None:
+def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str], conflicting: Mapping[Sha, str],
+               missing: Mapping[Sha, str], waiting: Mapping[Sha, Dependency]) -> tuple[str, str, str] | None:
     """(chain name, owner, reason) when the commit lands link by link in a chain, else None."""
     if c.deferred_chain:
         return c.deferred_chain, "", f"deferred earlier in chain {c.deferred_chain}"
@@ -62,11 +63,10 @@ def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str],
     declared = _declared(c, rules.chains)
     if declared is not None:
         return declared[0].name, declared[0].owner, declared[1]
-    waits = [d for d in c.deps if d.on in member]
-    if waits:  # the latest one: the chain it lands after
-        d = waits[-1]
+    d = waiting.get(c.sha)
+    if d is not None and d.on in member:
         name = member[d.on]
-        return name, "", f"depends on {d.describe()}, which is in chain {name}"
+        return name, "", f"waits for {d.describe()}, which is in chain {name}"
     pin = next((p for p in sorted(c.touch.files) if any(path_matches(p, g) for g in rules.pin_files)), None)
     if pin is not None:
         return f"pin:{pin}", "", f"updates pin file {pin}"
@@ -75,7 +75,8 @@ def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str],
 
 def route(commits: Sequence[PendingCommit], rules: RoutingRules,
           conflicting: Mapping[Sha, str] | None = None,
-          missing: Mapping[Sha, str] | None = None) -> tuple[Unit, ...]:
+          missing: Mapping[Sha, str] | None = None,
+          waiting: Mapping[Sha, Dependency] | None = None) -> tuple[Unit, ...]:
     """Units in upstream order of their first commit; every commit gets exactly one unit and a reason.
 
     A commit joins a chain only through a real dependency (or a declaration); a commit that meets
@@ -87,16 +88,18 @@ def route(commits: Sequence[PendingCommit], rules: RoutingRules,
         rules: declared chains, pin files and the bundle size.
         conflicting: commits the in-memory probe found conflicting, with what conflicted.
         missing: commits that need a blob this clone lacks, with a one-line reason.
+        waiting: commits the probe found waiting for one of those (or for a chain), with the dependency.
     """
     conflicting = conflicting or {}
     missing = missing or {}
+    waiting = waiting or {}
     chains: dict[str, int] = {}  # chain name -> index in `created`
     member: dict[Sha, str] = {}  # sha -> chain name
     unit_of: dict[Sha, int] = {}  # sha -> index in `created`
     created: list[tuple[UnitKind, _Chain]] = []  # units in the order of their first commit
     bundle: int | None = None
     for c in commits:
-        hit = _chain_for(c, rules, member, conflicting, missing)
+        hit = _chain_for(c, rules, member, conflicting, missing, waiting)
         if hit is not None:
             name, owner, reason = hit
             if name not in chains:
