@@ -166,6 +166,7 @@ class Ingestor:
         self.held_back: list[HeldBack] = []
         self._stop = ""
         self._inner_held: dict[Sha, str] = {}
+        self._waiting_decisions: list[tuple[Sha, str]] = []  # written together, one transaction per unit
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
@@ -210,7 +211,11 @@ class Ingestor:
         nothing until `gc.autoPackLimit` packs, 50 by default; `gc.auto = 0` turns it off).  In
         the foreground, so that no repack outlives the run."""
         self.reporter.phase("tidying packs")
-        self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
+        if self.repo.git("config", "--get", "gc.auto", check=False).strip() == "0":
+            return
+        # only the small packs this run wrote are rolled together: `gc --auto` repacked the whole
+        # fork once they passed gc.autoPackLimit (10 s of a 2-minute run on a real fork, issue 11)
+        self.repo.git("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index", check=False)
 
     def recover(self) -> None:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
@@ -319,11 +324,19 @@ class Ingestor:
 
     def _base(self, unit: Unit, start_tip: Sha) -> Sha:
         if self.options.mode is Mode.LAND:
-            tip = self.repo.read_ref(self.ctx.config.fork_ref)
+            tip = self._read_tip()
             if tip is None:
                 raise UserError(f"the fork branch {self.ctx.config.fork_ref} was deleted during ingest")
             return tip
         return self._virtual.get(unit.name, start_tip)
+
+    def _read_tip(self) -> Sha | None:
+        """The fork branch's commit, read in-process (a `git rev-parse` per unit cost 12 s of a run)."""
+        try:
+            ref = self.picker.repo.references.get(self.ctx.config.fork_ref)
+            return Sha(str(ref.resolve().target)) if ref is not None else None
+        except (KeyError, pygit2.GitError, ValueError):
+            return self.repo.read_ref(self.ctx.config.fork_ref)
 
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
         """Land a bundle (bisecting it when it fails L1 and `split_failed_bundles` is on), or one chain link."""
@@ -367,6 +380,21 @@ class Ingestor:
         """Pick, gate and land `shas` less those that depend on a commit held back; each one left out
         is deferred naming the commit it waits for and why."""
         tree = self.picker.commit_tree(self._base(unit, start_tip))
+        try:
+            return self._land_unit_waiting(name, unit, shas, start_tip, tree)
+        finally:
+            self._flush_waiting()
+
+    def _flush_waiting(self) -> None:
+        if self._waiting_decisions and self.options.mode is Mode.LAND:
+            with self.ctx.store.session_scope() as s:
+                for sha, reason in self._waiting_decisions:
+                    queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.DEFERRED, reason))
+            self.decided |= {sha for sha, _ in self._waiting_decisions}
+        self._waiting_decisions = []
+
+    def _land_unit_waiting(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha,
+                           tree: str) -> UnitResult:
         waiting = {sha: d for sha in shas if (d := self._waits(sha, tree)) is not None}
         for sha, d in waiting.items():
             self._hold(sha, d)
@@ -404,7 +432,7 @@ class Ingestor:
         chain = self.held[d.on]
         self.held[sha] = chain
         self.held_back.append(HeldBack(sha, f"waits for {d.describe()}", d.on, d))
-        self._decide(Disposition.DEFERRED, [sha], f"chain {chain}: waits for {d.describe()}")
+        self._waiting_decisions.append((sha, f"chain {chain}: waits for {d.describe()}"))
 
     def _hold_picked(self, pick: UnitPick, chain: str | None) -> None:
         """Conflicts (and blobs missing) of a pick are held back, and so is what depends on them."""
