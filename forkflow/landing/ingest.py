@@ -537,6 +537,8 @@ class Ingestor:
         status = UnitStatus.CONFLICT if shas else UnitStatus.EMPTY
         summary = (f"conflict in {', '.join(c.path for step in conflicted for c in step.conflicts)[:200]}; "
                    "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
+        if shas and all(step.missing for step in conflicted):  # nothing for a person to merge
+            summary = "; ".join(step.missing for step in conflicted)[:400]
         unit_id = self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
                                  + [(s, "conflict") for s in shas], summary)
         return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas, unit_id=unit_id)

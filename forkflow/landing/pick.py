@@ -35,6 +35,7 @@ class PickStatus(str, enum.Enum):
     EMPTY = "empty"  # the change is already in the tree: nothing to pick
     CONFLICT = "conflict"
     MISSING = "missing"  # a blob the merge needs is not in this clone (nor fetchable)
+    REFUSED = "refused"  # it would write a tree entry git refuses to check out (`..`, `.git`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class PickStep:
     status: PickStatus
     tree: str  # the tree after the step (unchanged for EMPTY, CONFLICT and MISSING)
     conflicts: tuple[PathConflict, ...] = ()
-    missing: str = ""  # for MISSING: "blob <id> (<path>) is not in this clone"
+    missing: str = ""  # for MISSING and REFUSED, one line: "blob <id> (<path>) is not in this clone"
 
 
 # path -> resolved content, or None to delete the path
@@ -107,6 +108,15 @@ def merged_mode(base: pygit2.IndexEntry | None, ours: pygit2.IndexEntry | None,
     if ours is not None and theirs is not None and base is not None and ours.mode == base.mode:
         return theirs.mode
     return next(e.mode for e in (ours, theirs, base) if e is not None)
+
+
+def _is_unsafe(path: str) -> bool:
+    """A path with an empty, `.` or `..` component, or a `.git` one (as Windows and macOS fold names)."""
+    for part in path.split("/"):
+        folded = part.lower().rstrip(". ")
+        if part in ("", ".", "..") or folded in (".git", "git~1"):
+            return True
+    return False
 
 
 def _side_of(path: str, entry: Entry | None) -> Side | None:
@@ -210,6 +220,10 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
+        if unsafe is not None:  # a checkout of it would fail (or write outside the work tree)
+            return PickStep(sha, PickStatus.REFUSED, onto_tree,
+                            missing=f"refused: it adds the path {unsafe!r}, which git will not check out")
         fast = self._fast_pick(onto_tree, sha)
         if fast is not None:
             return fast
@@ -351,6 +365,8 @@ class MemoryPicker:
         Updates the overlay and returns APPLIED or EMPTY when the fast path holds; None when
         a real merge is needed (the caller writes the overlay out and merges)."""
         updates: dict[str, Entry | None] = {}
+        if any(after is not None and _is_unsafe(path) for path, _, after in self._changes(sha)):
+            return None
         for path, before, after in self._changes(sha):
             current = overlay[path] if path in overlay else _entry(base, path)
             if current == after:
@@ -543,7 +559,7 @@ class MemoryPicker:
                 out.add(sha)
                 continue
             step = self.pick(tree, sha)
-            if blocking and step.status in (PickStatus.CONFLICT, PickStatus.MISSING):
+            if blocking and step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED):
                 held[sha] = blocking[0]  # its conflict is what it waits for
                 out.add(sha)
                 continue
@@ -558,7 +574,7 @@ class MemoryPicker:
                     resolved[sha] = fix
                     applied.append(sha)
                     continue
-            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING):
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED):
                 conflicted.append(step)
                 out.add(sha)
                 if stop_on_conflict:

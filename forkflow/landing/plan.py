@@ -147,14 +147,14 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
             tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
             step = picker.pick(tree, sha)
             tree_after = tree
-            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING) and blocking:
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED) and blocking:
                 waiting[sha] = blocking[0]
                 blocked.add(sha)
             elif step.status is PickStatus.CONFLICT:
                 paths = sorted(c.path for c in step.conflicts)
                 conflicting[sha] = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
                 blocked.add(sha)
-            elif step.status is PickStatus.MISSING:
+            elif step.status in (PickStatus.MISSING, PickStatus.REFUSED):
                 missing[sha] = step.missing
                 blocked.add(sha)
             else:

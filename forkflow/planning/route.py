@@ -59,7 +59,7 @@ def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str], co
     if c.sha in conflicting:
         return f"resolve-{c.sha[:10]}", "", f"conflicts when picked: {conflicting[c.sha]}"
     if c.sha in missing:
-        return f"missing-{c.sha[:10]}", "", missing[c.sha]
+        return f"held-{c.sha[:10]}", "", missing[c.sha]
     declared = _declared(c, rules.chains)
     if declared is not None:
         return declared[0].name, declared[0].owner, declared[1]
@@ -87,7 +87,8 @@ def route(commits: Sequence[PendingCommit], rules: RoutingRules,
         commits: pending upstream commits, oldest first, with their dependencies.
         rules: declared chains, pin files and the bundle size.
         conflicting: commits the in-memory probe found conflicting, with what conflicted.
-        missing: commits that need a blob this clone lacks, with a one-line reason.
+        missing: commits that cannot be picked here (a blob this clone lacks, a path git refuses),
+            with a one-line reason.
         waiting: commits the probe found waiting for one of those (or for a chain), with the dependency.
     """
     conflicting = conflicting or {}
