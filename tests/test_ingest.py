@@ -36,6 +36,15 @@ def _status(cli, fork: Path) -> dict:  # type: ignore[no-untyped-def,type-arg]
     return r.json()  # type: ignore[no-any-return]
 
 
+def _pr_full(fork: Path, pr: int) -> str:
+    return _git(fork, "log", "--format=%H", "--fixed-strings", "--grep", f"(#{pr})", "upstream/main").split()[-1]
+
+
+def _pr(fork: Path, pr: int) -> str:
+    """The upstream commit of PR `pr` (its first ten digits name its plan units: `resolve-<sha10>`)."""
+    return _git(fork, "log", "--format=%H", "--fixed-strings", "--grep", f"(#{pr})", "upstream/main").split()[-1][:10]
+
+
 def _rows(doc: dict) -> dict[str, dict]:  # type: ignore[type-arg]
     return {c["subject"].rsplit("(#", 1)[-1].rstrip(")"): c for c in doc["commits"]}
 
@@ -51,8 +60,16 @@ def test_ingest_plan_json_routes_every_pending_commit_once(cli, fork: Path) -> N
     assert by["ops-api"]["kind"] == "chain"
     assert "declared in chain ops-api" in next(iter(by["ops-api"]["reasons"].values()))
     assert by["pin:third_party/llvm-hash.txt"]["kind"] == "chain"
-    kernels = by["fork:mini/kernels.py"]
-    assert len(kernels["commits"]) == 2 and "depends on chain" in kernels["reasons"][kernels["commits"][1]]
+    risky = [u for u in units if u["name"].startswith("fork-")]  # each meets the fork's lines: a unit alone
+    assert risky and all(len(u["commits"]) == 1 for u in risky)
+    assert all(u["reasons"][u["commits"][0]].startswith("meets the fork's own lines: ") for u in risky)
+    # the kernels.py conflict holds back only the commit that rewrites its lines, naming them
+    kernels = next(u for u in units if u["name"].startswith("resolve-") and len(u["commits"]) == 2)
+    first, second = kernels["commits"]
+    assert kernels["reasons"][second].startswith(f"waits for {first[:12]} (lines mini/kernels.py:")
+    held = {h["sha"]: h for h in r.json()["held_back"]}
+    assert held[second]["waits_for"] == first and held[second]["evidence"]["kind"] == "lines"
+    assert held[first]["why"] == "conflict in mini/kernels.py"
     assert any(u["kind"] == "bundle" for u in units)
     assert all(u["reasons"][s] for u in units for s in u["commits"])
 
@@ -87,10 +104,13 @@ def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-unt
     st = {u["name"]: u for u in doc["units"]}
     assert st["ops-api#1"]["status"] == "failed"  # breaks the fork's tests: stays out ...
     assert st["pin:third_party/llvm-hash.txt#1"]["status"] == "landed"  # ... without blocking later units
-    assert st["fork:mini/kernels.py#1"]["status"] == "conflict"
-    assert st["fork:mini/kernels.py#2"]["status"] == "waiting"
-    assert st["fork:csrc/ops.h#1"]["resolved_by"] == {next(iter(st["fork:csrc/ops.h#1"]["resolved_by"])): "trivial"}
-    assert st["fork:csrc/ops.cpp#1"]["status"] == "empty"
+    kernels, ops_h, ops_cpp = f"resolve-{_pr(fork, 103)}", f"resolve-{_pr(fork, 105)}", f"fork-{_pr(fork, 107)}"
+    assert st[f"{kernels}#1"]["status"] == "conflict"
+    assert st[f"{kernels}#2"]["status"] == "waiting"  # rewrites #103's lines: waits for it, saying so
+    assert st[f"{kernels}#2"]["held_back"] == {
+        _pr_full(fork, 104): f"waits for {_pr(fork, 103)}{_pr_full(fork, 103)[10:12]} (lines mini/kernels.py:14-15)"}
+    assert st[f"{ops_h}#1"]["resolved_by"] == {next(iter(st[f"{ops_h}#1"]["resolved_by"])): "trivial"}
+    assert st[ops_cpp]["status"] == "empty"
     log = _git(fork, "log", "--format=%H%x1f%B%x1e", f"{start}..main")
     commits = [c.strip("\n").split("\x1f") for c in log.split("\x1e") if c.strip()]
     bundle = next(body for _, body in commits if body.startswith("Cherry-pick"))
@@ -127,9 +147,10 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
         units = records.units(s, ctx.fork_id)
         by_id = records.routing_reasons(s, [u.id for u in units])
     statuses = {u.name: u.status for u in units}
+    kernels = f"resolve-{_pr(fork, 103)}"
     # every outcome is a stored unit now: landed, failed, conflict, empty and waiting links
-    assert statuses["ops-api#1"] == "failed" and statuses["fork:mini/kernels.py#1"] == "conflict"
-    assert statuses["fork:mini/kernels.py#2"] == "waiting" and statuses["fork:csrc/ops.cpp#1"] == "empty"
+    assert statuses["ops-api#1"] == "failed" and statuses[f"{kernels}#1"] == "conflict"
+    assert statuses[f"{kernels}#2"] == "waiting" and statuses[f"fork-{_pr(fork, 107)}"] == "empty"
     assert "landed" in statuses.values()
     stored = {sha: why for u in units for sha, why in by_id[u.id].items()}
     assert stored == reasons  # each upstream commit once, with the plan's reason
@@ -137,8 +158,8 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
         assert u.reasons == by_id[u.id] and set(u.reasons) == {sha for sha, _ in u.members}
     pin = next(u for u in units if u.name.startswith("pin:"))
     assert list(pin.reasons.values()) == ["updates pin file third_party/llvm-hash.txt"]
-    dependent = next(u for u in units if u.name == "fork:mini/kernels.py#2")
-    assert "depends on chain fork:mini/kernels.py" in next(iter(dependent.reasons.values()))
+    dependent = next(u for u in units if u.name == f"{kernels}#2")
+    assert f"(lines mini/kernels.py:14-15), which is in chain {kernels}" in next(iter(dependent.reasons.values()))
 
 
 def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -161,7 +182,7 @@ def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Pat
     assert cli("conflicts", "resolve", str(c["id"]), "--file", str(resolved), repo=fork).rc == 0
     assert cli("conflicts", "--json", repo=fork).json()["conflicts"] == []
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    link = next(u for u in doc["units"] if u["name"] == "fork:mini/kernels.py#1")
+    link = next(u for u in doc["units"] if u["name"] == f"resolve-{_pr(fork, 103)}#1")
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["recorded"]
     rows = _rows(_status(cli, fork))
     assert rows["103"]["disposition"] == "PICKED"
@@ -188,7 +209,7 @@ def test_ingest_agent_resolves_and_every_attempt_is_logged(cli, fork: Path, tmp_
     with (fork / "forkflow.toml").open("a") as f:
         f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n")
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    link = next(u for u in doc["units"] if u["name"] == "fork:mini/kernels.py#1")
+    link = next(u for u in doc["units"] if u["name"] == f"resolve-{_pr(fork, 103)}#1")
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["agent"]
     from forkflow.conflicts import records
     from forkflow.context import open_context

@@ -1,7 +1,10 @@
 """Pure planning: symbols from real parsers, overlaps, and routing into chains and bundles."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from forkflow.models import Sha
+from forkflow.planning.lines import DepKind, Dependency
 from forkflow.planning.model import ChainSpec, PendingCommit, Touch, UnitKind
 from forkflow.planning.route import LOW_RISK, RoutingRules, path_matches, route
 from forkflow.planning.symbols import definitions, header_symbol, line_owners, parses_cleanly, symbols_at
@@ -144,24 +147,33 @@ def test_planning_route_declared_chain_by_path_and_symbol() -> None:
     assert [u.kind for u in units] == [UnitKind.CHAIN, UnitKind.BUNDLE, UnitKind.CHAIN]  # upstream order
 
 
-def test_planning_route_footprint_and_dependency_and_revert() -> None:
-    footprint = Touch(frozenset({"k.py"}), frozenset({"k.py::launch"}), frozenset({"k.py"}))
+def test_planning_route_fork_overlap_is_a_unit_of_its_own_and_pulls_nothing() -> None:
     commits = [
-        _c(1, {"k.py": {"k.py::launch"}}),  # the fork's change: chain
-        _c(2, {"k.py": {"k.py::grid"}}),  # same file, other symbol: low risk
-        _c(3, {"k.py": {"k.py::launch"}, "z.py": {"z.py::q"}}),  # depends on chain 1
-        _c(4, {"z.py": {"z.py::q"}}),  # depends on 3 through z.py::q
-        _c(5, {"y.py": {"y.py::r"}}, reverts=1),  # a revert joins its original
+        _c(1),
+        replace(_c(2), fork_overlap="k.py:10-12"),  # meets the fork's lines: a unit of its own
+        _c(3),  # independent: stays in the open bundle
+        replace(_c(4), deps=(Dependency(sha(2), DepKind.LINES, "k.py:11"),)),  # after the fork unit: a new bundle
+        _c(5),
     ]
-    units = route(commits, RoutingRules(footprint=footprint))
-    chain = next(u for u in units if u.kind is UnitKind.CHAIN)
-    assert chain.name == "fork:k.py"
-    assert chain.commits == (sha(1), sha(3), sha(4), sha(5))
-    assert "fork's own change: symbol k.py::launch" in chain.reasons[sha(1)]
-    assert "depends on chain fork:k.py" in chain.reasons[sha(4)]
-    assert "reverts or relands" in chain.reasons[sha(5)]
-    bundle = next(u for u in units if u.kind is UnitKind.BUNDLE)
-    assert bundle.commits == (sha(2),)
+    units = route(commits, RoutingRules())
+    assert [(u.kind, u.commits) for u in units] == [
+        (UnitKind.BUNDLE, (sha(1), sha(3))),
+        (UnitKind.BUNDLE, (sha(2),)),
+        (UnitKind.BUNDLE, (sha(4), sha(5))),
+    ]
+    assert units[1].name == f"fork-{sha(2)[:10]}"
+    assert units[1].reasons[sha(2)] == "meets the fork's own lines: k.py:10-12"
+
+
+def test_planning_route_only_dependents_join_a_conflict() -> None:
+    dep = Dependency(sha(1), DepKind.LINES, "a.py:3-4")
+    commits = [_c(1), replace(_c(2), deps=(dep,)), _c(3), replace(_c(4), deps=(Dependency(sha(2), DepKind.SYMBOL, "f (a.py)"),))]
+    waiting = {sha(2): dep, sha(4): commits[3].deps[0]}
+    units = route(commits, RoutingRules(), conflicting={sha(1): "a.py"}, waiting=waiting)
+    chain = units[0]
+    assert chain.name == f"resolve-{sha(1)[:10]}" and chain.commits == (sha(1), sha(2), sha(4))
+    assert chain.reasons[sha(2)] == f"waits for {sha(1)[:12]} (lines a.py:3-4), which is in chain {chain.name}"
+    assert units[1].commits == (sha(3),) and units[1].kind is UnitKind.BUNDLE
 
 
 def test_planning_route_conflicts_pins_and_earlier_deferrals() -> None:

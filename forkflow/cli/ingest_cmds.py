@@ -135,8 +135,10 @@ def report_json(r: IngestReport) -> dict[str, object]:
         "plan": r.plan.to_json(), "notes": list(r.notes),
         "units": [{"id": u.unit_id, "name": u.name, "kind": u.kind, "status": u.status.value, "summary": u.summary,
                    "picked": list(u.picked), "skipped": list(u.skipped), "deferred": list(u.deferred),
-                   "failed": list(u.failed), "fork_sha": u.fork_sha, "resolved_by": u.resolved_by}
+                   "failed": list(u.failed), "fork_sha": u.fork_sha, "resolved_by": u.resolved_by,
+                   "held_back": u.held}
                   for u in r.results],
+        "held_back": [h.to_json() for h in r.held_back],
     }
 
 

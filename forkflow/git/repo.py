@@ -187,10 +187,20 @@ class Repo:
         return {s: tuple(out.get(s, [])) for s in shas}
 
     def patch_ids(self, shas: Iterable[Sha]) -> dict[Sha, str]:
-        """`git patch-id --stable` of each commit against its first parent."""
+        """`git patch-id --stable` of each commit against its first parent; a commit whose diff
+        cannot be read (a blob this clone lacks and cannot fetch) has none."""
         shas = list(shas)
         if not shas:
             return {}
+        try:
+            return self._patch_ids(shas)
+        except UserError:  # missing objects: the commits git can still read, half by half
+            if len(shas) == 1:
+                return {}
+            mid = len(shas) // 2
+            return {**self.patch_ids(shas[:mid]), **self.patch_ids(shas[mid:])}
+
+    def _patch_ids(self, shas: list[Sha]) -> dict[Sha, str]:
         diff = self.git_bytes("diff-tree", "--stdin", "-r", "--root", "-p", "-m", "--first-parent",
                               "--no-renames", input=("\n".join(shas) + "\n").encode())
         raw = self.git_bytes("patch-id", "--stable", input=diff).decode()

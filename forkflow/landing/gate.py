@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from forkflow.errors import GitError
 from forkflow.git.repo import Repo
 from forkflow.models import Sha
 
@@ -45,13 +46,34 @@ class CommandGate:
         self.command = command
         self.timeout = timeout
         self.log_dir = log_dir
+        self._tree: Path | None = None  # one work tree per run, moved from unit to unit
+
+    def _checkout(self, rev: Sha) -> Path:
+        """The run's work tree at `rev`: made once, then moved by `git checkout` (which rewrites only
+        the files that differ, where a fresh work tree per unit wrote the whole fork: issue 11)."""
+        if self._tree is not None:
+            try:
+                self.repo.git("-C", str(self._tree), "checkout", "--quiet", "--force", "--detach", rev)
+                self.repo.git("-C", str(self._tree), "clean", "-ffdxq")
+                return self._tree
+            except GitError:
+                self.close()
+        tmp = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
+        self._tree = tmp / "tree"
+        self.repo.add_worktree(self._tree, rev)
+        return self._tree
+
+    def close(self) -> None:
+        """Remove the run's work tree."""
+        if self._tree is not None:
+            self.repo.remove_worktree(self._tree)
+            shutil.rmtree(self._tree.parent, ignore_errors=True)
+            self._tree = None
 
     def check(self, rev: Sha, base: Sha) -> GateResult:
         start = time.monotonic()
-        tmp = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
-        tree = tmp / "tree"
         try:
-            self.repo.add_worktree(tree, rev)
+            tree = self._checkout(rev)
             env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
             try:
                 proc = subprocess.run(["sh", "-c", self.command], cwd=tree, env=env, capture_output=True,
@@ -69,9 +91,9 @@ class CommandGate:
             where = f"; log {log}" if log else ""
             return GateResult(False, f"l1_command failed (exit {proc.returncode}): {last[0][:200]}{where}",
                               infra=proc.returncode in (126, 127))
-        finally:
-            self.repo.remove_worktree(tree)
-            shutil.rmtree(tmp, ignore_errors=True)
+        except BaseException:
+            self.close()  # a killed or broken run leaves no work tree behind
+            raise
 
     def _log(self, rev: Sha, output: bytes) -> Path | None:
         if self.log_dir is None:

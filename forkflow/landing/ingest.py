@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 import pygit2
@@ -28,13 +28,14 @@ from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_wor
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import ingest_lock
 from forkflow.landing.message import Member, bundle_message, single_message
-from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
+from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions, UnitPick
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
 from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import Disposition, Ledger, Sha
-from forkflow.planning.model import Plan, Unit, UnitKind
+from forkflow.planning.lines import Dependency
+from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 from forkflow.store import queries
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class UnitResult:
     resolved_by: dict[str, str] = field(default_factory=dict)  # "sha12 path" -> resolver
     unit_id: int | None = None  # the stored landing unit (none for a dry run)
     failed: tuple[Sha, ...] = ()  # the picked commits that failed L1 together
+    held: dict[Sha, str] = field(default_factory=dict)  # deferred because it depends on one held back: why
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,7 @@ class IngestReport:
     results: tuple[UnitResult, ...]
     ingestion_point: Sha | None
     notes: tuple[str, ...] = ()
+    held_back: tuple[HeldBack, ...] = ()  # every commit this run held back, and what it waits for
 
 
 class Reporter(Protocol):
@@ -158,7 +161,12 @@ class Ingestor:
         self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
         self.gate_runs = 0
+        self.deps: dict[Sha, tuple[Dependency, ...]] = {}  # the plan's dependencies between pending commits
+        self.held: dict[Sha, str] = {}  # held back this run -> the chain it is deferred into
+        self.held_back: list[HeldBack] = []
         self._stop = ""
+        self._inner_held: dict[Sha, str] = {}
+        self._waiting_decisions: list[tuple[Sha, str]] = []  # written together, one transaction per unit
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
@@ -196,14 +204,18 @@ class Ingestor:
             with self.ctx.store.session_scope() as s:
                 records.finish_run(s, self.run_id)
         return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
-                            tuple(self.notes))
+                            tuple(self.notes), tuple(self.held_back))
 
     def tidy_packs(self) -> None:
         """Each unit wrote one pack; let git fold them as it does after a fetch (`git gc --auto`:
         nothing until `gc.autoPackLimit` packs, 50 by default; `gc.auto = 0` turns it off).  In
         the foreground, so that no repack outlives the run."""
         self.reporter.phase("tidying packs")
-        self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
+        if self.repo.git("config", "--get", "gc.auto", check=False).strip() == "0":
+            return
+        # only the small packs this run wrote are rolled together: `gc --auto` repacked the whole
+        # fork once they passed gc.autoPackLimit (10 s of a 2-minute run on a real fork, issue 11)
+        self.repo.git("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index", check=False)
 
     def recover(self) -> None:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
@@ -256,6 +268,7 @@ class Ingestor:
         plan = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
                          picker=self.picker)
         self.reasons.update({sha: why for u in plan.units for sha, why in u.reasons.items()})
+        self.deps = dict(plan.dependencies)
         return plan
 
     def ingest_units(self, plan: Plan) -> list[UnitResult]:
@@ -302,29 +315,28 @@ class Ingestor:
         if unit.kind is UnitKind.BUNDLE:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
-        blocked: Sha | None = None
-        for i, sha in enumerate(unit.commits):
-            name = f"{unit.name}#{i + 1}"
-            if blocked is not None:
-                reason = f"chain {unit.name}: waits for {blocked[:12]}"
-                self._decide(Disposition.DEFERRED, [sha], reason)
-                unit_id = self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting",
-                                         [(sha, "waiting")], reason) if self.writes else None
-                out.append(UnitResult(name, "chain", UnitStatus.WAITING, reason, deferred=(sha,), unit_id=unit_id))
-                continue
-            r = self.land_unit(name, unit, (sha,), start_tip)
+        for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
+            r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
-            if r.status in (UnitStatus.FAILED, UnitStatus.CONFLICT, UnitStatus.ABANDONED):
-                blocked = sha
+            if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
+                self.held.setdefault(sha, unit.name)
         return out
 
     def _base(self, unit: Unit, start_tip: Sha) -> Sha:
         if self.options.mode is Mode.LAND:
-            tip = self.repo.read_ref(self.ctx.config.fork_ref)
+            tip = self._read_tip()
             if tip is None:
                 raise UserError(f"the fork branch {self.ctx.config.fork_ref} was deleted during ingest")
             return tip
         return self._virtual.get(unit.name, start_tip)
+
+    def _read_tip(self) -> Sha | None:
+        """The fork branch's commit, read in-process (a `git rev-parse` per unit cost 12 s of a run)."""
+        try:
+            ref = self.picker.repo.references.get(self.ctx.config.fork_ref)
+            return Sha(str(ref.resolve().target)) if ref is not None else None
+        except (KeyError, pygit2.GitError, ValueError):
+            return self.repo.read_ref(self.ctx.config.fork_ref)
 
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
         """Land a bundle (bisecting it when it fails L1 and `split_failed_bundles` is on), or one chain link."""
@@ -365,6 +377,74 @@ class Ingestor:
         return out
 
     def land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
+        """Pick, gate and land `shas` less those that depend on a commit held back; each one left out
+        is deferred naming the commit it waits for and why."""
+        tree = self.picker.commit_tree(self._base(unit, start_tip))
+        try:
+            return self._land_unit_waiting(name, unit, shas, start_tip, tree)
+        finally:
+            self._flush_waiting()
+
+    def _flush_waiting(self) -> None:
+        if self._waiting_decisions and self.options.mode is Mode.LAND:
+            with self.ctx.store.session_scope() as s:
+                for sha, reason in self._waiting_decisions:
+                    queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.DEFERRED, reason))
+            self.decided |= {sha for sha, _ in self._waiting_decisions}
+        self._waiting_decisions = []
+
+    def _land_unit_waiting(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha,
+                           tree: str) -> UnitResult:
+        waiting = {sha: d for sha in shas if (d := self._waits(sha, tree)) is not None}
+        for sha, d in waiting.items():
+            self._hold(sha, d)
+        rest = [sha for sha in shas if sha not in waiting]
+        if not rest:
+            summary = "; ".join(f"{sha[:12]} waits for {d.describe()}" for sha, d in waiting.items())
+            unit_id = self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting",
+                                     [(sha, "waiting") for sha in waiting], summary[:2000]) if self.writes else None
+            return UnitResult(name, unit.kind.value, UnitStatus.WAITING, summary, deferred=tuple(waiting),
+                              unit_id=unit_id, held={sha: f"waits for {d.describe()}" for sha, d in waiting.items()})
+        self._inner_held = {}
+        r = self._land_unit(name, unit, rest, start_tip)
+        held = {**{sha: f"waits for {d.describe()}" for sha, d in waiting.items()}, **self._inner_held}
+        if r.status in (UnitStatus.LANDED, UnitStatus.VALIDATED):
+            for sha in r.picked:
+                self.held.pop(sha, None)
+        if not held:
+            return r
+        deferred = tuple(r.deferred) + tuple(sha for sha in held if sha not in r.deferred)
+        if r.unit_id is not None and self._inner_held:
+            with self.ctx.store.session_scope() as s:
+                records.add_members(s, r.unit_id, [(sha, "waiting") for sha in self._inner_held], self.reasons)
+        if r.status is UnitStatus.EMPTY and not r.skipped:  # nothing was picked: every commit waits
+            summary = "; ".join(f"{sha[:12]} {why}" for sha, why in held.items())[:2000]
+            if r.unit_id is not None:
+                with self.ctx.store.session_scope() as s:
+                    records.set_unit(s, r.unit_id, "waiting", summary)
+            return replace(r, status=UnitStatus.WAITING, summary=summary, deferred=deferred, held=held)
+        return replace(r, deferred=deferred, held=held)
+
+    def _waits(self, sha: Sha, tree: str) -> Dependency | None:
+        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree)
+
+    def _hold(self, sha: Sha, d: Dependency) -> None:
+        chain = self.held[d.on]
+        self.held[sha] = chain
+        self.held_back.append(HeldBack(sha, f"waits for {d.describe()}", d.on, d))
+        self._waiting_decisions.append((sha, f"chain {chain}: waits for {d.describe()}"))
+
+    def _hold_picked(self, pick: UnitPick, chain: str | None) -> None:
+        """Conflicts (and blobs missing) of a pick are held back, and so is what depends on them."""
+        for step in pick.conflicted:
+            self.held.setdefault(step.sha, chain or f"resolve-{step.sha[:10]}")
+            why = step.missing or "conflict in " + ", ".join(c.path for c in step.conflicts)[:200]
+            self.held_back.append(HeldBack(step.sha, why))
+        for sha, d in pick.held.items():
+            self._hold(sha, d)
+            self._inner_held[sha] = f"waits for {d.describe()}"
+
+    def _land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
         is_chain = unit.kind is UnitKind.CHAIN
         elsewhere: list[Sha] = []
         for _ in range(MAX_CAS_TRIES):
@@ -374,9 +454,11 @@ class Ingestor:
             if not shas:
                 return self._picked_elsewhere(name, unit, base, elsewhere)
             base_tree = self.picker.commit_tree(base)
-            pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain)
+            pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
+                                             depends=self.deps, held_before=set(self.held))
             conflicted = tuple(step.sha for step in pick.conflicted)
             conflict_chain = unit.name if is_chain else None
+            self._hold_picked(pick, conflict_chain)
             if pick.tree == base_tree:  # e.g. a change and its undoing: never an empty commit
                 return self._without_commit(name, unit, base, (), pick.applied + pick.empty, pick.conflicted,
                                             conflict_chain)
@@ -455,6 +537,8 @@ class Ingestor:
         status = UnitStatus.CONFLICT if shas else UnitStatus.EMPTY
         summary = (f"conflict in {', '.join(c.path for step in conflicted for c in step.conflicts)[:200]}; "
                    "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
+        if shas and all(step.missing for step in conflicted):  # nothing for a person to merge
+            summary = "; ".join(step.missing for step in conflicted)[:400]
         unit_id = self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
                                  + [(s, "conflict") for s in shas], summary)
         return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas, unit_id=unit_id)
@@ -465,6 +549,8 @@ class Ingestor:
             self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
             return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id)
         chain = unit.name
+        for sha in applied:
+            self.held.setdefault(sha, chain)
         if self.options.mode is Mode.LAND:
             self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}")
             self._skip_empty(empty, base)
@@ -496,8 +582,11 @@ class Ingestor:
 
     def _defer_conflicts(self, conflicted: Sequence[PickStep], chain: str | None) -> None:
         for step in conflicted:
-            paths = ", ".join(c.path for c in step.conflicts)[:200]
             name = chain or f"resolve-{step.sha[:10]}"
+            if step.missing:
+                self._decide(Disposition.DEFERRED, [step.sha], f"chain {name}: {step.missing}")
+                continue
+            paths = ", ".join(c.path for c in step.conflicts)[:200]
             self._decide(Disposition.DEFERRED, [step.sha],
                          f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
 
@@ -574,4 +663,9 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
     with ingest_lock(ctx.repo):  # one writing run per repository: two would land the same commits
         if gate is None:
             gate = select_gate(ctx, settings)
-        return Ingestor(ctx, options, gate, reporter, settings).run()
+        try:
+            return Ingestor(ctx, options, gate, reporter, settings).run()
+        finally:
+            close = getattr(gate, "close", None)
+            if close is not None:
+                close()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import pygit2
 
 from forkflow.errors import UserError
 from forkflow.models import Sha
+from forkflow.planning.lines import Dependency, DepKind
 
 GITLINK = 0o160000
 # Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
@@ -33,6 +34,8 @@ class PickStatus(str, enum.Enum):
     APPLIED = "applied"
     EMPTY = "empty"  # the change is already in the tree: nothing to pick
     CONFLICT = "conflict"
+    MISSING = "missing"  # a blob the merge needs is not in this clone (nor fetchable)
+    REFUSED = "refused"  # it would write a tree entry git refuses to check out (`..`, `.git`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +65,9 @@ class PathConflict:
 class PickStep:
     sha: Sha
     status: PickStatus
-    tree: str  # the tree after the step (unchanged for EMPTY and CONFLICT)
+    tree: str  # the tree after the step (unchanged for EMPTY, CONFLICT and MISSING)
     conflicts: tuple[PathConflict, ...] = ()
+    missing: str = ""  # for MISSING and REFUSED, one line: "blob <id> (<path>) is not in this clone"
 
 
 # path -> resolved content, or None to delete the path
@@ -77,8 +81,9 @@ class UnitPick:
     tree: str
     applied: tuple[Sha, ...] = ()
     empty: tuple[Sha, ...] = ()
-    conflicted: tuple[PickStep, ...] = ()
+    conflicted: tuple[PickStep, ...] = ()  # conflicts, and picks that need a blob this clone lacks
     resolved: dict[Sha, Resolutions] = field(default_factory=dict)
+    held: dict[Sha, Dependency] = field(default_factory=dict)  # left out: depends on one left out
 
 
 Entry = tuple[str, int]  # (object id, file mode) of a path in a tree
@@ -103,6 +108,19 @@ def merged_mode(base: pygit2.IndexEntry | None, ours: pygit2.IndexEntry | None,
     if ours is not None and theirs is not None and base is not None and ours.mode == base.mode:
         return theirs.mode
     return next(e.mode for e in (ours, theirs, base) if e is not None)
+
+
+def _is_unsafe(path: str) -> bool:
+    """A path with an empty, `.` or `..` component, or a `.git` one (as Windows and macOS fold names)."""
+    for part in path.split("/"):
+        folded = part.lower().rstrip(". ")
+        if part in ("", ".", "..") or folded in (".git", "git~1"):
+            return True
+    return False
+
+
+def _side_of(path: str, entry: Entry | None) -> Side | None:
+    return Side(entry[0], entry[1], path) if entry is not None else None
 
 
 def _side(entry: pygit2.IndexEntry | None) -> Side | None:
@@ -160,6 +178,8 @@ class MemoryPicker:
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
         self._memory: _MemoryObjects | None = None
         self._conflicted: tuple[str, str, pygit2.Index] | None = None  # the last conflicted merge, for resolve()
+        # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
+        self._path_conflicted: tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None = None
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -200,10 +220,38 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
+        if unsafe is not None:  # a checkout of it would fail (or write outside the work tree)
+            return PickStep(sha, PickStatus.REFUSED, onto_tree,
+                            missing=f"refused: it adds the path {unsafe!r}, which git will not check out")
         fast = self._fast_pick(onto_tree, sha)
         if fast is not None:
             return fast
-        index = self._merge(onto_tree, sha)
+        try:
+            return self._path_pick(onto_tree, sha)
+        except (_NeedsMerge, UnicodeError):
+            pass  # a rename, a file where the fork has a folder, a non-UTF-8 name: the whole-tree merge
+        except (KeyError, pygit2.GitError) as e:
+            absent = self.absent_blobs(onto_tree, sha)
+            if absent and self._fetch(absent):
+                return self.pick(onto_tree, sha)
+            if absent:
+                more = f" and {len(absent) - 1} more" if len(absent) > 1 else ""
+                return PickStep(sha, PickStatus.MISSING, onto_tree, missing=(
+                    f"blob {absent[0][0][:12]} ({absent[0][1]}){more} is not in this clone and could not be fetched"))
+            return PickStep(sha, PickStatus.MISSING, onto_tree,
+                            missing=f"an object is not in this clone ({e}); fetch it and run again")
+        return self._tree_pick(onto_tree, sha)
+
+    def _tree_pick(self, onto_tree: str, sha: Sha) -> PickStep:
+        try:
+            index = self._merge(onto_tree, sha)
+        except (KeyError, pygit2.GitError) as e:
+            try:  # a blob elsewhere in the tree, read only to look for renames: merge without
+                index = self._merge(onto_tree, sha, renames=False)
+            except (KeyError, pygit2.GitError):
+                return PickStep(sha, PickStatus.MISSING, onto_tree,
+                                missing=f"an object is not in this clone ({e}); fetch it and run again")
         if index.conflicts is not None:
             self._conflicted = (onto_tree, sha, index)
             conflicts = tuple(
@@ -213,6 +261,66 @@ class MemoryPicker:
         tree = str(index.write_tree(self.repo))
         status = PickStatus.EMPTY if tree == onto_tree else PickStatus.APPLIED
         return PickStep(sha, status, tree)
+
+    # -- the path merge: a three-way merge of only the paths the commit changes ------------
+    def _path_pick(self, onto_tree: str, sha: Sha) -> PickStep:
+        """Cherry-pick as git does it, limited to the commit's own paths: every other path keeps the
+        fork's entry, so only the changed files are read (a blob missing elsewhere in a partial
+        clone is never needed).  Renames are not followed: a rename is a deletion and an addition,
+        which conflicts where the fork changed the old path (held back, never merged wrongly)."""
+        ours = self.repo.get(onto_tree)
+        assert isinstance(ours, pygit2.Tree)
+        updates: dict[str, Entry | None] = {}
+        conflicts: list[PathConflict] = []
+        for path, before, after in self._changes(sha):
+            current = _entry(ours, path)
+            if current == after:
+                continue
+            if current == before:
+                updates[path] = after
+                continue
+            merged = self._merge_path(path, before, current, after)
+            if merged is None:
+                conflicts.append(PathConflict(path, _side_of(path, before), _side_of(path, current),
+                                              _side_of(path, after)))
+            elif merged != current:
+                updates[path] = merged
+        if conflicts:
+            self._conflicted = None
+            self._path_conflicted = (onto_tree, sha, updates, tuple(c.path for c in conflicts))
+            return PickStep(sha, PickStatus.CONFLICT, onto_tree, tuple(conflicts))
+        if not updates:
+            return PickStep(sha, PickStatus.EMPTY, onto_tree)
+        tree = self._apply(ours, updates) or EMPTY_TREE
+        return PickStep(sha, PickStatus.EMPTY if tree == onto_tree else PickStatus.APPLIED, tree)
+
+    def _merge_path(self, path: str, base: Entry | None, ours: Entry | None,
+                    theirs: Entry | None) -> Entry | None:
+        """The merged entry of one path, or None for a conflict (deletions go through the tree merge)."""
+        if ours is None or theirs is None or base is None:
+            raise _NeedsMerge(path)  # modify/delete or add/add: a rename may explain it, which the tree merge finds
+        if GITLINK in (base[1], ours[1], theirs[1]):
+            return None
+        mode = theirs[1] if ours[1] == base[1] else ours[1] if theirs[1] == base[1] else None
+        if mode is None:
+            return None
+        if ours[0] == base[0]:
+            return theirs[0], mode
+        if theirs[0] == base[0] or ours[0] == theirs[0]:
+            return ours[0], mode
+        try:
+            result = self.repo.merge_file_from_index(
+                pygit2.IndexEntry(path, pygit2.Oid(hex=base[0]), pygit2.enums.FileMode(base[1])),
+                pygit2.IndexEntry(path, pygit2.Oid(hex=ours[0]), pygit2.enums.FileMode(ours[1])),
+                pygit2.IndexEntry(path, pygit2.Oid(hex=theirs[0]), pygit2.enums.FileMode(theirs[1])))
+        except RuntimeError:  # no merged text: a binary file changed on both sides
+            return None
+        except UnicodeDecodeError:  # pygit2 hands back text only: let the whole-tree merge write it
+            raise _NeedsMerge(path) from None
+        if isinstance(result, str) or not result.automergeable:
+            return None
+        data = result.contents
+        return str(self.repo.create_blob(data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data)), mode
 
     # -- the fast path: every path the commit changes is untouched by the fork ------------
     def _changes(self, sha: str) -> list[tuple[str, Entry | None, Entry | None]]:
@@ -257,6 +365,8 @@ class MemoryPicker:
         Updates the overlay and returns APPLIED or EMPTY when the fast path holds; None when
         a real merge is needed (the caller writes the overlay out and merges)."""
         updates: dict[str, Entry | None] = {}
+        if any(after is not None and _is_unsafe(path) for path, _, after in self._changes(sha)):
+            return None
         for path, before, after in self._changes(sha):
             current = overlay[path] if path in overlay else _entry(base, path)
             if current == after:
@@ -304,13 +414,59 @@ class MemoryPicker:
             return None
         return str(builder.write())
 
-    def _merge(self, onto_tree: str, sha: str) -> pygit2.Index:
+    def absent_blobs(self, onto_tree: str, sha: str) -> list[tuple[str, str]]:
+        """(blob id, path) of the blobs a merge of this pick reads that the object database lacks."""
+        ours = self.repo.get(onto_tree)
+        out: list[tuple[str, str]] = []
+        for path, before, after in self._changes(sha):
+            current = _entry(ours, path) if isinstance(ours, pygit2.Tree) else None
+            for entry in (before, after, current):
+                if entry is not None and entry[1] != GITLINK and pygit2.Oid(hex=entry[0]) not in self.repo.odb:
+                    out.append((entry[0], path))
+        return sorted(set(out))
+
+    def _fetch(self, absent: list[tuple[str, str]]) -> bool:
+        """Have git bring absent blobs (a partial clone fetches them from its promisor remote); True
+        when they all came."""
+        from forkflow.git.run import run_git_bytes
+
+        if not self._is_partial():
+            return False
+        run_git_bytes("cat-file", "--batch", cwd=self.repo.path,
+                      input="".join(f"{oid}\n" for oid, _ in absent).encode(), check=False)
+        return all(pygit2.Oid(hex=oid) in self.repo.odb for oid, _ in absent)
+
+    def _is_partial(self) -> bool:
+        try:
+            return bool(self.repo.config["extensions.partialclone"])
+        except KeyError:
+            return any(e.name.endswith(".promisor") for e in self.repo.config if e.name.startswith("remote."))
+
+    def _merge(self, onto_tree: str, sha: str, renames: bool = True) -> pygit2.Index:
         ancestor = self.mainline_tree(sha)
-        return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha))
+        if renames:
+            return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha))
+        return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha), flags=pygit2.enums.MergeFlag(0))
 
     def resolve(self, onto_tree: str, sha: Sha, resolutions: Resolutions) -> str:
         """The tree of a conflicted pick with each conflicted path set to its resolution."""
         kept, self._conflicted = self._conflicted, None
+        by_path, self._path_conflicted = self._path_conflicted, None
+        if kept is None or kept[:2] != (onto_tree, sha):
+            kept = None
+            if by_path is None or by_path[:2] != (onto_tree, sha):
+                try:
+                    step = self._path_pick(onto_tree, sha)
+                except (_NeedsMerge, UnicodeError):
+                    step = None
+                if step is not None and step.status is not PickStatus.CONFLICT:
+                    return step.tree
+                by_path, self._path_conflicted = self._path_conflicted, None
+            if by_path is not None and by_path[:2] == (onto_tree, sha):
+                missing = sorted(set(by_path[3]) - set(resolutions))
+                if missing:
+                    raise ValueError(f"no resolution for {', '.join(missing)}")
+                return self._resolve_paths(onto_tree, sha, by_path[2], resolutions)
         # the merge `pick` just did, when it is this one (merge_trees is deterministic); used once
         index = kept[2] if kept is not None and kept[:2] == (onto_tree, sha) else self._merge(onto_tree, sha)
         conflicts = index.conflicts
@@ -331,21 +487,82 @@ class MemoryPicker:
             index.add(pygit2.IndexEntry(path, oid, merged_mode(b, o, t)))
         return str(index.write_tree(self.repo))
 
+    def _resolve_paths(self, onto_tree: str, sha: Sha, updates: dict[str, Entry | None],
+                       resolutions: Resolutions) -> str:
+        ours = self.repo.get(onto_tree)
+        assert isinstance(ours, pygit2.Tree)
+        changes = {path: (before, after) for path, before, after in self._changes(sha)}
+        out = dict(updates)
+        for path, content in resolutions.items():
+            if content is None:
+                out[path] = None
+                continue
+            current, (before, after) = _entry(ours, path), changes.get(path, (None, None))
+            mode = next(e[1] for e in (current, after, before, ("", 0o100644)) if e is not None)
+            if current is not None and after is not None and before is not None and current[1] == before[1]:
+                mode = after[1]
+            out[path] = (str(self.repo.create_blob(content)), mode)
+        return self._apply(ours, out) or EMPTY_TREE
+
     def blob(self, oid: str) -> bytes:
         obj = self.repo.get(oid)
         return obj.data if isinstance(obj, pygit2.Blob) else b""
 
+    def waits_for(self, blocking: Sequence[Dependency], tree: str) -> Dependency | None:
+        """The dependency on a held-back commit that keeps a commit from being picked onto `tree`.
+
+        A textual one (lines, a whole file) does only when the pick conflicts: a clean merge shows
+        the lines it reads are in the fork already.  A name is waited for unless a file the
+        defining commit changes has it in `tree`; a revert always waits for what it reverts."""
+        for d in blocking:
+            if d.kind is DepKind.REVERT or d.kind is DepKind.SYMBOL and not self._has_name(tree, d):
+                return d
+        return None
+
+    def _has_name(self, tree_id: str, d: Dependency) -> bool:
+        tree = self.repo.get(tree_id)
+        if not isinstance(tree, pygit2.Tree):
+            return False
+        name = d.where.split(" ", 1)[0].encode()
+        for path, _, after in self._changes(d.on):
+            entry = _entry(tree, path) if after is not None else None
+            if entry is None or entry[1] == GITLINK:
+                continue
+            try:
+                blob = self.repo.get(entry[0])
+                if isinstance(blob, pygit2.Blob) and name in blob.data:
+                    return True
+            except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
+                continue
+        return False
+
     def pick_sequence(self, base_tree: str, shas: Sequence[Sha],
                       resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
-                      stop_on_conflict: bool = False) -> UnitPick:
-        """Pick commits in order onto a tree; conflicted ones are resolved or left out."""
+                      stop_on_conflict: bool = False,
+                      depends: Mapping[Sha, Sequence[Dependency]] | None = None,
+                      held_before: Collection[Sha] = ()) -> UnitPick:
+        """Pick commits in order onto a tree; conflicted ones are resolved or left out, and so is
+        every later one that depends on one left out (here or in `held_before`), naming what it
+        waits for (see `waits_for`)."""
         tree = base_tree
         applied: list[Sha] = []
         empty: list[Sha] = []
         conflicted: list[PickStep] = []
         resolved: dict[Sha, Resolutions] = {}
+        held: dict[Sha, Dependency] = {}
+        out: set[Sha] = set(held_before)
         for sha in shas:
+            blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
+            hard = self.waits_for(blocking, tree)
+            if hard is not None:
+                held[sha] = hard
+                out.add(sha)
+                continue
             step = self.pick(tree, sha)
+            if blocking and step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED):
+                held[sha] = blocking[0]  # its conflict is what it waits for
+                out.add(sha)
+                continue
             if step.status is PickStatus.CONFLICT and resolve is not None:
                 fix = resolve(step, tree)
                 if fix is not None:
@@ -357,8 +574,9 @@ class MemoryPicker:
                     resolved[sha] = fix
                     applied.append(sha)
                     continue
-            if step.status is PickStatus.CONFLICT:
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED):
                 conflicted.append(step)
+                out.add(sha)
                 if stop_on_conflict:
                     break
             elif step.status is PickStatus.EMPTY:
@@ -366,7 +584,7 @@ class MemoryPicker:
             else:
                 applied.append(sha)
                 tree = step.tree
-        return UnitPick(tree, tuple(applied), tuple(empty), tuple(conflicted), resolved)
+        return UnitPick(tree, tuple(applied), tuple(empty), tuple(conflicted), resolved, held)
 
     # -- writing commits ---------------------------------------------------
     def committer(self) -> pygit2.Signature:

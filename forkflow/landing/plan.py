@@ -1,23 +1,28 @@
-"""`forkflow plan`: pending upstream commits -> touches -> risk chains and bundles -> in-memory probe."""
+"""`forkflow plan`: pending upstream commits -> dependencies and fork overlap -> chains and bundles
+-> in-memory probe -> what is held back, and why."""
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
 
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.landing.pick import MemoryPicker, PickStatus
 from forkflow.landing.settings import IngestSettings
+from forkflow.landing.shapes import ShapeReader, read_shapes
 from forkflow.landing.touches import TouchReader
 from forkflow.ledger import evidence as ev
 from forkflow.ledger.classify import ShaIndex
 from forkflow.models import Disposition, Ledger, LedgerEntry, Sha
-from forkflow.planning.model import EMPTY_TOUCH, PendingCommit, Plan, Touch, Unit, UnitKind
+from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
+from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
 
 DEFERRED_CHAIN = re.compile(r"^chain (\S+):")
-MAX_PROBE_PASSES = 4
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
@@ -50,7 +55,7 @@ def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
     for i, sha in enumerate(missing):
         fresh[sha] = reader.touch(sha)
         if progress is not None and i % 50 == 0:
-            progress("reading changes", i, len(missing))
+            progress("reading symbols", i, len(missing))
     if fresh:
         with ctx.store.session_scope() as s:
             records.save_touches(s, fresh)
@@ -58,80 +63,150 @@ def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
     return known
 
 
-def fork_footprint(ctx: Context, reader: TouchReader, ledger: Ledger) -> Touch:
-    """Files and symbols of the fork's own patches: fork commits that pick nothing from upstream."""
-    picks = {f for e in ledger.entries for f in e.fork_shas}
-    own = [c.sha for c in ctx.repo.log(ledger.fork_tip, f"^{ledger.upstream_tip.sha}")
-           if not c.is_merge and c.sha not in picks and not ev.trailers(c.message)]
-    touch = EMPTY_TOUCH
-    for t in load_touches(ctx, reader, own).values():
-        touch = touch.union(t)
-    return touch
+def load_shapes(ctx: Context, shas: list[Sha], progress: Progress | None = None) -> dict[Sha, CommitShape]:
+    """Each commit's hunks and names: from the store's cache, else read by one `git diff-tree`."""
+    with ctx.store.session_scope() as s:
+        known = records.cached_shapes(s, shas)
+    todo = [sha for sha in shas if sha not in known]
+    if todo:
+        if progress is not None:
+            progress("reading changes", 0, len(todo))
+        fresh = read_shapes(ctx.repo.path, todo)
+        with ctx.store.session_scope() as s:
+            records.save_shapes(s, list(fresh.values()))
+        known.update(fresh)
+    return known
 
 
-def _pending_commits(picker: MemoryPicker, entries: list[LedgerEntry], ledger: Ledger,
-                     touches: dict[Sha, Touch]) -> list[PendingCommit]:
+def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
+    """The fork's diff against the merge base: the lines that are its own (issue 11: risk is line-level)."""
+    reader = ShapeReader(path)
+    old, new = reader.repo.get(fork_point), reader.repo.get(fork_tip)
+    if not isinstance(old, pygit2.Commit) or not isinstance(new, pygit2.Commit):
+        return ()
+    return reader.changes(old.tree, new.tree)[0]
+
+
+def _revert_targets(picker: MemoryPicker, ledger: Ledger, entries: list[LedgerEntry]) -> dict[Sha, Sha]:
     index = ShaIndex(e.commit.sha for e in ledger.entries)
-    out = []
+    out: dict[Sha, Sha] = {}
     for e in entries:
         raw, _ = picker.raw_message(e.commit.sha)
         target = ev.revert_target(raw.decode("utf-8", "replace"))
-        reverts = index.resolve(target) if target else None
+        hit = index.resolve(target) if target else None
+        if hit is not None:
+            out[e.commit.sha] = hit
+    return out
+
+
+def pending_commits(entries: list[LedgerEntry], shapes: dict[Sha, CommitShape], found: Trace,
+                    reverts: dict[Sha, Sha], touches: dict[Sha, Touch] | None = None) -> list[PendingCommit]:
+    """The planner's view of each pending commit: what it touches, what it depends on, where it meets the fork."""
+    out = []
+    for e in entries:
+        sha = e.commit.sha
         chain = None
         if e.disposition is Disposition.DEFERRED:
             m = DEFERRED_CHAIN.match(e.reason)
             chain = m.group(1) if m else None
-        out.append(PendingCommit(e.commit.sha, e.commit.subject, touches.get(e.commit.sha, EMPTY_TOUCH),
-                                 e.pr, reverts, chain))
+        touch = (touches or {}).get(sha) or Touch(frozenset(f.path for f in shapes[sha].files))
+        out.append(PendingCommit(sha, e.commit.subject, touch, e.pr, reverts.get(sha), chain,
+                                 found.dependencies.get(sha, ()), found.fork_overlap.get(sha)))
     return out
 
 
-def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...]) -> dict[Sha, str]:
-    """Pick every bundle in memory, one after another on the fork tip; what conflicts, and where.
+def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sha, tuple[Dependency, ...]]
+          ) -> tuple[dict[Sha, str], dict[Sha, str], dict[Sha, Dependency]]:
+    """Pick every bundled commit in memory, in plan order on the fork tip: (what conflicts and where,
+    what needs a blob this clone lacks, what waits for one of those or for a chain, and why).
 
     Clean picks only accumulate path changes (nothing is written); a pick that needs a real
     merge writes the accumulated tree once and merges against it."""
     base = picker.repo.get(picker.commit_tree(tip))
     overlay: dict[str, tuple[str, int] | None] = {}
     conflicting: dict[Sha, str] = {}
+    missing: dict[Sha, str] = {}
+    waiting: dict[Sha, Dependency] = {}
+    blocked: set[Sha] = set()
     for u in units:
         if u.kind is not UnitKind.BUNDLE:
+            blocked.update(u.commits)
             continue
         for sha in u.commits:
-            if picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
+            blocking = [d for d in deps.get(sha, ()) if d.on in blocked]
+            if blocking:  # rare: write the tree so far, and ask what waits
+                tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
+                base, overlay = picker.repo.get(tree), {}
+                hard = picker.waits_for(blocking, tree)
+                if hard is not None:
+                    waiting[sha] = hard
+                    blocked.add(sha)
+                    continue
+            elif picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
                 continue
             tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
             step = picker.pick(tree, sha)
-            if step.status is PickStatus.CONFLICT:
+            tree_after = tree
+            if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED) and blocking:
+                waiting[sha] = blocking[0]
+                blocked.add(sha)
+            elif step.status is PickStatus.CONFLICT:
                 paths = sorted(c.path for c in step.conflicts)
                 conflicting[sha] = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-                tree_after = tree
+                blocked.add(sha)
+            elif step.status in (PickStatus.MISSING, PickStatus.REFUSED):
+                missing[sha] = step.missing
+                blocked.add(sha)
             else:
                 tree_after = step.tree
             base, overlay = picker.repo.get(tree_after), {}
-    return conflicting
+    return conflicting, missing, waiting
+
+
+def held_back(commits: list[PendingCommit], conflicting: dict[Sha, str], missing: dict[Sha, str],
+              waiting: dict[Sha, Dependency]) -> tuple[HeldBack, ...]:
+    """Commits that conflict or lack a blob, and those that wait for one of them (transitively)."""
+    out = []
+    for c in commits:
+        if c.sha in conflicting:
+            out.append(HeldBack(c.sha, f"conflict in {conflicting[c.sha]}"))
+        elif c.sha in missing:
+            out.append(HeldBack(c.sha, missing[c.sha]))
+        elif c.sha in waiting:
+            d = waiting[c.sha]
+            out.append(HeldBack(c.sha, f"waits for {d.describe()}", d.on, d))
+    return tuple(out)
+
+
+def plan_commits(picker: MemoryPicker, tip: Sha, commits: list[PendingCommit], rules: RoutingRules,
+                 progress: Progress | None = None) -> Plan:
+    """Route, probe in memory on `tip`, route again with what conflicted: the plan.  No store, no work tree."""
+    deps = {c.sha: c.deps for c in commits if c.deps}
+    units = route(commits, rules)
+    if progress is not None:
+        progress("probing bundles", 0, sum(len(u.commits) for u in units if u.kind is UnitKind.BUNDLE))
+    conflicting, missing, waiting = probe(picker, tip, units, deps)
+    if conflicting or missing or waiting:
+        units = route(commits, rules, conflicting, missing, waiting)
+    return Plan(units, tip, deps, held_back(commits, conflicting, missing, waiting))
 
 
 def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
               max_bundle: int | None = None, progress: Progress | None = None,
               picker: MemoryPicker | None = None) -> Plan:
-    """Route pending commits into chains and bundles; probe bundles so that conflicts leave them."""
+    """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
+    so that conflicts (and what depends on them) leave them."""
     picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
-    reader = TouchReader(ctx.repo.path)
     entries = pending_entries(ledger, until)
-    touches = load_touches(ctx, reader, [e.commit.sha for e in entries], progress)
-    footprint = fork_footprint(ctx, reader, ledger)
-    rules = RoutingRules(settings.chains, footprint, settings.pin_files,
+    walk = [e.commit.sha for e in ledger.entries]
+    shapes = load_shapes(ctx, walk, progress)
+    reverts = _revert_targets(picker, ledger, entries)
+    found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
+                  fork_changes(ctx.repo.path, ledger.fork_point, ledger.fork_tip), reverts)
+    touches = None
+    if any(spec.symbols for spec in settings.chains):  # symbols of whole files: only when a chain names some
+        touches = load_touches(ctx, TouchReader(ctx.repo.path), [e.commit.sha for e in entries], progress)
+    commits = pending_commits(entries, shapes, found, reverts, touches)
+    rules = RoutingRules(settings.chains, settings.pin_files,
                          max_bundle if max_bundle is not None else settings.max_bundle)
-    commits = _pending_commits(picker, entries, ledger, touches)
-    conflicting: dict[Sha, str] = {}
-    units = route(commits, rules, conflicting)
-    for _ in range(MAX_PROBE_PASSES):
-        if progress is not None:
-            progress("probing bundles", 0, sum(len(u.commits) for u in units if u.kind is UnitKind.BUNDLE))
-        found = probe(picker, ledger.fork_tip, units)
-        if not found:
-            break
-        conflicting.update(found)
-        units = route(commits, rules, conflicting)
-    return Plan(units, ledger.fork_tip)
+    return plan_commits(picker, ledger.fork_tip, commits, rules, progress)

@@ -8,12 +8,15 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
+from forkflow.landing.shapes import SHAPE_VERSION, shape_from_json, shape_to_json
 from forkflow.landing.touches import TOUCH_VERSION, touch_from_json, touch_to_json
 from forkflow.models import Sha
+from forkflow.planning.lines import CommitShape
 from forkflow.planning.model import Touch
 from forkflow.store.schema_ingest import (
     IngestRunRow,
     LandingUnitRow,
+    ShapeCacheRow,
     TouchCacheRow,
     UnitMemberRow,
 )
@@ -72,6 +75,17 @@ def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha,
         s.add(UnitMemberRow(unit_id=row.id, upstream_sha=sha, position=i, outcome=outcome,
                             reason=reasons.get(sha, "")))
     return row.id
+
+
+def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, str]],
+                reasons: Mapping[Sha, str] | None = None) -> None:
+    """More members of a stored unit (commits it left out because they wait for one held back)."""
+    last = s.scalar(select(UnitMemberRow.position).where(UnitMemberRow.unit_id == unit_id)
+                    .order_by(UnitMemberRow.position.desc()).limit(1))
+    start = 0 if last is None else last + 1
+    for i, (sha, outcome) in enumerate(members):
+        s.add(UnitMemberRow(unit_id=unit_id, upstream_sha=sha, position=start + i, outcome=outcome,
+                            reason=(reasons or {}).get(sha, "")))
 
 
 def set_unit(s: Session, unit_id: int, status: str, summary: str | None = None) -> None:
@@ -140,3 +154,25 @@ def save_touches(s: Session, touches: dict[Sha, Touch]) -> None:
     if shas:
         s.execute(insert(TouchCacheRow), [{"sha": sha, "version": TOUCH_VERSION, "payload": touch_to_json(t)}
                                           for sha, t in touches.items()])
+
+
+def cached_shapes(s: Session, shas: Sequence[Sha]) -> dict[Sha, CommitShape]:
+    """The cached shapes of `shas` that were read by this reader version."""
+    out: dict[Sha, CommitShape] = {}
+    for i in range(0, len(shas), 500):
+        q = select(ShapeCacheRow.sha, ShapeCacheRow.payload).where(
+            ShapeCacheRow.sha.in_(list(shas[i:i + 500])), ShapeCacheRow.version == SHAPE_VERSION)
+        for sha, payload in s.execute(q):
+            out[Sha(sha)] = shape_from_json(Sha(sha), payload)
+    return out
+
+
+def save_shapes(s: Session, shapes: Sequence[CommitShape]) -> None:
+    """Cache shapes by sha; a shape with missing blobs is not kept (a later fetch may bring them)."""
+    keep = [x for x in shapes if not x.missing]
+    shas = [x.sha for x in keep]
+    for i in range(0, len(shas), 500):
+        s.execute(delete(ShapeCacheRow).where(ShapeCacheRow.sha.in_(shas[i:i + 500])))
+    if keep:
+        s.execute(insert(ShapeCacheRow), [{"sha": x.sha, "version": SHAPE_VERSION, "payload": shape_to_json(x)}
+                                          for x in keep])

@@ -5,6 +5,7 @@ import enum
 from dataclasses import dataclass, field
 
 from forkflow.models import Sha
+from forkflow.planning.lines import Dependency
 
 TOP_LEVEL = "<top-level>"  # the symbol of changed lines outside every definition
 
@@ -55,6 +56,8 @@ class PendingCommit:
     pr: int | None = None
     reverts: Sha | None = None  # the upstream commit this one reverts (or relands, via a revert of a revert)
     deferred_chain: str | None = None  # the chain an earlier run deferred it into
+    deps: tuple[Dependency, ...] = ()  # the earlier pending commits it depends on, with evidence
+    fork_overlap: str | None = None  # where its hunks meet lines the fork changed ("path:10-14")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +93,34 @@ class Unit:
 
 
 @dataclass(frozen=True, slots=True)
+class HeldBack:
+    """A commit the plan expects to wait: it conflicts or lacks a blob itself, or depends on one that does."""
+
+    sha: Sha
+    why: str  # one line: "conflict in a.py", "blob 1234 (bin/x) is not in this clone", "waits for ..."
+    waits_for: Sha | None = None  # the held commit it depends on (None: it is held itself)
+    evidence: Dependency | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"sha": self.sha, "why": self.why, "waits_for": self.waits_for,
+                "evidence": self.evidence.to_json() if self.evidence is not None else None}
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     units: tuple[Unit, ...]
     base: Sha  # the fork tip the plan was probed on
+    dependencies: dict[Sha, tuple[Dependency, ...]] = field(default_factory=dict)
+    held_back: tuple[HeldBack, ...] = ()
 
     @property
     def commit_count(self) -> int:
         return sum(len(u.commits) for u in self.units)
 
+    def depends_on(self) -> dict[Sha, tuple[Sha, ...]]:
+        return {sha: tuple(d.on for d in ds) for sha, ds in self.dependencies.items()}
+
     def to_json(self) -> dict[str, object]:
-        return {"base": self.base, "units": [u.to_json() for u in self.units]}
+        return {"base": self.base, "units": [u.to_json() for u in self.units],
+                "dependencies": {sha: [d.to_json() for d in ds] for sha, ds in self.dependencies.items()},
+                "held_back": [h.to_json() for h in self.held_back]}

@@ -6,16 +6,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from forkflow.models import Sha
-from forkflow.planning.model import EMPTY_TOUCH, ChainSpec, PendingCommit, Touch, Unit, UnitKind
+from forkflow.planning.lines import Dependency
+from forkflow.planning.model import ChainSpec, PendingCommit, Unit, UnitKind
 
 DEFAULT_MAX_BUNDLE = 50
-LOW_RISK = "low risk: touches no chain, pin file or fork change"
+LOW_RISK = "low risk: touches no chain, pin file or fork change"  # meets no line the fork changed
 
 
 @dataclass(frozen=True, slots=True)
 class RoutingRules:
     chains: tuple[ChainSpec, ...] = ()
-    footprint: Touch = EMPTY_TOUCH  # what the fork changed: its own patches
     pin_files: tuple[str, ...] = ()
     max_bundle: int = DEFAULT_MAX_BUNDLE
 
@@ -26,7 +26,6 @@ class _Chain:
     owner: str = ""
     commits: list[Sha] = field(default_factory=list)
     reasons: dict[Sha, str] = field(default_factory=dict)
-    touch: Touch = EMPTY_TOUCH
     needs_resolution: bool = False
 
 
@@ -52,66 +51,80 @@ def _declared(c: PendingCommit, chains: Sequence[ChainSpec]) -> tuple[ChainSpec,
     return None
 
 
-def _chain_for(c: PendingCommit, rules: RoutingRules, chains: dict[str, _Chain],
-               member: dict[Sha, str], conflicting: Mapping[Sha, str]) -> tuple[str, str, str] | None:
-    """(chain name, owner, reason) when the commit is risky, else None."""
+def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str], conflicting: Mapping[Sha, str],
+               missing: Mapping[Sha, str], waiting: Mapping[Sha, Dependency]) -> tuple[str, str, str] | None:
+    """(chain name, owner, reason) when the commit lands link by link in a chain, else None."""
     if c.deferred_chain:
         return c.deferred_chain, "", f"deferred earlier in chain {c.deferred_chain}"
     if c.sha in conflicting:
         return f"resolve-{c.sha[:10]}", "", f"conflicts when picked: {conflicting[c.sha]}"
-    if c.reverts is not None and c.reverts in member:
-        name = member[c.reverts]
-        return name, "", f"reverts or relands {c.reverts[:12]}, which is in chain {name}"
+    if c.sha in missing:
+        return f"held-{c.sha[:10]}", "", missing[c.sha]
     declared = _declared(c, rules.chains)
     if declared is not None:
         return declared[0].name, declared[0].owner, declared[1]
-    for chain in chains.values():
-        shared = c.touch.overlap(chain.touch)
-        if shared is not None:
-            return chain.name, "", f"depends on chain {chain.name}: both touch {shared}"
+    d = waiting.get(c.sha)
+    if d is not None and d.on in member:
+        name = member[d.on]
+        return name, "", f"waits for {d.describe()}, which is in chain {name}"
     pin = next((p for p in sorted(c.touch.files) if any(path_matches(p, g) for g in rules.pin_files)), None)
     if pin is not None:
         return f"pin:{pin}", "", f"updates pin file {pin}"
-    shared = c.touch.overlap(rules.footprint)
-    if shared is not None:
-        where = shared.split(" ", 1)[1].split("::", 1)[0]
-        return f"fork:{where}", "", f"touches the fork's own change: {shared}"
     return None
 
 
 def route(commits: Sequence[PendingCommit], rules: RoutingRules,
-          conflicting: Mapping[Sha, str] | None = None) -> tuple[Unit, ...]:
+          conflicting: Mapping[Sha, str] | None = None,
+          missing: Mapping[Sha, str] | None = None,
+          waiting: Mapping[Sha, Dependency] | None = None) -> tuple[Unit, ...]:
     """Units in upstream order of their first commit; every commit gets exactly one unit and a reason.
 
+    A commit joins a chain only through a real dependency (or a declaration); a commit that meets
+    the fork's own lines is a unit of its own; the rest fill bundles, a new one starting where a
+    commit depends on a unit created after the open bundle.
+
     Args:
-        commits: pending upstream commits, oldest first.
-        rules: declared chains, the fork's footprint, pin files and the bundle size.
+        commits: pending upstream commits, oldest first, with their dependencies.
+        rules: declared chains, pin files and the bundle size.
         conflicting: commits the in-memory probe found conflicting, with what conflicted.
+        missing: commits that cannot be picked here (a blob this clone lacks, a path git refuses),
+            with a one-line reason.
+        waiting: commits the probe found waiting for one of those (or for a chain), with the dependency.
     """
     conflicting = conflicting or {}
-    chains: dict[str, _Chain] = {}
+    missing = missing or {}
+    waiting = waiting or {}
+    chains: dict[str, int] = {}  # chain name -> index in `created`
     member: dict[Sha, str] = {}  # sha -> chain name
-    bundles: list[_Chain] = []
+    unit_of: dict[Sha, int] = {}  # sha -> index in `created`
     created: list[tuple[UnitKind, _Chain]] = []  # units in the order of their first commit
+    bundle: int | None = None
     for c in commits:
-        hit = _chain_for(c, rules, chains, member, conflicting)
+        hit = _chain_for(c, rules, member, conflicting, missing, waiting)
         if hit is not None:
             name, owner, reason = hit
             if name not in chains:
-                chains[name] = _Chain(name, owner)
-                created.append((UnitKind.CHAIN, chains[name]))
-            chain = chains[name]
+                chains[name] = len(created)
+                created.append((UnitKind.CHAIN, _Chain(name, owner)))
+            chain = created[chains[name]][1]
             chain.commits.append(c.sha)
             chain.reasons[c.sha] = reason
-            chain.touch = chain.touch.union(c.touch)
             chain.needs_resolution = chain.needs_resolution or c.sha in conflicting
             member[c.sha] = name
+            unit_of[c.sha] = chains[name]
             continue
-        if not bundles or len(bundles[-1].commits) >= max(1, rules.max_bundle):
-            bundles.append(_Chain(f"bundle-{c.sha[:10]}"))
-            created.append((UnitKind.BUNDLE, bundles[-1]))
-        bundles[-1].commits.append(c.sha)
-        bundles[-1].reasons[c.sha] = LOW_RISK
+        if c.fork_overlap is not None:
+            unit_of[c.sha] = len(created)
+            created.append((UnitKind.BUNDLE, _Chain(f"fork-{c.sha[:10]}", commits=[c.sha], reasons={
+                c.sha: f"meets the fork's own lines: {c.fork_overlap}"})))
+            continue
+        after = max((unit_of[d.on] for d in c.deps if d.on in unit_of), default=-1)
+        if bundle is None or len(created[bundle][1].commits) >= max(1, rules.max_bundle) or after > bundle:
+            bundle = len(created)
+            created.append((UnitKind.BUNDLE, _Chain(f"bundle-{c.sha[:10]}")))
+        created[bundle][1].commits.append(c.sha)
+        created[bundle][1].reasons[c.sha] = LOW_RISK
+        unit_of[c.sha] = bundle
     return tuple(Unit(UnitKind.CHAIN, u.name, tuple(u.commits), u.reasons, u.owner, u.needs_resolution)
                  if kind is UnitKind.CHAIN else Unit(UnitKind.BUNDLE, u.name, tuple(u.commits), u.reasons)
                  for kind, u in created)

@@ -110,3 +110,13 @@ class TouchCacheRow(Base):
     sha: Mapped[str] = mapped_column(String(64), primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
     payload: Mapped[str] = mapped_column(Text)
+
+
+class ShapeCacheRow(Base):
+    """What a commit changes, line by line (hunks, names defined and used), for the dependency
+    walk; never changes for its sha and reader version, so it is read once per commit (issue 11)."""
+
+    __tablename__ = "ingest_shape_cache"
+    sha: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+    payload: Mapped[str] = mapped_column(Text)

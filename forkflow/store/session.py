@@ -170,6 +170,8 @@ def _make_engine(url: str, *, create: bool) -> Engine:
             cur.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             try:
                 cur.execute("PRAGMA journal_mode=WAL")
+                # WAL stays consistent without an fsync per commit; ingest wrote thousands (issue 11)
+                cur.execute("PRAGMA synchronous=NORMAL")
             except Exception:  # noqa: BLE001  (locked at open: the first write reports it)
                 pass
             cur.close()

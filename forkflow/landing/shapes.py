@@ -1,0 +1,235 @@
+"""What each commit changes (zero-context hunks, names defined and used), read in-process.
+
+A blob this clone lacks (a partial clone, or objects cut out of a snapshot) never raises: the
+file is compared as a whole by blob id and the blob is named in `CommitShape.missing`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pygit2
+
+from forkflow.git.run import run_git_bytes
+from forkflow.models import Sha
+from forkflow.planning.lines import CommitShape, FileChange, Hunk
+from forkflow.planning.names import definitions_in, identifiers_in
+
+SHAPE_VERSION = 2
+ZERO = b"\0" * 20
+MAX_TEXT_LINES = 20_000  # a generated file rewritten wholesale: its names are not read
+_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
+_DIFF_FLAGS = pygit2.enums.DiffOption.SKIP_BINARY_CHECK
+
+
+def parse_patch(data: bytes) -> tuple[tuple[Hunk, ...], list[str], list[str]]:
+    """Hunks, added lines and removed lines of one file's zero-context patch text."""
+    hunks: list[Hunk] = []
+    added: list[str] = []
+    removed: list[str] = []
+    for m in _HUNK.finditer(data):
+        os_, ol, ns, nl = m.groups()
+        hunks.append(Hunk(int(os_), 1 if ol is None else int(ol), int(ns), 1 if nl is None else int(nl)))
+    if len(data) < 4_000_000:
+        for line in data.split(b"\n"):
+            if line.startswith(b"+") and not line.startswith(b"+++ "):
+                added.append(line[1:].decode("utf-8", "replace"))
+            elif line.startswith(b"-") and not line.startswith(b"--- "):
+                removed.append(line[1:].decode("utf-8", "replace"))
+    return tuple(hunks), added, removed
+
+
+_HEX = frozenset(b"0123456789abcdef")
+
+
+def _header_path(rest: bytes) -> str:
+    """P of `diff --git a/P b/P` (no renames: both halves name the same path)."""
+    if rest.startswith(b'"'):  # C-quoted: take the first quoted name
+        end = rest.index(b'"', 1)
+        while rest[end - 1:end] == b"\\":
+            end = rest.index(b'"', end + 1)
+        inner = rest[1:end].decode("unicode_escape").encode("latin-1")
+        return inner[2:].decode("utf-8", "surrogateescape")
+    return rest[2:2 + (len(rest) - 5) // 2].decode("utf-8", "surrogateescape")
+
+
+class _Builder:
+    def __init__(self, sha: Sha) -> None:
+        self.sha = sha
+        self.files: list[FileChange] = []
+        self.defines: set[str] = set()
+        self.uses: set[str] = set()
+        self.mentions: set[str] = set()
+        self.path = ""
+        self.flags = 0  # 1 added, 2 deleted, 4 binary
+        self.hunks: list[Hunk] = []
+        self.plus: list[bytes] = []
+        self.minus: list[bytes] = []
+        self.open = False
+
+    def close_file(self) -> None:
+        if not self.open:
+            return
+        self.open = False
+        hunks = None if self.flags & 4 else tuple(self.hunks)
+        self.files.append(FileChange(self.path, hunks, bool(self.flags & 1), bool(self.flags & 2)))
+        if hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
+            plus = b"\n".join(self.plus).decode("utf-8", "replace")
+            minus = b"\n".join(self.minus).decode("utf-8", "replace")
+            self.defines |= definitions_in(self.path, plus) - definitions_in(self.path, minus)
+            added, removed = identifiers_in(plus), identifiers_in(minus)
+            self.uses |= added - removed
+            self.mentions |= added | removed
+
+    def start_file(self, path: str) -> None:
+        self.close_file()
+        self.open, self.path, self.flags = True, path, 0
+        self.hunks, self.plus, self.minus = [], [], []
+
+    def shape(self) -> CommitShape:
+        self.close_file()
+        return CommitShape(self.sha, tuple(self.files), frozenset(self.defines),
+                           frozenset(self.uses - self.defines), frozenset(self.mentions))
+
+
+def parse_diff_tree(raw: bytes, wanted: frozenset[str]) -> dict[Sha, CommitShape]:
+    """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch)."""
+    out: dict[Sha, CommitShape] = {}
+    b: _Builder | None = None
+    in_hunk = False
+    for line in raw.split(b"\n"):
+        first = line[:1]
+        if in_hunk and first in (b"+", b"-"):
+            assert b is not None
+            (b.plus if first == b"+" else b.minus).append(line[1:])
+            continue
+        if first == b"\\":
+            continue
+        if len(line) == 40 and _HEX.issuperset(line) and line.decode() in wanted:
+            if b is not None:
+                out[b.sha] = b.shape()
+            b, in_hunk = _Builder(Sha(line.decode())), False
+        elif b is None:
+            continue
+        elif line.startswith(b"diff --git "):
+            b.start_file(_header_path(line[11:]))
+            in_hunk = False
+        elif line.startswith(b"@@ "):
+            m = _HUNK.match(line)
+            if m is not None:
+                os_, ol, ns, nl = m.groups()
+                b.hunks.append(Hunk(int(os_), 1 if ol is None else int(ol), int(ns), 1 if nl is None else int(nl)))
+                in_hunk = True
+        elif not in_hunk:
+            if line.startswith(b"new file mode"):
+                b.flags |= 1
+            elif line.startswith(b"deleted file mode"):
+                b.flags |= 2
+            elif line.startswith(b"Binary files") or line.startswith(b"GIT binary patch"):
+                b.flags |= 4
+        else:
+            in_hunk = False
+    if b is not None:
+        out[b.sha] = b.shape()
+    return out
+
+
+def read_shapes(path: Path | str, shas: Sequence[Sha]) -> dict[Sha, CommitShape]:
+    """Shapes of `shas`, read by one `git diff-tree` (which fetches blobs a partial clone lacks from
+    its promisor remote); where git cannot read them, commit by commit in-process, naming the
+    blobs that are missing."""
+    out: dict[Sha, CommitShape] = {}
+    wanted = frozenset(shas)
+    for i in range(0, len(shas), 2000):
+        batch = shas[i:i + 2000]
+        rc, raw, _ = run_git_bytes(
+            "-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "-m",
+            "--first-parent", "--root", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none",
+            cwd=path, input=("\n".join(batch) + "\n").encode(), check=False)
+        if rc == 0:
+            out.update(parse_diff_tree(raw, wanted))
+            continue
+        reader = ShapeReader(path)
+        out.update({sha: reader.shape(sha) for sha in batch})
+    for sha in shas:
+        out.setdefault(sha, CommitShape(sha, ()))  # an empty commit: git prints nothing for it
+    return out
+
+
+class ShapeReader:
+    """Computes `CommitShape`s of commits from one repository's object database."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.repo = pygit2.Repository(str(path))
+
+    def has(self, oid: pygit2.Oid) -> bool:
+        return oid.raw == ZERO or oid in self.repo.odb
+
+    def shape(self, sha: str) -> CommitShape:
+        """The commit's change against its first parent."""
+        commit = self.repo.get(sha)
+        if not isinstance(commit, pygit2.Commit):
+            return CommitShape(Sha(sha), ())
+        old = commit.parents[0].tree if commit.parents else None
+        files, defines, uses, missing = self.changes(old, commit.tree)
+        return CommitShape(Sha(sha), files, frozenset(defines), frozenset(uses - defines), frozenset(uses),
+                           tuple(missing))
+
+    def changes(self, old: pygit2.Tree | None, new: pygit2.Tree) -> tuple[
+            tuple[FileChange, ...], set[str], set[str], list[str]]:
+        """(file changes, names defined, identifiers used, missing blobs) of old -> new."""
+        if old is not None:
+            diff = old.diff_to_tree(new, context_lines=0, flags=_DIFF_FLAGS)
+        else:
+            diff = new.diff_to_tree(context_lines=0, swap=True, flags=_DIFF_FLAGS)
+        files: list[FileChange] = []
+        defines: set[str] = set()
+        uses: set[str] = set()
+        missing: list[str] = []
+        for i, delta in enumerate(diff.deltas):
+            added_file = delta.old_file.id.raw == ZERO
+            deleted = delta.new_file.id.raw == ZERO
+            path = delta.old_file.path if deleted else delta.new_file.path
+            absent = [f"blob {f.id} ({f.path})" for f in (delta.old_file, delta.new_file) if not self.has(f.id)]
+            if absent or delta.new_file.mode == pygit2.enums.FileMode.COMMIT \
+                    or delta.old_file.mode == pygit2.enums.FileMode.COMMIT:
+                missing += absent
+                files.append(FileChange(path, None, added_file, deleted))
+                continue
+            try:
+                patch = diff[i]
+            except (KeyError, pygit2.GitError):
+                missing.append(f"blob {delta.new_file.id} ({path})")
+                files.append(FileChange(path, None, added_file, deleted))
+                continue
+            if patch is None or patch.delta.is_binary:
+                files.append(FileChange(path, None, added_file, deleted))
+                continue
+            hunks, plus, minus = parse_patch(patch.data)
+            if b"\0" in patch.data[:8000] and not hunks:
+                files.append(FileChange(path, None, added_file, deleted))
+                continue
+            files.append(FileChange(path, hunks, added_file, deleted))
+            if len(plus) + len(minus) <= MAX_TEXT_LINES:
+                text_plus, text_minus = "\n".join(plus), "\n".join(minus)
+                defines |= definitions_in(path, text_plus) - definitions_in(path, text_minus)
+                uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
+        return tuple(files), defines, uses, missing
+
+
+def shape_to_json(s: CommitShape) -> str:
+    files = [[f.path, (1 if f.added else 0) | (2 if f.deleted else 0),
+              None if f.hunks is None else [[h.old_start, h.old_lines, h.new_start, h.new_lines] for h in f.hunks]]
+             for f in s.files]
+    return json.dumps({"f": files, "d": sorted(s.defines), "u": sorted(s.uses),
+                       "n": sorted(s.mentions - s.uses), "m": list(s.missing)}, separators=(",", ":"))
+
+
+def shape_from_json(sha: Sha, text: str) -> CommitShape:
+    d = json.loads(text)
+    files = tuple(FileChange(p, None if hs is None else tuple(Hunk(*h) for h in hs), bool(flags & 1), bool(flags & 2))
+                  for p, flags, hs in d["f"])
+    uses = frozenset(d["u"])
+    return CommitShape(sha, files, frozenset(d["d"]), uses, uses | frozenset(d["n"]), tuple(d["m"]))
