@@ -779,7 +779,7 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     assert cli("ingest", "--land", repo=fork).rc == 0
     found = {x["kind"]: x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
     assert set(found) == set(up)
-    steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm gone.py",
+    steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm -- gone.py",
              "submodule": "git update-index --cacheinfo 160000,COMMIT,sub"}
     for kind, x in found.items():
         shown = cli("conflicts", "show", str(x["id"]), repo=fork).out
