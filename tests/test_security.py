@@ -4,11 +4,20 @@
 """
 from __future__ import annotations
 
-import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from forkflow.conflicts import guardrails
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.engine import resolve_case
+from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, CommandBackend, HttpBackend
 from forkflow.git.repo import Repo
 from forkflow.testing.gitrepo import ForkBuilder
 
@@ -63,3 +72,131 @@ def test_settle_advice_ends_options_before_a_path() -> None:
     x = ConflictInfo(**{**fields, "path": "-A", "kind": "delete/modify", "upstream_sha": "a" * 40})  # type: ignore[arg-type]
     text = by_hand(x, "main")
     assert "git add -- -A" in text and "git rm -- -A" in text
+
+
+# -- agent answers: markers on the answer itself, a deadline for the whole call, a size cap --------
+
+README_BASE = "Title\n=======\n\nintro\n\nold line\n"
+README_OURS = "Title\n=======\n\nintro\n\nfork line\n"
+README_THEIRS = "Title\n=======\n\nintro\n\nupstream line\n"
+
+
+def _readme_case(tmp_path: Path) -> ConflictCase:
+    from tests.test_conflicts import make_case
+
+    return make_case(tmp_path, README_BASE, README_OURS, README_THEIRS, path="README.md")
+
+
+def test_guardrails_reject_markers_even_when_a_side_has_an_underline(tmp_path: Path) -> None:
+    """A side's Markdown underline `=======` used to switch the marker check off for the file."""
+    case = _readme_case(tmp_path)
+    marked = ("Title\n=======\n\nintro\n\n<<<<<<< fork\nfork line\n=======\nupstream line\n"
+              ">>>>>>> upstream\n")
+    v = guardrails.check(case, marked.encode())
+    assert not v.ok and "markers" in v.reason
+    ok = guardrails.check(case, "Title\n=======\n\nintro\n\nfork line\nupstream line\n".encode())
+    assert ok.ok, ok.reason
+
+
+TRICKLE = r'''
+import sys, time
+sys.stdin.read()
+for _ in range(200):
+    sys.stdout.write("x"); sys.stdout.flush(); time.sleep(0.05)
+'''
+FLOOD = r'''
+import sys
+sys.stdin.read()
+chunk = "y" * 1048576
+for _ in range(50):
+    sys.stdout.write(chunk)
+'''
+
+
+def _command_agent(tmp_path: Path, body: str, timeout: float, log: list[Attempt]) -> AgentResolver:
+    script = tmp_path / "agent.py"
+    script.write_text(body)
+    return AgentResolver(CommandBackend([sys.executable, str(script)], timeout), log.append)
+
+
+def test_agent_command_trickle_is_cut_at_the_deadline(tmp_path: Path) -> None:
+    from tests.test_conflicts import BASE, OURS, THEIRS, make_case
+
+    log: list[Attempt] = []
+    start = time.monotonic()
+    out = resolve_case(make_case(tmp_path, BASE, OURS, THEIRS), [_command_agent(tmp_path, TRICKLE, 1, log)])
+    assert time.monotonic() - start < 3 and not out.resolved
+    assert log[0].outcome == "timeout"
+
+
+def test_agent_command_answer_size_is_capped(tmp_path: Path) -> None:
+    from tests.test_conflicts import BASE, OURS, THEIRS, make_case
+
+    log: list[Attempt] = []
+    out = resolve_case(make_case(tmp_path, BASE, OURS, THEIRS), [_command_agent(tmp_path, FLOOD, 30, log)])
+    assert not out.resolved and log[0].outcome == "error" and "larger than" in log[0].reason
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    server: Any
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.server.mode == "trickle":  # a byte every 50 ms: each read is quick, the whole is not
+            self.send_header("Content-Length", "400")
+            self.end_headers()
+            try:
+                for _ in range(400):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            return
+        payload = b'{"choices": [{"message": {"content": "' + b"z" * (50 * 1024 * 1024) + b'"}}]}'
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        try:
+            self.wfile.write(payload)
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[Any]:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_agent_http_trickle_is_cut_at_the_deadline(tmp_path: Path, endpoint: Any) -> None:
+    from tests.test_conflicts import BASE, OURS, THEIRS, make_case
+
+    endpoint.mode = "trickle"
+    log: list[Attempt] = []
+    url = f"http://127.0.0.1:{endpoint.server_address[1]}/v1"
+    start = time.monotonic()
+    out = resolve_case(make_case(tmp_path, BASE, OURS, THEIRS),
+                       [AgentResolver(HttpBackend(url, "m", None, 1), log.append)])
+    assert time.monotonic() - start < 3 and not out.resolved
+    assert log[0].outcome == "timeout"
+
+
+def test_agent_http_answer_size_is_capped(tmp_path: Path, endpoint: Any) -> None:
+    from tests.test_conflicts import BASE, OURS, THEIRS, make_case
+
+    endpoint.mode = "flood"
+    log: list[Attempt] = []
+    url = f"http://127.0.0.1:{endpoint.server_address[1]}/v1"
+    out = resolve_case(make_case(tmp_path, BASE, OURS, THEIRS),
+                       [AgentResolver(HttpBackend(url, "m", None, 30), log.append)])
+    assert not out.resolved and log[0].outcome == "error" and "larger than" in log[0].reason
