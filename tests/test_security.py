@@ -200,3 +200,50 @@ def test_agent_http_answer_size_is_capped(tmp_path: Path, endpoint: Any) -> None
     out = resolve_case(make_case(tmp_path, BASE, OURS, THEIRS),
                        [AgentResolver(HttpBackend(url, "m", None, 30), log.append)])
     assert not out.resolved and log[0].outcome == "error" and "larger than" in log[0].reason
+
+
+# -- terminal escapes: what the CLI prints from upstream never drives the terminal -----------------
+
+OSC52 = "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07"
+CLEAR = "\x1b[2J"
+LINK = "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\"
+
+
+def test_conflicts_show_and_status_print_no_terminal_escapes(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
+    builder.upstream_commit({"k.py": f"def f():\n    return 100  # {CLEAR}\u202e\n"},
+                            f"Tune f {OSC52} (#10)", body=f"see {LINK}\x9b31m")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    outputs = [cli("conflicts", "show", str(c["id"]), repo=fork),
+               cli("conflicts", "show", str(c["id"]), "--json", repo=fork),
+               cli("conflicts", repo=fork), cli("status", "--commits", repo=fork),
+               cli("history", repo=fork)]
+    for r in outputs:
+        assert r.rc == 0, r.err
+        text = r.out + r.err
+        for bad in ("\x1b", "\x07", "\x9b", "\u202e"):
+            assert bad not in text, (bad, text)
+    shown = outputs[0].out
+    assert "\\x1b]52" in shown and "\\x1b[2J" in shown  # shown as text, not dropped
+    doc = outputs[1].json()
+    assert CLEAR in doc["conflicted"]  # JSON keeps the exact text, escaped
+
+
+def test_clean_text_keeps_styles_of_a_forced_terminal() -> None:
+    import io
+
+    from forkflow.cli.common import SafeConsole
+
+    buf = io.StringIO()
+    SafeConsole(file=buf, force_terminal=True, color_system="standard", width=200, highlight=False).print(
+        f"[bold red]error:[/] {OSC52}{CLEAR}")
+    out = buf.getvalue()
+    assert "\x1b[1;31m" in out  # forkflow's own style
+    assert "\x1b]52" not in out and "\x1b[2J" not in out and "\\x1b]52" in out
