@@ -247,3 +247,52 @@ def test_clean_text_keeps_styles_of_a_forced_terminal() -> None:
     out = buf.getvalue()
     assert "\x1b[1;31m" in out  # forkflow's own style
     assert "\x1b]52" not in out and "\x1b[2J" not in out and "\\x1b]52" in out
+
+
+# -- secrets: the crash log, the connection error, the token on argv --------------------------------
+
+def test_crash_log_holds_no_token_nor_store_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    from forkflow.cli import main as cli_main
+
+    monkeypatch.setattr(sys, "argv", ["forkflow", "serve", "--token", "tok-SECRET-1234",
+                                      "--store", "postgresql+psycopg://ff:pw-SECRET@db:5432/ff",
+                                      "--token=tok-SECRET-5678"])
+    try:
+        raise RuntimeError("boom on postgresql+psycopg://ff:pw-SECRET@db:5432/ff")
+    except RuntimeError as e:
+        log = cli_main._crash_log(e)
+    text = log.read_text()
+    log.unlink()
+    assert "SECRET" not in text and "ff:***@db" in text and "--token=***" in text
+
+
+def test_connection_error_never_echoes_a_password_holding_an_at() -> None:
+    from forkflow.errors import UserError
+    from forkflow.store.session import Store
+
+    with pytest.raises(UserError) as e:
+        Store.open("postgresql+psycopg://ff:s3cr@tPart@127.0.0.1:1/none")
+    assert "tPart" not in str(e.value) and "s3cr" not in str(e.value) and "%40" in str(e.value)
+
+
+def test_serve_reads_the_token_from_a_file_and_warns_about_argv(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    seen: dict[str, object] = {}
+    store = f"sqlite:///{tmp_path / 'ff.db'}"
+    from forkflow.store.session import Store
+    Store.open(store).dispose()
+    import forkflow.web.serve as web_serve
+
+    def fake_serve(target: object, host: str, port: int, **kw: object) -> int:
+        seen.update(kw)
+        return 0
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(web_serve, "serve_store", fake_serve)
+    try:
+        (tmp_path / "tok").write_text("file-token-123456\n")
+        r = cli("serve", "--store", store, "--token-file", str(tmp_path / "tok"), "--repo", str(tmp_path))
+        assert r.rc == 0 and seen["token"] == "file-token-123456" and "warning" not in r.err, r.err
+        r = cli("serve", "--store", store, "--token", "argv-token-123456", "--repo", str(tmp_path))
+        assert r.rc == 0 and "visible to every user" in r.err
+    finally:
+        mp.undo()
