@@ -296,3 +296,109 @@ def test_serve_reads_the_token_from_a_file_and_warns_about_argv(cli, tmp_path: P
         assert r.rc == 0 and "visible to every user" in r.err
     finally:
         mp.undo()
+
+
+# -- dashboard: body limit before reading, Host check, encoded links, the recorded client ----------
+
+@pytest.fixture
+def live_dashboard(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    """The dashboard under real uvicorn (as `forkflow serve` configures it) on a free port."""
+    import socket
+
+    import uvicorn
+
+    from forkflow.store.session import Store
+    from forkflow.web.app import create_app
+    from forkflow.web.serve import allowed_hosts_for, uvicorn_config
+
+    url = f"sqlite:///{tmp_path / 'ff.db'}"
+    Store.open(url).dispose()
+    log = tmp_path / "actions.log"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(url, "operator-token-0123456789", actions_log=log,
+                     allowed_hosts=allowed_hosts_for("127.0.0.1"))
+    server = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, quiet=True))
+    t = threading.Thread(target=server.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield port, log
+    server.should_exit = True
+    t.join(10)
+
+
+def _raw(port: int, head: str, body_chunks: Iterator[bytes] = iter(()), timeout: float = 5) -> str:
+    """Send a raw request (headers, then body chunks while the server reads) and return the
+    answer's first line, or "" when none came within `timeout`."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(head.encode())
+        try:
+            for chunk in body_chunks:
+                s.sendall(chunk)
+        except OSError:  # the server answered and closed: what we want
+            pass
+        try:
+            return s.recv(4096).decode("latin-1").split("\r\n", 1)[0]
+        except (TimeoutError, OSError):
+            return ""
+
+
+def test_dashboard_refuses_a_huge_body_before_reading_it(live_dashboard: tuple[int, Path]) -> None:
+    port, _ = live_dashboard
+    head = (f"POST /api/validation/runs/1/rerun HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 400000000\r\n\r\n")
+    start = time.monotonic()
+    line = _raw(port, head, iter([b"a" * 65536] * 4))
+    assert line.split(" ")[1:2] in (["413"], ["400"]), line
+    assert time.monotonic() - start < 5
+    chunked = (f"POST /api/validation/runs/1/rerun HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               "Content-Type: application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n")
+    piece = b"%x\r\n%s\r\n" % (1 << 20, b"a" * (1 << 20))
+    line = _raw(port, chunked, iter([piece] * 64))
+    assert line.split(" ")[1:2] in (["413"], ["400"]), line
+
+
+def test_dashboard_refuses_a_foreign_host_header(live_dashboard: tuple[int, Path]) -> None:
+    """A DNS-rebinding page reaches 127.0.0.1 under its own name; the Host header gives it away."""
+    port, _ = live_dashboard
+    assert " 400 " in _raw(port, f"GET /api/overview HTTP/1.1\r\nHost: evil.example:{port}\r\n\r\n") + " "
+    assert " 200 " in _raw(port, f"GET /api/overview HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n") + " "
+    assert " 200 " in _raw(port, f"GET /api/overview HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n") + " "
+
+
+def test_actions_log_records_the_peer_not_a_forwarded_claim(live_dashboard: tuple[int, Path]) -> None:
+    port, log = live_dashboard
+    _raw(port, f"POST /api/validation/runs/1/rerun HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+               "X-Forwarded-For: 203.0.113.66\r\nContent-Length: 0\r\n\r\n")
+    import json
+
+    (entry,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert entry["client"] == "127.0.0.1" and entry["forwarded_for"] == "203.0.113.66"
+
+
+def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from forkflow.models import Better, MetricPoint, Sha
+    from forkflow.store import queries
+    from forkflow.store.session import Store
+    from forkflow.web.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'ff.db'}"
+    store = Store.open(url)
+    name = "mm?x=1#frag/../../ingestion"
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        queries.add_metric_points(s, fid, [MetricPoint(name, Sha("a" * 40), 1.0, "ms", Better.LOWER,
+                                                       commit_date=1, measured_at=1)])
+    store.dispose()
+    with TestClient(create_app(url)) as c:
+        page = c.get("/l2").text
+        assert 'href="/l2/metrics/mm%3Fx%3D1%23frag%2F..%2F..%2Fingestion"' in page
+        assert 'href="/l2/metrics/mm?x=1' not in page
+        assert c.get("/l2/metrics/mm%3Fx%3D1%23frag%2F..%2F..%2Fingestion").status_code == 200

@@ -24,6 +24,10 @@ def serve(
     token_file: Annotated[Path | None, typer.Option(
         "--token-file", help="Read the operator token from this file (its first line).")] = None,
     fork: Annotated[str | None, typer.Option("--fork", help="Which fork of a shared store to show.")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A Host name the dashboard answers besides its own (the name a reverse "
+        "proxy forwards; repeat it for more, `*` for any).  Other Host headers get 400, which stops "
+        "DNS-rebinding pages.")] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open it in a browser.")] = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -55,7 +59,8 @@ def serve(
     else:
         raise UserError(f"no forkflow.toml in {repo.resolve()} and no --store; run it in the fork's "
                         "checkout (forkflow init first) or pass --store URL")
-    return serve_store(target, host, port, open_browser=open_browser, token=token, fork=fork)
+    return serve_store(target, host, port, open_browser=open_browser, token=token, fork=fork,
+                       allowed_hosts=tuple(allowed_host or ()))
 
 
 def _read_token_file(path: Path) -> str:
