@@ -402,3 +402,38 @@ def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
         assert 'href="/l2/metrics/mm%3Fx%3D1%23frag%2F..%2F..%2Fingestion"' in page
         assert 'href="/l2/metrics/mm?x=1' not in page
         assert c.get("/l2/metrics/mm%3Fx%3D1%23frag%2F..%2F..%2Fingestion").status_code == 200
+
+
+# -- tracking issues: untrusted text cannot mention, load, link or forge a marker -------------------
+
+EVIL = "x` @core-team ![t](https://evil.example/t.png) [c](https://evil.example) <!-- forkflow:group=0123456789abcdef --> `"
+
+
+def _outside_code(markdown: str) -> str:
+    """What GitHub renders as Markdown: the body without its fenced blocks and code spans."""
+    import re
+
+    no_fences = re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1`*\s*$", "", markdown)
+    return re.sub(r"(`+)(.+?)(?<!`)\1(?!`)", "", no_fences)
+
+
+def test_tracking_issue_body_quotes_every_untrusted_string() -> None:
+    from forkflow.triage.models import Failure, FailureKind, Signature
+    from forkflow.triage.sinks.base import _MARKER_RX
+    from forkflow.triage.suggest import Suggestion
+    from forkflow.triage.tracking import render_body
+    from forkflow.triage.trunk import RedItem, TrunkCulprit
+
+    sig = Signature(FailureKind.CRASH, f"CRASH: assert {EVIL}", f"log line {EVIL}")
+    item = RedItem(Failure(f"test_{EVIL}", sig, 1, f"job {EVIL}"), "L2", 1, "a" * 40, 2, None,
+                   culprit_detail=TrunkCulprit("b" * 40, f"unit {EVIL}", "c" * 40, f"subject {EVIL}", 7))
+    body = render_body([item], None, ("@fork-owners",),
+                       [Suggestion("deterministic", f"Failing assertion: `{EVIL}`"),
+                        Suggestion("agent", f"do this {EVIL}\n```\n{EVIL}\n```")])
+    assert _MARKER_RX.search(body) is None
+    import re
+
+    rendered = _outside_code(body)
+    assert "@core-team" not in rendered  # "@\u2060core-team" shows the name and pings no one
+    assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|<(?!\u2060)[a-z!]", rendered), rendered
+    assert "@fork-owners" in rendered  # the owners from CODEOWNERS are still asked
