@@ -437,3 +437,76 @@ def test_tracking_issue_body_quotes_every_untrusted_string() -> None:
     assert "@core-team" not in rendered  # "@\u2060core-team" shows the name and pings no one
     assert not re.search(r"(?<!\\)!(?<!\\)\[|(?<!\\)\]\(|<(?!\u2060)[a-z!]", rendered), rendered
     assert "@fork-owners" in rendered  # the owners from CODEOWNERS are still asked
+
+
+# -- one fork, one writer, on a shared PostgreSQL store ----------------------------------------------
+
+def _clone_fork(builder: ForkBuilder, dest: Path, store: str) -> Path:
+    import subprocess
+
+    subprocess.run(["git", "clone", "-q", "-b", "main", str(builder.f.path), str(dest)], check=True)
+    subprocess.run(["git", "remote", "add", "upstream", str(builder.upstream.path)], cwd=dest, check=True)
+    subprocess.run(["git", "fetch", "-q", "upstream"], cwd=dest, check=True)
+    from tests.conftest import run_forkflow
+
+    r = run_forkflow("init", "--upstream", "upstream", "--fork-branch", "main", "--store", store, cwd=dest)
+    assert r.rc == 0, r.err
+    cfg = dest / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace('[fork]\n', '[fork]\nname = "team-fork"\n', 1)
+                   + '\n[ingest]\nl1_command = "sleep 2"\n')
+    return dest
+
+
+@pytest.mark.postgres
+def test_two_clones_ingesting_one_postgres_store_at_once(builder: ForkBuilder, postgres_url: str,
+                                                          tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.conftest import run_forkflow
+
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    for i in range(6):
+        builder.upstream_commit({f"u{i}.py": f"U = {i}\n"}, f"Upstream {i} (#{10 + i})")
+    clones = [_clone_fork(builder, tmp_path / f"clone{i}", postgres_url) for i in (1, 2)]
+    heads = {c: subprocess.run(["git", "rev-parse", "main"], cwd=c, capture_output=True, text=True).stdout.strip()
+             for c in clones}
+    exe = Path(sys.executable).parent / "forkflow"
+    procs = [subprocess.Popen([str(exe), "ingest", "--land", "--json"], cwd=c, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for c in clones]
+    outs = [(p.wait(120), *p.communicate()) for p in procs]
+    rcs = sorted(rc for rc, _, _ in outs)
+    assert rcs == [0, 1], outs  # one runs, the other is refused: never exit 3
+    refused = next(err for rc, _, err in outs if rc == 1)
+    assert "is writing this fork in the store" in refused
+    winner, loser = (clones[0], clones[1]) if outs[0][0] == 0 else (clones[1], clones[0])
+    assert subprocess.run(["git", "rev-parse", "main"], cwd=loser, capture_output=True,
+                          text=True).stdout.strip() == heads[loser]  # the refused clone is untouched
+    doc = run_forkflow("status", "--json", cwd=winner).json()
+    assert doc["counts"]["picked"] == 6 and doc["counts"]["pending"] == 0, doc["counts"]
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(postgres_url)
+    with engine.connect() as conn:
+        picked = conn.execute(text("SELECT fork_shas FROM dispositions WHERE disposition = 'PICKED'")).all()
+    engine.dispose()
+    import json
+
+    shas = {s for (row,) in picked for s in json.loads(row)}
+    assert len(picked) == 6 and shas
+    for sha in shas:  # store and git agree: every recorded pick is on the winner's branch
+        assert subprocess.run(["git", "merge-base", "--is-ancestor", sha, "main"], cwd=winner).returncode == 0
+
+
+@pytest.mark.postgres
+def test_two_first_runs_on_an_empty_postgres_store(postgres_url: str) -> None:
+    import subprocess
+
+    code = ("import sys; from forkflow.store.session import Store; from forkflow.store import queries\n"
+            "s = Store.open(sys.argv[1])\n"
+            "with s.session_scope() as x: queries.fork_id(x, 'f')\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, postgres_url], stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    errs = [(p.wait(120), p.communicate()[1]) for p in procs]
+    assert all(rc == 0 for rc, _ in errs), errs

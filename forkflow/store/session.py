@@ -19,6 +19,7 @@ from forkflow.errors import StoreError, UserError
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
+LOCK_NAMESPACE = 0x666B666C  # "fkfl": the first key of every forkflow advisory lock (store/locks.py)
 _REV = re.compile(r"^revision\s*=\s*['\"]([^'\"]+)['\"]", re.M)
 _DOWN = re.compile(r"^down_revision\s*=\s*(.+)$", re.M)
 
@@ -131,6 +132,11 @@ class Store:
         known, heads = _script_revisions()
         try:
             with self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":
+                    # two first runs on an empty database would both create the tables (and one
+                    # crash on pg_type_typname_nsp_index): one migrates, the other waits, then
+                    # finds the schema current (issue 13, item 4)
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:ns, 0)"), {"ns": LOCK_NAMESPACE})
                 current = _current_revisions(conn)
                 newer = current - known
                 if newer:
