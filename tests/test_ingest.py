@@ -186,7 +186,8 @@ def test_ingest_agent_resolves_and_every_attempt_is_logged(cli, fork: Path, tmp_
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
     with (fork / "forkflow.toml").open("a") as f:
-        f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n")
+        f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n"
+                "autoland = true\n")  # no person in the loop (tests/test_security.py: the default)
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     link = next(u for u in doc["units"] if u["name"] == "fork:mini/kernels.py#1")
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["agent"]

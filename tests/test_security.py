@@ -510,3 +510,81 @@ def test_two_first_runs_on_an_empty_postgres_store(postgres_url: str) -> None:
              for _ in range(4)]
     errs = [(p.wait(120), p.communicate()[1]) for p in procs]
     assert all(rc == 0 for rc, _ in errs), errs
+
+
+# -- agent-made code needs a person -----------------------------------------------------------------
+
+AGENT_RUNS_CODE = r'''
+import json, sys
+req = json.load(sys.stdin)
+head, rest = req["conflicted"].split("<<<<<<< fork\n")
+tail = rest.split(">>>>>>> upstream\n")[1]
+sys.stdout.write(head + "    return __import__('os').system('touch %s') or 110\n" + tail)
+'''
+
+
+def _agent_fork(cli, builder: ForkBuilder, tmp_path: Path, extra: str = "") -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
+    import json
+
+    mark = tmp_path / "agent-code-ran"
+    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
+    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    agent = tmp_path / "agent.py"
+    agent.write_text(AGENT_RUNS_CODE % mark)
+    l1 = f"{sys.executable} -c 'import k; k.f()'"
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n\n[ingest.agent]\n"
+                f"command = {json.dumps([sys.executable, str(agent)])}\ntimeout = 30\n{extra}")
+    return fork, mark
+
+
+def test_agent_resolution_waits_for_a_person_before_l1_runs_it(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fork, mark = _agent_fork(cli, builder, tmp_path)
+    main = builder.f.head()
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["conflict"]
+    assert not mark.exists(), "L1 ran the agent's code before anyone read it"
+    assert builder.f.git("rev-parse", "main").strip() == main
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    shown = cli("conflicts", "show", str(c["id"]), repo=fork).out
+    assert "forkflow conflicts approve" in shown and "__import__('os')" in shown  # the code to read
+    r = cli("conflicts", "approve", str(c["id"]), repo=fork)
+    assert r.rc == 0, r.err
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"]
+    assert mark.exists()  # L1 ran it, after the approval
+    r = cli("conflicts", "approve", str(c["id"]), repo=fork)
+    assert r.rc == 1 and "resolved" in r.err
+
+
+def test_agent_autoland_is_the_explicit_opt_out(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fork, mark = _agent_fork(cli, builder, tmp_path, "autoland = true\n")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"] and mark.exists()
+
+
+def test_dashboard_approval_needs_the_token(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from forkflow.context import open_context
+    from forkflow.web.app import create_app
+
+    fork, mark = _agent_fork(cli, builder, tmp_path)
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    token = "operator-token-0123456789"
+    with TestClient(create_app(open_context(fork), token, actions_log=tmp_path / "actions.log")) as client:
+        page = client.get(f"/ingestion/conflicts/{c['id']}").text
+        assert "agent proposal" in page and "__import__(&#39;os&#39;)" in page
+        url = f"/api/ingestion/conflicts/{c['id']}/approve"
+        assert client.post(url).status_code == 403
+        assert client.post(url, headers={"X-Forkflow-Token": "wrong-token-123"}).status_code == 403
+        assert not mark.exists() and cli("conflicts", "--json", repo=fork).json()["conflicts"]
+        r = client.post(url, headers={"X-Forkflow-Token": token})
+        assert r.status_code == 200 and r.json()["state"] == "approved"
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"] and mark.exists()

@@ -41,7 +41,7 @@ class Attempt:
     backend: str
     request: str
     response: str
-    outcome: str  # accepted | rejected | error | timeout
+    outcome: str  # accepted | proposed (waits for a person) | rejected | error | timeout
     reason: str
     duration_ms: int
 
@@ -213,10 +213,15 @@ class HttpBackend:
 class AgentResolver:
     name = "agent"
 
-    def __init__(self, backend: Backend, log: Callable[[Attempt], None], max_bytes: int = 200_000) -> None:
+    def __init__(self, backend: Backend, log: Callable[[Attempt], None], max_bytes: int = 200_000,
+                 autoland: bool = False) -> None:
         self.backend = backend
         self.log = log
         self.max_bytes = max_bytes
+        # False (the default): an answer that passes the guardrails is logged as a proposal and
+        # not used; a person approves it (conflicts/approval.py) before it is picked and L1 runs
+        # it.  Agent-made code is code nobody has read (issue 13, item 1).
+        self.autoland = autoland
 
     def propose(self, case: ConflictCase) -> Proposal | None:
         if not case.kind.is_text or not case.segments:
@@ -232,11 +237,15 @@ class AgentResolver:
             self._log(case, shown, f.response, f.outcome, f.reason, start)
             return None
         verdict = guardrails.check(case, content)
+        if verdict.ok and not self.autoland:
+            self._log(case, shown, content.decode("utf-8", "surrogateescape"), "proposed",
+                      f"{verdict.reason}; waits for a person: forkflow conflicts approve ID", start)
+            return None
         self._log(case, shown, raw, "accepted" if verdict.ok else "rejected", verdict.reason, start)
         return Proposal(content, f"agent ({self.backend.name})") if verdict.ok else None
 
     def _log(self, case: ConflictCase, request: str, response: str, outcome: str, reason: str,
              start: float) -> None:
         ms = int((time.monotonic() - start) * 1000)
-        self.log(Attempt(case.upstream_sha, case.path, self.backend.name, request, response[:MAX_LOG],
-                         outcome, reason, ms))
+        kept = response if outcome == "proposed" else response[:MAX_LOG]  # a proposal is kept whole
+        self.log(Attempt(case.upstream_sha, case.path, self.backend.name, request, kept, outcome, reason, ms))
