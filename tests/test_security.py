@@ -588,3 +588,37 @@ def test_dashboard_approval_needs_the_token(cli, builder: ForkBuilder, tmp_path:
         assert r.status_code == 200 and r.json()["state"] == "approved"
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["landed"] and mark.exists()
+
+
+# -- smaller items ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("snippet, key", [
+    ("[ingest]\nl1_timeout = nan\n", "ingest.l1_timeout"),
+    ("[ingest]\nl1_timeout = inf\n", "ingest.l1_timeout"),
+    ("[ingest.agent]\ntimeout = nan\n", "ingest.agent.timeout"),
+])
+def test_nan_timeouts_are_config_errors_not_crashes(cli, fork: Path, snippet: str, key: str) -> None:  # type: ignore[no-untyped-def]
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write("\n" + snippet)
+    r = cli("plan", repo=fork)
+    assert r.rc == 1 and f"key '{key}'" in r.err, (r.rc, r.err)
+
+
+def test_conflicts_resolve_reads_a_bounded_file(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    import resource
+
+    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
+    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    r = cli("conflicts", "resolve", str(c["id"]), "--file", "/dev/zero", repo=fork)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert r.rc == 1 and "MiB" in r.err and grown_mib < 200, (r.err, grown_mib)
