@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -105,6 +106,7 @@ for _ in range(200):
     sys.stdout.write("x"); sys.stdout.flush(); time.sleep(0.05)
 '''
 FLOOD = r'''
+import os
 import sys
 sys.stdin.read()
 chunk = "y" * 1048576
@@ -622,3 +624,85 @@ def test_conflicts_resolve_reads_a_bounded_file(cli, builder: ForkBuilder) -> No
     r = cli("conflicts", "resolve", str(c["id"]), "--file", "/dev/zero", repo=fork)
     grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert r.rc == 1 and "MiB" in r.err and grown_mib < 200, (r.err, grown_mib)
+
+
+def _l1_fork(cli, builder: ForkBuilder, l1: str, timeout: float = 3600) -> Path:  # type: ignore[no-untyped-def]
+    import json
+
+    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    builder.upstream_commit({"u.py": "U = 1\n"}, "Upstream (#10)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\nl1_timeout = {timeout}\n")
+    return fork
+
+
+def _group_alive(pgid: int, wait: float = 5.0) -> bool:
+    """Whether a live (not zombie) process of group `pgid` remains after up to `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        alive = False
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                alive = True
+                break
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def _l1_trees(fork: Path) -> list[str]:
+    return [line for line in Repo.open(fork).git("worktree", "list").splitlines() if "forkflow-l1-" in line]
+
+
+def test_l1_timeout_kills_the_whole_process_group(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    pidfile = tmp_path / "l1.pid"
+    fork = _l1_fork(cli, builder, f"echo $$ > {pidfile}; sleep 300 & sleep 300", timeout=1)
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert "timed out" in doc["units"][0]["summary"]
+    pgid = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not _group_alive(pgid), "the L1 command's processes outlived the timeout"
+    assert _l1_trees(fork) == []
+
+
+def test_terminated_ingest_leaves_no_l1_process_nor_work_tree(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "l1.pid"
+    fork = _l1_fork(cli, builder, f"echo $$ > {pidfile}; sleep 300")
+    exe = Path(sys.executable).parent / "forkflow"
+    proc = subprocess.Popen([str(exe), "ingest", "--land"], cwd=fork, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pgid = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+    time.sleep(0.2)
+    assert not _group_alive(pgid), "the L1 command runs on as an orphan"
+    assert _l1_trees(fork) == []
+    # SIGKILL leaves no chance to clean up: the next run kills and removes what is left
+    pidfile.unlink()
+    proc = subprocess.Popen([str(exe), "ingest", "--land"], cwd=fork, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pgid = int(pidfile.read_text())
+    proc.kill()
+    proc.wait(30)
+    assert _group_alive(pgid, wait=0) and len(_l1_trees(fork)) == 1
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace(f"echo $$ > {pidfile}; sleep 300", "true"))
+    assert cli("ingest", "--land", repo=fork).rc == 0
+    time.sleep(0.2)
+    assert not _group_alive(pgid) and _l1_trees(fork) == []
