@@ -706,3 +706,42 @@ def test_terminated_ingest_leaves_no_l1_process_nor_work_tree(cli, builder: Fork
     assert cli("ingest", "--land", repo=fork).rc == 0
     time.sleep(0.2)
     assert not _group_alive(pgid) and _l1_trees(fork) == []
+
+
+class _OddForge(BaseHTTPRequestHandler):
+    server: Any
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.server.mode == "moved":
+            self.send_response(301)
+            self.send_header("Location", "https://api.github.com/repositories/1/issues")
+            self.send_header("Content-Type", "application/json")
+            body = b'{"message": "Moved Permanently", "url": "https://api.github.com/repositories/1"}'
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            body = b"<html><body>Sign in to continue</body></html>"
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize("mode, says", [("moved", "renamed or moved"), ("html", "not JSON")])
+def test_github_sink_moved_or_html_answers_are_user_errors(mode: str, says: str) -> None:
+    from forkflow.triage.sinks.base import SinkError
+    from forkflow.triage.sinks.github import GitHubSink
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _OddForge)
+    srv.mode = mode  # type: ignore[attr-defined]
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        sink = GitHubSink("old/name", "ghp_secret_token", f"http://127.0.0.1:{srv.server_address[1]}")
+        with pytest.raises(SinkError) as e:
+            sink.find("0123456789abcdef")
+        assert says in str(e.value) and "ghp_secret_token" not in str(e.value)
+    finally:
+        srv.shutdown()
+        srv.server_close()
