@@ -8,6 +8,7 @@ from pathlib import Path
 from forkflow.config import CONFIG_NAME, STATE_DIR, Config, load_config, parse_config, render_config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
+from forkflow.git.run import refuse_option_like
 from forkflow.store import queries
 from forkflow.store.session import Store, redact
 
@@ -31,8 +32,9 @@ def _looks_like_url_or_path(value: str) -> bool:
 
 def _check_reachable(repo: Repo, url: str, branch: str) -> None:
     """Ask the remote for the branch before writing anything."""
+    refuse_option_like(url, "upstream")  # `--upload-pack=CMD` would run CMD (see docs/security.md)
     try:
-        out = repo.git("ls-remote", "--heads", url, f"refs/heads/{branch}")
+        out = repo.git("ls-remote", "--heads", "--", url, f"refs/heads/{branch}")
     except GitError as e:
         raise UserError(f"upstream {url} is unreachable ({e.reason}); check the URL or path and your "
                         "network, then retry") from e

@@ -165,7 +165,7 @@ def agent_script(tmp_path: Path) -> Path:
 
 def _agent(script: Path, mode: str, tmp_path: Path, log: list[Attempt], timeout: float = 10) -> AgentResolver:
     return AgentResolver(CommandBackend([sys.executable, str(script), mode, str(tmp_path / "req.json")], timeout),
-                         log.append)
+                         log.append, autoland=True)  # the default waits for a person: tests/test_security.py
 
 
 def test_conflicts_agent_command_good_answer_is_accepted(case: ConflictCase, agent_script: Path,
@@ -266,7 +266,7 @@ def chat_server() -> Iterator[Any]:
 
 def _http(srv: Any, log: list[Attempt], timeout: float = 5) -> AgentResolver:
     url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    return AgentResolver(HttpBackend(url, "test-model", "sk-test", timeout), log.append)
+    return AgentResolver(HttpBackend(url, "test-model", "sk-test", timeout), log.append, autoland=True)
 
 
 def test_conflicts_agent_http_endpoint_resolves(case: ConflictCase, chat_server: Any) -> None:

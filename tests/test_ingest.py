@@ -207,7 +207,8 @@ def test_ingest_agent_resolves_and_every_attempt_is_logged(cli, fork: Path, tmp_
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
     with (fork / "forkflow.toml").open("a") as f:
-        f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n")
+        f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n"
+                "autoland = true\n")  # no person in the loop (tests/test_security.py: the default)
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     link = next(u for u in doc["units"] if u["name"] == f"resolve-{_pr(fork, 103)}#1")
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["agent"]
@@ -800,7 +801,7 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     assert cli("ingest", "--land", repo=fork).rc == 0
     found = {x["kind"]: x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
     assert set(found) == set(up)
-    steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm gone.py",
+    steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm -- gone.py",
              "submodule": "git update-index --cacheinfo 160000,COMMIT,sub"}
     for kind, x in found.items():
         shown = cli("conflicts", "show", str(x["id"]), repo=fork).out

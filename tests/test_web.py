@@ -287,7 +287,7 @@ def test_conflict_page_says_how_each_kind_is_settled(tmp_path: Path) -> None:
     assert f"forkflow conflicts resolve {ids[0]} --file FILE" in settle[0]
     for line in settle[1:]:
         assert "conflicts resolve" not in line and "git cherry-pick -x" in line
-    assert "git checkout --theirs -- logo.png" in settle[1] and "git rm gone.py" in settle[2]
+    assert "git checkout --theirs -- logo.png" in settle[1] and "git rm -- gone.py" in settle[2]
     assert "git update-index --cacheinfo 160000,COMMIT,third_party/llvm" in settle[3]
     assert "git checkout --theirs -- logo.png" in html and "conflicts resolve" not in html
 

@@ -1,6 +1,7 @@
 """`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
 from __future__ import annotations
 
+import getpass
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from rich.progress import (
 from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
-from forkflow.conflicts import guardrails
+from forkflow.conflicts import approval, guardrails
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import case_from_marked
 from forkflow.conflicts.classify import ConflictKind
@@ -217,6 +218,7 @@ def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, cre
 
 
 MAX_ATTEMPTS_SHOWN = 10
+MAX_RESOLUTION = 64 * 2**20  # bytes `conflicts resolve --file` reads at most
 
 
 @conflicts_app.command("show")
@@ -244,6 +246,12 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     if x.marked:
         console.rule("conflicted file (fork | base | upstream)")
         console.out(x.marked, highlight=False)
+    waiting = _waiting_proposal(c, x)
+    if waiting is not None:
+        console.rule(f"agent proposal ({escape(waiting.backend)}): read it before approving")
+        console.out(waiting.content, highlight=False)
+        console.print(f"approve it (the next `forkflow ingest` picks it and runs L1): "
+                      f"forkflow conflicts approve {x.id}")
     if has_file_resolution(x):
         console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
     else:
@@ -263,14 +271,45 @@ def conflicts_resolve(
         raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions, which --file cannot "
                         f"settle; settle it {by_hand(x, c.config.fork_branch)}")
     try:
-        data = file.read_bytes()
+        with file.open("rb") as f:  # capped: `--file /dev/zero` used to read without end
+            data = f.read(MAX_RESOLUTION + 1)
     except OSError as e:
         raise UserError(f"cannot read {file} ({e.strerror}); pass the resolved file with --file") from e
+    if len(data) > MAX_RESOLUTION:
+        raise UserError(f"{file} is over {MAX_RESOLUTION // 2**20} MiB; pass the resolved file with --file")
     texts = resolution_regions(x, data)
     with c.store.session_scope() as s:
         crecords.save_resolution(s, x.key, x.path, texts, "person")
         crecords.set_conflict_status(s, x.id, "resolved")
     console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
+    return 0
+
+
+def _waiting_proposal(c: Context, x: crecords.ConflictInfo) -> approval.Proposal | None:
+    if x.status != "open":
+        return None
+    with c.store.session_scope() as s:
+        return approval.proposal(s, c.fork_id, x)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a bare container)
+        return "unknown user"
+
+
+@conflicts_app.command("approve")
+def conflicts_approve(
+    cid: Annotated[int, typer.Argument(help="Conflict id.")],
+    repo: RepoOpt = Path("."), store: StoreOpt = None,
+) -> int:
+    """Approve the agent's proposal for a conflict (read it in `forkflow conflicts show ID`); the
+    next `forkflow ingest` picks with it and runs L1."""
+    c = open_context(repo, store)
+    with c.store.session_scope() as s:
+        x, _ = approval.approve(s, c.fork_id, cid, f"{_user()} (cli)")
+    console.print(f"approved; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import re
 import sys
 import tempfile
 import time
@@ -78,14 +79,44 @@ def _root(
     """forkflow: upstream ingestion with tiered validation."""
 
 
+_SECRET_OPTIONS = ("--token", "--api-key", "--password")
+_URL_PASSWORD = re.compile(r"([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^\s]*@(?=[^\s@]*(?:[/\s'\"]|$))", re.I)
+_SECRET_ENV = ("FORKFLOW_TOKEN", "FORKFLOW_STORE", "OPENAI_API_KEY", "GITHUB_TOKEN", "GITLAB_TOKEN")
+
+
+def redact_secrets(text: str) -> str:
+    """`text` without URL passwords, nor the values of the secret environment variables."""
+    text = _URL_PASSWORD.sub(r"\1***@", text)
+    for name in _SECRET_ENV:
+        value = os.environ.get(name, "")
+        if len(value) >= 6:
+            text = text.replace(value, "***")
+    return text
+
+
+def redacted_argv(argv: list[str]) -> list[str]:
+    """argv for the crash log: a secret option's value is `***`, URL passwords are cut out."""
+    out: list[str] = []
+    for i, arg in enumerate(argv):
+        name = arg.split("=", 1)[0]
+        if name in _SECRET_OPTIONS and "=" in arg:
+            out.append(f"{name}=***")
+        elif i > 0 and argv[i - 1] in _SECRET_OPTIONS:
+            out.append("***")
+        else:
+            out.append(redact_secrets(arg))
+    return out
+
+
 def _crash_log(exc: BaseException) -> Path:
     from forkflow.git.run import git_version
 
     fd, name = tempfile.mkstemp(prefix="forkflow-crash-", suffix=".log")
     with os.fdopen(fd, "w") as f:
+        # no secret reaches the log: argv may carry --token or a --store URL's password (issue 13)
         f.write(f"forkflow {__version__}\n{git_version()}\nPython {platform.python_version()} "
-                f"on {platform.platform()}\nargv: {sys.argv}\ntime: {time.ctime()}\n\n")
-        f.write("".join(traceback.format_exception(exc)))
+                f"on {platform.platform()}\nargv: {redacted_argv(sys.argv)}\ntime: {time.ctime()}\n\n")
+        f.write(redact_secrets("".join(traceback.format_exception(exc))))
     return Path(name)
 
 
@@ -117,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     except (GitError, ForkflowError, Exception) as e:  # noqa: BLE001  (the last resort)
         log = _crash_log(e)
         err_console.print(f"[bold red]error:[/] forkflow failed unexpectedly ({type(e).__name__}: "
-                          f"{escape(one_line(str(e))[:300])}); details in {log}", soft_wrap=True)
+                          f"{escape(redact_secrets(one_line(str(e)))[:300])}); details in {log}", soft_wrap=True)
         return 3
 
 

@@ -5,10 +5,11 @@ languages forkflow parses.  (The unit's L1 gate is the last guardrail; landing r
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from forkflow.conflicts.case import ConflictCase, decode
-from forkflow.conflicts.classify import ConflictKind, extract_regions, has_markers
+from forkflow.conflicts.classify import ConflictKind, extract_regions, has_markers, regions
 from forkflow.planning.symbols import parses_cleanly
 
 
@@ -36,15 +37,31 @@ def check(case: ConflictCase, content: bytes | None) -> Verdict:
         if all(_is_utf8(s) for s in sides):
             return Verdict(False, "the result is not UTF-8 text")
         text = content.decode("utf-8", "surrogateescape")
-    sides_text = (decode(case.ours) or "") + (decode(case.theirs) or "")
-    if has_markers(text) and not has_markers(sides_text):
+    sides = [decode(x) or "" for x in (case.ours, case.base, case.theirs)]
+    if _new_marker_lines(text, sides):
         return Verdict(False, "conflict markers left in the result")
     found = extract_regions(case.segments, text)
     if found is None:
         return Verdict(False, "changes outside the conflicted regions")
+    for answer, region in zip(found, regions(case.segments)):
+        if _new_marker_lines(answer, [region.ours, region.base, region.theirs]):
+            return Verdict(False, "conflict markers left in the result")
     if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
         return Verdict(False, f"{case.path} no longer parses")
     return Verdict(True, "no markers, only the conflicted regions changed, parses", tuple(found))
+
+
+def _new_marker_lines(text: str, sides: list[str]) -> bool:
+    """Whether `text` has a marker-like line that none of `sides` has.  Checked on the answer
+    itself: a side that already holds a Markdown underline `=======` must not let an answer full
+    of `<<<<<<<`/`>>>>>>>` through (issue 13, item 2)."""
+    if not has_markers(text):
+        return False
+    known = {m.group(0) for side in sides for m in _MARKER_FULL_LINE.finditer(side)}
+    return any(m.group(0) not in known for m in _MARKER_FULL_LINE.finditer(text))
+
+
+_MARKER_FULL_LINE = re.compile(r"^(?:<{7}|\|{7}|={7}|>{7})(?: [^\n]*)?$", re.M)
 
 
 def _is_utf8(text: str) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forkflow.errors import GitError, UserError
 from forkflow.git.parse import parse_log_z
-from forkflow.git.run import run_git, run_git_bytes
+from forkflow.git.run import refuse_option_like, run_git, run_git_bytes
 from forkflow.models import Commit, Sha
 
 LOG_FORMAT = "%H%x1f%P%x1f%ct%x1f%an%x1f%B"
@@ -121,11 +121,15 @@ class Repo:
         return out or None
 
     def add_remote(self, name: str, url: str) -> None:
-        self.git("remote", "add", name, url)
+        refuse_option_like(name, "remote name")
+        refuse_option_like(url, "remote URL")
+        self.git("remote", "add", "--", name, url)
 
     def fetch(self, remote: str, branch: str) -> None:
+        refuse_option_like(remote, "remote")
+        refuse_option_like(branch, "branch")
         try:
-            self.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote,
+            self.git("fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--", remote,
                      f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
         except GitError as e:
             err = e.reason

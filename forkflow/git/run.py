@@ -5,7 +5,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from forkflow.errors import GitError
+from forkflow.errors import GitError, UserError
 
 # Pin what git prints so parsing never depends on the user's locale or config.
 _ENV_OVERRIDES = {
@@ -17,8 +17,39 @@ _ENV_OVERRIDES = {
 }
 
 
+# Variables that point git at another repository, index or object store.  A git hook (or any
+# caller) that runs forkflow exports some of them; left in place they make every call act on the
+# hook's repository instead of the one forkflow opened.  Cleared as pre-commit's no_git_env() does;
+# the author/committer identity and GIT_SSH*/GIT_ASKPASS stay (they say who and how, not where).
+_LOCATION_VARS = frozenset({
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_IMPLICIT_WORK_TREE",
+    "GIT_QUARANTINE_PATH", "GIT_GRAFT_FILE", "GIT_REPLACE_REF_BASE", "GIT_NO_REPLACE_OBJECTS",
+    "GIT_SHALLOW_FILE", "GIT_INTERNAL_SUPER_PREFIX", "GIT_LITERAL_PATHSPECS", "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS",
+})
+
+
+def no_git_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: this process's environment) without the variables that redirect git."""
+    env = dict(os.environ if base is None else base)
+    for name in _LOCATION_VARS:
+        env.pop(name, None)
+    return env
+
+
+def refuse_option_like(value: str, what: str) -> str:
+    """`value` unchanged, or a UserError when git would read it as an option (`--upload-pack=...`
+    as a remote name or URL runs a command)."""
+    if value.startswith("-"):
+        raise UserError(f"{what} '{value}' starts with '-', which git would read as an option; "
+                        "pass a remote name, URL or path that does not")
+    return value
+
+
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+    env = no_git_env()
     env.update(_ENV_OVERRIDES)
     if extra:
         env.update(extra)

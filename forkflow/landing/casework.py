@@ -77,4 +77,4 @@ def build_resolvers(order: tuple[str, ...], lookup: Callable[[str], tuple[list[s
 
 def _agent(settings: AgentSettings, log: Callable[[Attempt], None], env: dict[str, str]) -> Resolver | None:
     backend = agent_backend(settings, env)
-    return AgentResolver(backend, log, settings.max_bytes) if backend is not None else None
+    return AgentResolver(backend, log, settings.max_bytes, settings.autoland) if backend is not None else None

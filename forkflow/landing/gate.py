@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -75,22 +78,18 @@ class CommandGate:
         try:
             tree = self._checkout(rev)
             env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
-            try:
-                proc = subprocess.run(["sh", "-c", self.command], cwd=tree, env=env, capture_output=True,
-                                      timeout=self.timeout, start_new_session=True)
-            except subprocess.TimeoutExpired as e:
-                output = (e.stdout or b"") + (e.stderr or b"")
+            rc, output = run_in_group(self.command, tree, env, self.timeout)
+            if rc is None:
                 self._log(rev, output)
                 return GateResult(False, f"l1_command timed out after {self.timeout:g}s")
-            output = proc.stdout + proc.stderr
             log = self._log(rev, output)
             took = time.monotonic() - start
-            if proc.returncode == 0:
+            if rc == 0:
                 return GateResult(True, f"l1_command passed in {took:.1f}s")
             last = output.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
             where = f"; log {log}" if log else ""
-            return GateResult(False, f"l1_command failed (exit {proc.returncode}): {last[0][:200]}{where}",
-                              infra=proc.returncode in (126, 127))
+            return GateResult(False, f"l1_command failed (exit {rc}): {last[0][:200]}{where}",
+                              infra=rc in (126, 127))
         except BaseException:
             self.close()  # a killed or broken run leaves no work tree behind
             raise
@@ -107,16 +106,80 @@ class CommandGate:
 WORKTREE_PREFIX = "forkflow-l1-"
 
 
-def prune_stale_worktrees(repo: Repo, older_than: float = 6 * 3600) -> None:
-    """Drop L1 work trees a killed run left behind (older than `older_than` seconds, or gone)."""
+def run_in_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
+    """Run `sh -c command` as a process group of its own: (exit code or None on timeout, output).
+
+    The whole group is killed when the command times out, when it exits leaving background
+    processes, and when forkflow is interrupted or terminated (SIGTERM) meanwhile: an L1 command
+    used to keep running as an orphan after `ingest` was killed (issue 13)."""
+    proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    restore = _terminate_as_exit()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out + err
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        try:
+            out, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a member left its own group and holds the pipes
+            out, err = b"", b""
+        return None, out + err
+    finally:
+        _kill_group(proc.pid)  # background processes it left, or all of it on an interrupt
+        if proc.poll() is None:
+            proc.wait()
+        restore()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _terminate_as_exit() -> Callable[[], None]:
+    """Make SIGTERM unwind (finally blocks run: the group is killed, the work tree removed)
+    instead of ending the process on the spot; returns how to put the old handler back."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def exit_on_term(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    signal.signal(signal.SIGTERM, exit_on_term)
+    return restore
+
+
+def prune_stale_worktrees(repo: Repo) -> None:
+    """Drop the L1 work trees a killed run left behind, and kill what still runs in them.
+
+    Called under the ingest lock, so no other run of this repository uses one: every L1 tree
+    of the repository belongs to a run that was killed (SIGKILL leaves no chance to clean up)."""
     for path, _ in repo.worktrees():
         if WORKTREE_PREFIX not in str(path):
             continue
-        try:
-            age = time.time() - path.parent.stat().st_mtime
-        except OSError:
-            continue  # gone: `prune_worktrees` below forgets it
-        if age > older_than:
-            repo.remove_worktree(path)
-            shutil.rmtree(path.parent, ignore_errors=True)
+        _kill_processes_in(path)
+        repo.remove_worktree(path)
+        shutil.rmtree(path.parent, ignore_errors=True)
     repo.prune_worktrees()
+
+
+def _kill_processes_in(tree: Path) -> None:
+    """SIGKILL every process of this user whose working directory is inside `tree` (Linux /proc)."""
+    root = str(tree)
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == root or cwd.startswith(root + "/"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

@@ -26,7 +26,7 @@ from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
-from forkflow.landing.lock import ingest_lock
+from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Member, bundle_message, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions, UnitPick
 from forkflow.landing.plan import make_plan, resolve_until
@@ -660,7 +660,7 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
         check_push_remote(ctx, settings)
     if options.mode is Mode.DRY_RUN:
         return Ingestor(ctx, options, gate, reporter, settings).run()
-    with ingest_lock(ctx.repo):  # one writing run per repository: two would land the same commits
+    with fork_lock(ctx):  # one writing run per repository and per fork in the store
         if gate is None:
             gate = select_gate(ctx, settings)
         try:

@@ -12,8 +12,10 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
+from forkflow.store.locks import fork_write_lock
 
 LOCK_NAME = "forkflow-ingest.lock"
 
@@ -42,6 +44,14 @@ def ingest_lock(repo: Repo) -> Iterator[None]:
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextmanager
+def fork_lock(ctx: Context, what: str = "ingest") -> Iterator[None]:
+    """The repository's ingest lock and the store's write lock of the fork (one writer per fork
+    on a shared store, from any clone: store/locks.py), for the block."""
+    with ingest_lock(ctx.repo), fork_write_lock(ctx.store, ctx.fork_id, what):
+        yield
 
 
 def is_ingest_running(repo: Repo) -> bool:

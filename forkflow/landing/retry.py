@@ -21,7 +21,7 @@ from forkflow.landing.ingest import (
     check_push_remote,
     select_gate,
 )
-from forkflow.landing.lock import ingest_lock, is_ingest_running
+from forkflow.landing.lock import fork_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger
@@ -92,7 +92,7 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     """
     if push:
         check_push_remote(ctx, ingest_settings(ctx.config))
-    with ingest_lock(ctx.repo):  # as `forkflow ingest`: one writing run per repository
+    with fork_lock(ctx, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
         return _retry_unit(ctx, unit_id, push, reporter, gate)
 
 

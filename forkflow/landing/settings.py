@@ -20,6 +20,7 @@ class AgentSettings:
     api_key_env: str = "OPENAI_API_KEY"
     timeout: float = 120.0
     max_bytes: int = 200_000
+    autoland: bool = False  # true: an agent's resolution is picked and run by L1 with no person
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,8 @@ def _agent(sect: dict[str, Any], config: Config) -> AgentSettings:
     command = _get(a, "command", (str, list), "", config, "ingest.agent.command")
     argv = tuple(shlex.split(command)) if isinstance(command, str) else tuple(str(x) for x in command)
     timeout = _get(a, "timeout", (int, float), 120.0, config, "ingest.agent.timeout")
-    if timeout <= 0:
-        raise config_error(config.path, config.text, "ingest.agent.timeout", f"must be > 0, not {timeout}")
+    if not timeout > 0:  # NaN too
+        raise config_error(config.path, config.text, "ingest.agent.timeout", f"must be a number > 0, not {timeout}")
     url = _get(a, "url", str, "", config, "ingest.agent.url")
     if url and not url.startswith(("http://", "https://")):
         raise config_error(config.path, config.text, "ingest.agent.url",
@@ -94,7 +95,8 @@ def _agent(sect: dict[str, Any], config: Config) -> AgentSettings:
         raise config_error(config.path, config.text, "ingest.agent.url", "needs ingest.agent.model too")
     return AgentSettings(argv, url, model, _get(a, "api_key_env", str, "OPENAI_API_KEY", config,
                                                 "ingest.agent.api_key_env"),
-                         float(timeout), int(_get(a, "max_bytes", int, 200_000, config, "ingest.agent.max_bytes")))
+                         float(timeout), int(_get(a, "max_bytes", int, 200_000, config, "ingest.agent.max_bytes")),
+                         _get(a, "autoland", bool, False, config, "ingest.agent.autoland"))
 
 
 def ingest_settings(config: Config) -> IngestSettings:
@@ -104,8 +106,8 @@ def ingest_settings(config: Config) -> IngestSettings:
         raise config_error(config.path, config.text, "ingest", "must be a table: [ingest]")
     l1 = _get(sect, "l1_command", str, None, config, "ingest.l1_command")
     timeout = _get(sect, "l1_timeout", (int, float), 3600.0, config, "ingest.l1_timeout")
-    if timeout <= 0:
-        raise config_error(config.path, config.text, "ingest.l1_timeout", f"must be > 0, not {timeout}")
+    if not timeout > 0 or timeout == float("inf"):  # NaN used to pass and exit 3 later
+        raise config_error(config.path, config.text, "ingest.l1_timeout", f"must be a number > 0, not {timeout}")
     max_bundle = _get(sect, "max_bundle", int, DEFAULT_MAX_BUNDLE, config, "ingest.max_bundle")
     if max_bundle < 1:
         raise config_error(config.path, config.text, "ingest.max_bundle", f"must be >= 1, not {max_bundle}")

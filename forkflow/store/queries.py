@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from forkflow.ledger.classify import RecordedDecision
@@ -26,9 +27,14 @@ def fork_id(s: Session, name: str) -> int:
     """The id of the fork called `name`, created on first use."""
     row = s.scalar(select(ForkRow).where(ForkRow.name == name))
     if row is None:
-        row = ForkRow(name=name)
-        s.add(row)
-        s.flush()
+        try:
+            with s.begin_nested():  # two first runs may add the same fork at once: one wins
+                row = ForkRow(name=name)
+                s.add(row)
+                s.flush()
+        except IntegrityError:
+            row = s.scalar(select(ForkRow).where(ForkRow.name == name))
+            assert row is not None
     return row.id
 
 

@@ -19,6 +19,7 @@ from forkflow.errors import StoreError, UserError
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
+LOCK_NAMESPACE = 0x666B666C  # "fkfl": the first key of every forkflow advisory lock (store/locks.py)
 _REV = re.compile(r"^revision\s*=\s*['\"]([^'\"]+)['\"]", re.M)
 _DOWN = re.compile(r"^down_revision\s*=\s*(.+)$", re.M)
 
@@ -67,6 +68,31 @@ def redact(url: str) -> str:
     return url
 
 
+def scrub(text: str, url: str) -> str:
+    """`text` (a driver's error about `url`) without any piece of the URL's password.
+
+    A raw `@` in the password makes the driver read the rest of it as the host name, and the
+    error ("failed to resolve host 'rest@db'") then echoes it (issue 13, item 10)."""
+    if "://" not in url or "@" not in url:
+        return text
+    creds = url.split("://", 1)[1].rsplit("@", 1)[0]
+    if ":" not in creds:
+        return text
+    password = creds.split(":", 1)[1]
+    pieces = [password] + [password.split("@", i)[-1] for i in range(1, password.count("@") + 1)]
+    for piece in sorted({p for p in pieces if p}, key=len, reverse=True):
+        text = text.replace(piece + "@", "***@").replace(piece, "***")
+    return text
+
+
+def _bad_password_hint(url: str) -> str:
+    creds = url.split("://", 1)[-1].rsplit("@", 1)[0] if "@" in url else ""
+    user, sep, password = creds.partition(":")
+    if sep and "@" in password:
+        return " (the password holds a raw '@': write it as %40 in the URL)"
+    return ""
+
+
 class Store:
     """A migrated database and a session factory."""
 
@@ -94,7 +120,7 @@ class Store:
             session.rollback()
             if _is_locked(e):
                 raise locked_error(self.url) from e
-            raise StoreError(f"store error on {redact(self.url)}: {e.orig}") from e
+            raise StoreError(f"store error on {redact(self.url)}: {scrub(str(e.orig), self.url)}") from e
         except BaseException:
             session.rollback()
             raise
@@ -106,6 +132,11 @@ class Store:
         known, heads = _script_revisions()
         try:
             with self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":
+                    # two first runs on an empty database would both create the tables (and one
+                    # crash on pg_type_typname_nsp_index): one migrates, the other waits, then
+                    # finds the schema current (issue 13, item 4)
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:ns, 0)"), {"ns": LOCK_NAMESPACE})
                 current = _current_revisions(conn)
                 newer = current - known
                 if newer:
@@ -126,8 +157,8 @@ class Store:
         except OperationalError as e:
             if _is_locked(e):
                 raise locked_error(self.url) from e
-            raise UserError(f"cannot open the store {redact(self.url)}: {e.orig}; check --store "
-                            "or FORKFLOW_STORE") from e
+            raise UserError(f"cannot open the store {redact(self.url)}: {scrub(str(e.orig), self.url)}"
+                            f"{_bad_password_hint(self.url)}; check --store or FORKFLOW_STORE") from None
 
     def table_names(self) -> list[str]:
         return inspect(self.engine).get_table_names()
@@ -160,8 +191,8 @@ def _make_engine(url: str, *, create: bool) -> Engine:
     try:
         engine = create_engine(url, **kwargs)
     except (SQLAlchemyError, ImportError, ValueError) as e:
-        raise UserError(f"cannot use store URL {redact(url)} ({e}); pass a sqlite:/// or "
-                        "postgresql+psycopg:// URL") from e
+        raise UserError(f"cannot use store URL {redact(url)} ({scrub(str(e), url)}); pass a sqlite:/// or "
+                        "postgresql+psycopg:// URL") from None
     if url.startswith("sqlite"):
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:

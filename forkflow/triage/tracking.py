@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,7 +19,7 @@ from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import store as ts
-from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, ensure
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, defuse_markers, ensure
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.suggest import (
     Agent,
@@ -131,23 +132,72 @@ def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
     return Culprit(sha, subject, diff, files)
 
 
+# -- Markdown of untrusted text (issue 13, item 8) ------------------------------------------------
+# Test names, messages, commit subjects and agent answers come from upstream and CI.  A backtick
+# in one used to close its code span, after which `@team` pinged a team, `![x](https://...)`
+# loaded a remote image and a second `<!-- forkflow:group=... -->` marker hijacked the dedup.
+
+_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+
+
+def code(text: str, limit: int = 300) -> str:
+    """`text` as one inline code span nothing in it can close (CommonMark: a longer backtick run
+    than any inside), on one line, without a dedup marker."""
+    flat = " ".join(defuse_markers(text[:limit]).split()) or " "
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    return f"{ticks}{pad}{flat}{pad}{ticks}"
+
+
+def _defang_plain(text: str) -> str:
+    """Plain Markdown that mentions no one, loads nothing and links nowhere."""
+    text = re.sub(r"@(?=[\w-])", "@\u2060", text)  # a word joiner after @: shown, never a mention
+    return (text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+            .replace("<", "&lt;").replace("!", "\\!"))
+
+
+def defang(markdown: str) -> str:
+    """Untrusted Markdown (a suggestion's text) kept readable: fenced blocks and well-formed code
+    spans stay as they are, everything else is `_defang_plain`-ed; no marker survives."""
+    out: list[str] = []
+    fence_open: str | None = None
+    for line in defuse_markers(markdown).split("\n"):
+        m = _FENCE_LINE.match(line)
+        if fence_open is not None:
+            out.append(line)
+            if m and m.group(1)[0] == fence_open[0] and len(m.group(1)) >= len(fence_open):
+                fence_open = None
+            continue
+        if m:
+            fence_open = m.group(1)
+            out.append(line)
+            continue
+        parts, pos = [], 0
+        for span in _SPAN.finditer(line):
+            parts += [_defang_plain(line[pos:span.start()]), span.group(0)]
+            pos = span.end()
+        out.append("".join(parts) + _defang_plain(line[pos:]))
+    return "\n".join(out)
+
+
 def culprit_line(items: Sequence[RedItem]) -> str:
     """The body's culprit: fork commit (landing unit), upstream commit and PR, and how it was found."""
     known = [i for i in items if i.culprit_detail is not None]
     if known:
         c = known[0].culprit_detail
         assert c is not None
-        text = f"fork commit `{c.fork_sha[:12]}` (landing unit: {c.unit_subject})"
+        text = f"fork commit {code(c.fork_sha[:12])} (landing unit: {code(c.unit_subject)})"
         if c.upstream_sha:
-            text += f"; upstream commit `{c.upstream_sha[:12]}`" + (f" {c.upstream_subject}" if
-                                                                   c.upstream_subject else "")
+            text += f"; upstream commit {code(c.upstream_sha[:12])}" + (f" {code(c.upstream_subject)}" if
+                                                                       c.upstream_subject else "")
         text += f" (PR #{c.pr})" if c.pr and f"#{c.pr})" not in text else ""
         how = (f"bisection {c.bisection_id}, confidence {c.confidence:.0%}" if c.source == "bisection"
                else "the only commit between the last green and the first red run")
         return f"{text}; found by {how}"
     tried = [i.bisection for i in items if i.bisection is not None]
     if tried:
-        return f"nobody: bisection {tried[0].id} says {tried[0].status} ({tried[0].message})"
+        return f"nobody: bisection {tried[0].id} says {tried[0].status} ({code(tried[0].message)})"
     return "not known yet (run `forkflow trunk --bisect`)"
 
 
@@ -155,18 +205,18 @@ def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Seque
                 suggestions: Sequence[Any]) -> str:
     first = max(items, key=lambda i: i.runs_red)
     f = first.failure
-    lines = [f"**Signature** ({f.signature.kind.value}): `{f.signature.text[:300]}`", "",
-             f"**Red since** run {first.since_run_id} at `{first.since_rev[:12]}`"
-             + (f" (last green `{first.last_green_rev[:12]}`)" if first.last_green_rev else ""),
+    lines = [f"**Signature** ({f.signature.kind.value}): {code(f.signature.text)}", "",
+             f"**Red since** run {first.since_run_id} at {code(first.since_rev[:12])}"
+             + (f" (last green {code(first.last_green_rev[:12])})" if first.last_green_rev else ""),
              f"**Culprit**: {culprit_line(items)}",
-             "", "**Affected tests**:", *[f"- `{i.failure.job}` :: `{i.failure.test}`" for i in items],
+             "", "**Affected tests**:", *[f"- {code(i.failure.job)} :: {code(i.failure.test)}" for i in items],
              "", "**Log excerpt**:", "", fence(f.signature.excerpt[-3000:]), "",
              f"**Owners**: {', '.join(owners) if owners else 'none found in CODEOWNERS'}", "",
              "**Suggested fix**:"]
     for s in suggestions:
         if s.text or s.warnings:
-            lines += ["", f"_{s.source}_" + (f" ({'; '.join(s.warnings)})" if s.warnings else ""),
-                      "", s.text]
+            lines += ["", f"_{s.source}_" + (f" ({defang('; '.join(s.warnings))})" if s.warnings else ""),
+                      "", defang(s.text)]
     return "\n".join(lines)
 
 

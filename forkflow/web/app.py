@@ -9,7 +9,7 @@ data as JSON at `/api/<page>` or with `Accept: application/json`.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -24,7 +24,7 @@ from forkflow.context import Context
 from forkflow.errors import StoreError, UserError
 from forkflow.web.errors import Forbidden, NotFound, Unavailable
 from forkflow.web.render import html_page, wants_json
-from forkflow.web.security import record
+from forkflow.web.security import MAX_FORM, BodyLimit, HostCheck, record
 from forkflow.web.source import open_source
 
 STATIC = Path(__file__).parent / "static"
@@ -35,7 +35,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 
 
 def create_app(target: str | Context, token: str | None = None, *, fork: str | None = None,
-               actions_log: Path | None = None, demo: bool = False) -> FastAPI:
+               actions_log: Path | None = None, demo: bool = False,
+               allowed_hosts: Sequence[str] | None = None) -> FastAPI:
     """The dashboard over a store URL or a fork's Context.
 
     Args:
@@ -43,6 +44,8 @@ def create_app(target: str | Context, token: str | None = None, *, fork: str | N
         token: the operator token that state-changing actions must carry; None = read-only.
         actions_log: a file every action (done or refused) is appended to, besides logging.
         demo: say on every page that the history shown is simulated sample data.
+        allowed_hosts: the Host header names answered (DNS rebinding); None answers any
+            (`forkflow serve` always passes its list).
     """
     from forkflow.web.routes import ROUTERS
 
@@ -57,6 +60,10 @@ def create_app(target: str | Context, token: str | None = None, *, fork: str | N
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.middleware("http")(_headers)
+    # a backstop for every route; actions refuse (and log) bodies over MAX_FORM themselves
+    app.add_middleware(BodyLimit, limit=4 * MAX_FORM)
+    if allowed_hosts is not None:
+        app.add_middleware(HostCheck, allowed=tuple(allowed_hosts))
     _handlers(app)
     return app
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import urllib.parse
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -72,10 +73,23 @@ def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:+.1f}%"
 
 
+def urlpart(value: object) -> str:
+    """One path segment, URL-encoded: a metric named `a?x=1#y` or `../../ingestion` links to its
+    own page, never elsewhere (issue 13, item 6)."""
+    return urllib.parse.quote(str(value), safe="")
+
+
+def http_url(value: object) -> str:
+    """`value` when it is an http(s) URL (a tracking issue's link), else "#": no javascript: links."""
+    text = str(value or "")
+    return text if text.lower().startswith(("https://", "http://")) else "#"
+
+
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(short=short, when=when, num=num, pct=pct, script_json=script_json)
+    env.filters.update(short=short, when=when, num=num, pct=pct, script_json=script_json,
+                       urlpart=urlpart, http_url=http_url)
     return env
 
 

@@ -7,11 +7,13 @@ import logging
 import threading
 import urllib.parse
 from datetime import datetime, timezone
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from forkflow.errors import UserError
 from forkflow.web.errors import Forbidden
@@ -26,11 +28,24 @@ TOKEN_HEADER = "x-forkflow-token"
 MAX_FORM = 64 * 1024
 
 
+async def _capped_body(request: Request) -> bytes:
+    """The body, read in chunks and refused as soon as it passes MAX_FORM: a 400 MB POST used to
+    be read whole before the limit and the token were checked (issue 13, item 6)."""
+    too_big = UserError(f"the request body is over {MAX_FORM // 1024} KiB; send only the form's fields")
+    length = request.headers.get("content-length", "")
+    if length and (not length.isdigit() or int(length) > MAX_FORM):
+        raise too_big
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            raise too_big
+    return bytes(body)
+
+
 async def form_fields(request: Request) -> dict[str, str]:
     """The fields of a urlencoded form or a JSON object body (strings only, first value wins)."""
-    body = await request.body()
-    if len(body) > MAX_FORM:
-        raise UserError(f"the request body is over {MAX_FORM // 1024} KiB; send only the form's fields")
+    body = await _capped_body(request)
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if not body:
         return {}
@@ -76,6 +91,8 @@ def require_token(request: Request, action: str, target: str, form_token: str | 
 
 async def action_form(request: Request, action: str, target: str) -> dict[str, str]:
     """An action's form fields, once its body reads and it carries the token; refusals are logged."""
+    if presented_token(request, None) is not None:  # a header token: checked before any body is read
+        require_token(request, action, target, None)
     try:
         form = await form_fields(request)
     except UserError as e:
@@ -98,6 +115,11 @@ def record(request: Request, action: str, target: str, outcome: str, **detail: o
     entry = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "action": action,
              "target": target, "outcome": outcome,
              "client": request.client.host if request.client else "", **detail}
+    # the peer is what the socket says (uvicorn runs with proxy_headers off); a proxy's claim is
+    # kept beside it, never instead of it (issue 13, item 6)
+    claimed = request.headers.get("x-forwarded-for")
+    if claimed:
+        entry["forwarded_for"] = claimed[:200]
     line = json.dumps(entry, ensure_ascii=False, default=str)
     log.info(line)
     path: Path | None = request.app.state.actions_log
@@ -106,3 +128,74 @@ def record(request: Request, action: str, target: str, outcome: str, **detail: o
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("a", encoding="utf-8") as f:
                 f.write(line + "\n")
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over `limit` bytes is never read whole, whatever the route
+    does with it.  A Content-Length over it gets 413 before a byte is read; a chunked body is cut
+    after `limit + 1` bytes and ends there, so the route sees it is too large (and says so)."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_FORM) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if length and (not length.isdigit() or int(length) > self.limit):
+            await _plain(send, 413, f"request body over {self.limit // 1024} KiB")
+            return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            if received > self.limit:  # cut off already: the body has ended for the app
+                return {"type": "http.request", "body": b"", "more_body": False}
+            message = await receive()
+            if message["type"] == "http.request":
+                body = message.get("body", b"")
+                received += len(body)
+                if received > self.limit:
+                    keep = len(body) - (received - self.limit - 1)
+                    return {"type": "http.request", "body": body[:keep], "more_body": False}
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+class HostCheck:
+    """ASGI middleware: answer only requests whose Host header names this dashboard.  A web page
+    on another site can make a browser resolve its own name to 127.0.0.1 (DNS rebinding) and then
+    read every page; its requests still say `Host: evil.example`, so they are refused here."""
+
+    def __init__(self, app: ASGIApp, allowed: Iterable[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(h.lower().rstrip(".") for h in allowed)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and "*" not in self.allowed:
+            host = host_name(dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1"))
+            if host not in self.allowed:
+                await _plain(send, 400, f"unknown Host header {host[:100]!r}: this dashboard answers "
+                             "only its own names (add one with `forkflow serve --allowed-host NAME`)")
+                return
+        await self.app(scope, receive, send)
+
+
+def host_name(header: str) -> str:
+    """The name in a Host header, without its port: `[::1]:8040` -> `::1`, `Web.Example.:80` ->
+    `web.example`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    return header.rsplit(":", 1)[0].rstrip(".") if header.count(":") == 1 else header.rstrip(".")
+
+
+async def _plain(send: Send, status: int, text: str) -> None:
+    body = (text + "\n").encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})

@@ -9,11 +9,16 @@ import threading
 import time
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from forkflow.context import Context
 from forkflow.errors import UserError
+
+if TYPE_CHECKING:  # both are imported only when the dashboard runs
+    import uvicorn
+    from fastapi import FastAPI
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -41,16 +46,42 @@ def actions_log_for(target: str | Context) -> Path | None:
     return None
 
 
+def allowed_hosts_for(host: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The Host header names the dashboard answers: the loopback names, and when it listens on
+    another address that address and this machine's names and addresses; plus `extra` (the
+    names a reverse proxy forwards, or `*` for any)."""
+    names = {"localhost", "127.0.0.1", "::1"}
+    if host not in LOCAL_HOSTS:
+        names |= {host, socket.gethostname(), socket.getfqdn()}
+        try:
+            names |= set(socket.gethostbyname_ex(socket.gethostname())[2])
+        except OSError:
+            pass
+    names |= set(extra)
+    names -= {"0.0.0.0", "::", ""}
+    return tuple(sorted(names))
+
+
+def uvicorn_config(app: FastAPI, host: str, port: int, quiet: bool = False) -> uvicorn.Config:
+    """uvicorn's settings for the dashboard.  proxy_headers is off: X-Forwarded-For from any
+    local process would otherwise replace the client the actions log records (issue 13)."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level="warning" if quiet else "info",
+                          access_log=not quiet, lifespan="off", proxy_headers=False)
+
+
 def serve_store(target: str | Context, host: str = "127.0.0.1", port: int = 8040, *,
                 open_browser: bool = False, token: str | None = None, fork: str | None = None,
-                demo: bool = False, quiet: bool = False) -> int:
+                demo: bool = False, quiet: bool = False, allowed_hosts: tuple[str, ...] = ()) -> int:
     """Serve the dashboard over a store URL or a Context until interrupted; returns an exit code."""
     import uvicorn
 
     from forkflow.web.app import create_app
 
     check_port(host, port)
-    app = create_app(target, token, fork=fork, actions_log=actions_log_for(target), demo=demo)
+    app = create_app(target, token, fork=fork, actions_log=actions_log_for(target), demo=demo,
+                     allowed_hosts=allowed_hosts_for(host, allowed_hosts))
     url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     if host not in LOCAL_HOSTS:
         print(f"warning: listening on {host}: anyone who reaches this machine can read the dashboard",
@@ -63,9 +94,7 @@ def serve_store(target: str | Context, host: str = "127.0.0.1", port: int = 8040
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("action: %(message)s"))
         actions.addHandler(handler)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning" if quiet else "info",
-                            access_log=not quiet, lifespan="off")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, host, port, quiet))
     if open_browser:
         threading.Timer(0.8, lambda: webbrowser.open(url)).start()
     server.run()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import selectors
 import signal
 import subprocess
 import time
@@ -21,6 +22,7 @@ from forkflow.conflicts.resolvers import Proposal
 from forkflow.planning.symbols import language_of
 
 MAX_LOG = 200_000  # characters of request and response kept in the attempt log
+MAX_ANSWER = 2 * 1024 * 1024  # bytes an answer may have; a larger one is cut off and fails
 
 SYSTEM_PROMPT = """You resolve one git merge conflict in a fork of an open-source project.
 The fork's side is "ours"; the upstream commit being picked is "theirs"; "base" is their common ancestor.
@@ -39,7 +41,7 @@ class Attempt:
     backend: str
     request: str
     response: str
-    outcome: str  # accepted | rejected | error | timeout
+    outcome: str  # accepted | proposed (waits for a person) | rejected | error | timeout
     reason: str
     duration_ms: int
 
@@ -106,9 +108,10 @@ def unfence(text: str) -> str:
 class CommandBackend:
     name = "command"
 
-    def __init__(self, argv: Sequence[str], timeout: float) -> None:
+    def __init__(self, argv: Sequence[str], timeout: float, max_answer: int = MAX_ANSWER) -> None:
         self.argv = list(argv)
-        self.timeout = timeout
+        self.timeout = timeout  # for the whole call, not per read (issue 13, item 9)
+        self.max_answer = max_answer
 
     def ask(self, request: dict[str, object]) -> tuple[bytes, str]:
         data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape")
@@ -118,11 +121,10 @@ class CommandBackend:
         except OSError as e:
             raise AgentFailure("error", f"cannot start {self.argv[0]}: {e}") from e
         try:
-            out, err = proc.communicate(data, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise AgentFailure("timeout", f"no answer within {self.timeout:g}s") from None
+            out, err = _bounded_exchange(proc, data, self.timeout, self.max_answer)
+        except AgentFailure:
+            _kill_group(proc)
+            raise
         text = out.decode("utf-8", "replace")
         if proc.returncode != 0:
             last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
@@ -130,19 +132,79 @@ class CommandBackend:
         return out, text
 
 
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _bounded_exchange(proc: subprocess.Popen[bytes], data: bytes, timeout: float,
+                      max_answer: int) -> tuple[bytes, bytes]:
+    """Write `data` to the command and read its stdout and stderr, within `timeout` in all and
+    at most `max_answer` bytes of stdout (stderr: its last 64 KiB); AgentFailure otherwise."""
+    assert proc.stdin and proc.stdout and proc.stderr
+    sel = selectors.DefaultSelector()
+    for f in (proc.stdin, proc.stdout, proc.stderr):
+        os.set_blocking(f.fileno(), False)
+    sel.register(proc.stdin, selectors.EVENT_WRITE)
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    sel.register(proc.stderr, selectors.EVENT_READ)
+    out, err = bytearray(), bytearray()
+    pos = 0
+    deadline = time.monotonic() + timeout
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AgentFailure("timeout", f"no answer within {timeout:g}s",
+                                   out[:MAX_LOG].decode("utf-8", "replace"))
+            for key, _ in sel.select(min(left, 1.0)):
+                if key.fileobj is proc.stdin:
+                    try:
+                        pos += os.write(proc.stdin.fileno(), data[pos:pos + 65536])
+                    except BrokenPipeError:
+                        pos = len(data)
+                    if pos >= len(data):
+                        sel.unregister(proc.stdin)
+                        proc.stdin.close()
+                    continue
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                elif key.fileobj is proc.stdout:
+                    out += chunk
+                    if len(out) > max_answer:
+                        raise AgentFailure("error", f"answer larger than {max_answer} bytes",
+                                           out[:2000].decode("utf-8", "replace"))
+                else:
+                    err = (err + chunk)[-65536:]
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(max(left, 0.01))
+        except subprocess.TimeoutExpired:
+            raise AgentFailure("timeout", f"no answer within {timeout:g}s") from None
+    finally:
+        sel.close()
+    return bytes(out), bytes(err)
+
+
 class HttpBackend:
     name = "http"
 
-    def __init__(self, url: str, model: str, api_key: str | None, timeout: float) -> None:
+    def __init__(self, url: str, model: str, api_key: str | None, timeout: float,
+                 max_answer: int = MAX_ANSWER) -> None:
         self.url = url
         self.model = model
         self.api_key = api_key
-        self.timeout = timeout
+        self.timeout = timeout  # for the whole call (chat_completion keeps a deadline)
+        self.max_answer = max_answer
 
     def ask(self, request: dict[str, object]) -> tuple[bytes, str]:
         try:
             content = chat_completion(self.url, self.model, prompt_messages(request), api_key=self.api_key,
-                                      timeout=self.timeout, temperature=0)
+                                      timeout=self.timeout, max_bytes=self.max_answer, temperature=0)
         except ChatError as e:
             raise AgentFailure(e.kind, e.detail, e.body) from None
         return unfence(content).encode("utf-8", "surrogateescape"), content
@@ -151,10 +213,15 @@ class HttpBackend:
 class AgentResolver:
     name = "agent"
 
-    def __init__(self, backend: Backend, log: Callable[[Attempt], None], max_bytes: int = 200_000) -> None:
+    def __init__(self, backend: Backend, log: Callable[[Attempt], None], max_bytes: int = 200_000,
+                 autoland: bool = False) -> None:
         self.backend = backend
         self.log = log
         self.max_bytes = max_bytes
+        # False (the default): an answer that passes the guardrails is logged as a proposal and
+        # not used; a person approves it (conflicts/approval.py) before it is picked and L1 runs
+        # it.  Agent-made code is code nobody has read (issue 13, item 1).
+        self.autoland = autoland
 
     def propose(self, case: ConflictCase) -> Proposal | None:
         if not case.kind.is_text or not case.segments:
@@ -170,11 +237,15 @@ class AgentResolver:
             self._log(case, shown, f.response, f.outcome, f.reason, start)
             return None
         verdict = guardrails.check(case, content)
+        if verdict.ok and not self.autoland:
+            self._log(case, shown, content.decode("utf-8", "surrogateescape"), "proposed",
+                      f"{verdict.reason}; waits for a person: forkflow conflicts approve ID", start)
+            return None
         self._log(case, shown, raw, "accepted" if verdict.ok else "rejected", verdict.reason, start)
         return Proposal(content, f"agent ({self.backend.name})") if verdict.ok else None
 
     def _log(self, case: ConflictCase, request: str, response: str, outcome: str, reason: str,
              start: float) -> None:
         ms = int((time.monotonic() - start) * 1000)
-        self.log(Attempt(case.upstream_sha, case.path, self.backend.name, request, response[:MAX_LOG],
-                         outcome, reason, ms))
+        kept = response if outcome == "proposed" else response[:MAX_LOG]  # a proposal is kept whole
+        self.log(Attempt(case.upstream_sha, case.path, self.backend.name, request, kept, outcome, reason, ms))

@@ -85,8 +85,26 @@ class ForgeClient:
             if resp.status_code >= 400:
                 raise SinkError(f"{self.what} refused {method} {path} ({resp.status_code}): "
                                 f"{self.redact(resp.text[:200])}")
-            return resp.json() if resp.content else None
+            if 300 <= resp.status_code < 400:  # not followed: the token would go where it points
+                where = self.redact(str(resp.headers.get("location", "")))[:200] or "no Location"
+                raise SinkError(f"{self.what} answered {resp.status_code} (moved to {where}) to {method} "
+                                f"{path}: the repository was renamed or moved; update [triage] in "
+                                "forkflow.toml to its new name and retry")
+            return self._json(method, path, resp)
         raise AssertionError("unreachable")
+
+    def _json(self, method: str, path: str, resp: httpx.Response) -> Any:
+        """The JSON body, or a SinkError when the answer is not JSON (a proxy's or SSO login's
+        HTML page): that used to exit 3 (issue 13)."""
+        if not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError:
+            kind = str(resp.headers.get("content-type", "no content type")).split(";")[0]
+            raise SinkError(f"{self.what} answered {resp.status_code} with {kind}, not JSON, to {method} "
+                            f"{path} (a proxy or login page?): {self.redact(resp.text[:120])!r}; check "
+                            "the API URL in [triage] and retry") from None
 
     def _permission_error(self, method: str, path: str, resp: httpx.Response) -> UserError:
         if resp.status_code == 401:

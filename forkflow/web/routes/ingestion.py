@@ -1,8 +1,9 @@
 """Ingestion: landing units (bundles and chains) with their commits, routing reasons, L1 results,
 landed or waiting, and the conflicts kept for a person.
 
-One action: re-running a unit (`forkflow ingest --unit ID` in the background) needs the
-operator's token, is checked before anything else, and is logged whether done or refused.
+Two actions, re-running a unit (`forkflow ingest --unit ID` in the background) and approving an
+agent's proposal for a conflict (`forkflow conflicts approve ID`), need the operator's token,
+are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from forkflow.conflicts import approval
 from forkflow.conflicts import records as conflict_records
 from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
@@ -114,10 +116,40 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
             raise NotFound(f"no conflict {conflict_id}; the ingestion page lists the open ones "
                            "(`forkflow conflicts` too)")
         tried = conflict_records.attempts(s, fid, c.upstream_sha)
+        waiting = approval.proposal(s, fid, c) if c.status == "open" else None
     data = {"conflict": _conflict_doc(c, full=True), "settle": _settle(c, src),
             "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
-                          "duration_ms": a.duration_ms} for a in tried]}
+                          "duration_ms": a.duration_ms} for a in tried],
+            "proposal": None if waiting is None else {"backend": waiting.backend, "content": waiting.content},
+            "can_approve": waiting is not None and request.app.state.token is not None}
     return page(request, "ingestion_conflict.html", data)
+
+
+@router.post("/ingestion/conflicts/{conflict_id}/approve", name="conflict-approve")
+@router.post("/api/ingestion/conflicts/{conflict_id}/approve", name="conflict-approve")
+async def approve_conflict(request: Request, conflict_id: RowId) -> Response:
+    """Approve the agent's proposal for a conflict (token-checked, logged); the next ingest picks
+    with it and runs L1 (conflicts/approval.py)."""
+    await action_form(request, "conflict-approve", f"conflict {conflict_id}")
+    return await run_in_threadpool(_approve, request, conflict_id)
+
+
+def _approve(request: Request, conflict_id: int) -> Response:
+    target = f"conflict {conflict_id}"
+    src: Source = request.app.state.source
+    client = request.client.host if request.client else "?"
+    try:
+        with src.session() as s:
+            fid = src.fork(s)
+            if fid is None:
+                raise UserError(f"no conflict {conflict_id}")
+            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}")
+    except UserError as e:
+        record(request, "conflict-approve", target, f"refused: {e}")
+        raise Unavailable(str(e)) from None
+    record(request, "conflict-approve", target, "approved", attempt=p.attempt_id, path=x.path)
+    href = f"/ingestion/conflicts/{conflict_id}"
+    return action_done(request, href, {"conflict_id": conflict_id, "state": "approved", "href": href})
 
 
 def _settle(c: conflict_records.ConflictInfo, src: Source) -> str:

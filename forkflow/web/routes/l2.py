@@ -14,7 +14,7 @@ from forkflow.regress.records import Alert, BisectionRecord
 from forkflow.store import queries
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
-from forkflow.web.render import RowId, both, emptiness, page
+from forkflow.web.render import RowId, both, emptiness, page, urlpart
 from forkflow.web.source import Source
 
 router = APIRouter()
@@ -70,7 +70,7 @@ def _series_chart(sr: reads.Series, alerts: list[Alert], compact: bool) -> dict[
     # a small chart's tooltip shows value and date; the metric's own page names each commit
     labels = () if compact else [r[:12] for r in sr.revs]
     return charts.line(sr.name, sr.dates, sr.values, unit=sr.unit, labels=labels,
-                       marks=_marks(sr, alerts), href=f"/l2/metrics/{sr.name}", compact=compact,
+                       marks=_marks(sr, alerts), href=f"/l2/metrics/{urlpart(sr.name)}", compact=compact,
                        better=sr.better)
 
 

@@ -1,0 +1,67 @@
+"""Agent-made code needs a person: an agent's resolution that passed the guardrails is kept as a
+proposal, and only a person's approval (`forkflow conflicts approve ID`, or the dashboard's
+token-checked button) records it; the next `forkflow ingest` then picks with it and runs L1.
+
+`[ingest.agent] autoland = true` skips the wait (docs/security.md says what that risks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from forkflow.conflicts import guardrails
+from forkflow.conflicts import records as crecords
+from forkflow.conflicts.case import case_from_marked
+from forkflow.conflicts.classify import ConflictKind
+from forkflow.errors import UserError
+from forkflow.store.schema_ingest import AgentAttemptRow
+
+PROPOSED = "proposed"  # the attempt outcome of a guardrail-approved answer that waits for a person
+APPROVED = "agent-approved"  # that attempt's outcome once approved, and the recorded resolution's source
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    attempt_id: int
+    backend: str
+    content: str  # the whole resolved file the agent proposed
+
+
+def proposal(s: Session, fid: int, x: crecords.ConflictInfo) -> Proposal | None:
+    """The newest agent proposal waiting for the conflict `x`, if any."""
+    row = s.scalar(select(AgentAttemptRow)
+                   .where(AgentAttemptRow.fork_id == fid, AgentAttemptRow.upstream_sha == x.upstream_sha,
+                          AgentAttemptRow.path == x.path, AgentAttemptRow.outcome == PROPOSED)
+                   .order_by(AgentAttemptRow.id.desc()).limit(1))
+    return Proposal(row.id, row.backend, row.response) if row is not None else None
+
+
+def approve(s: Session, fid: int, cid: int, by: str) -> tuple[crecords.ConflictInfo, Proposal]:
+    """Record the waiting agent proposal of conflict `cid` as its resolution, approved by `by`.
+
+    The proposal passes the guardrails again (on the stored conflict) before it is recorded; the
+    next `forkflow ingest` uses it like any recorded resolution, and L1 runs on the result."""
+    x = crecords.conflict(s, fid, cid)
+    if x is None:
+        raise UserError(f"no conflict with id {cid}; list them with `forkflow conflicts --all`")
+    if x.status != "open":
+        raise UserError(f"conflict {cid} is {x.status}; only an open conflict can be approved")
+    p = proposal(s, fid, x)
+    if p is None:
+        raise UserError(f"conflict {cid} has no agent proposal waiting for approval; settle it with "
+                        f"`forkflow conflicts resolve {cid} --file FILE`")
+    case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
+    verdict = guardrails.check(case, p.content.encode("utf-8", "surrogateescape")) if case else None
+    if verdict is None or not verdict.ok:
+        why = verdict.reason if verdict is not None else "the conflict has no text regions"
+        raise UserError(f"the agent proposal of conflict {cid} no longer passes the guardrails ({why}); "
+                        f"settle it with `forkflow conflicts resolve {cid} --file FILE`")
+    crecords.save_resolution(s, x.key, x.path, verdict.regions, APPROVED)
+    crecords.set_conflict_status(s, x.id, "resolved")
+    row = s.get(AgentAttemptRow, p.attempt_id)
+    assert row is not None
+    row.outcome = APPROVED  # who approved what stays in the attempt log
+    row.reason = f"{row.reason}; approved by {by}"[:2000]
+    return x, p
