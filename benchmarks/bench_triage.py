@@ -23,6 +23,7 @@ from pathlib import Path
 
 from forkflow.triage.classify import FlakyPolicy
 from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
+from forkflow.testing import real_corpus
 from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.group import adjusted_rand_index
 from forkflow.triage.parsers import generic_key
@@ -48,6 +49,43 @@ def grouping(seeds: list[int]) -> None:
               f"forkflow ARI {ours:.4f} ({dt:.2f}s) | raw last line {raw:.4f} | "
               f"normalized last error/fail line {norm:.4f} | "
               f"ratio vs best baseline {ours / max(raw, norm, 1e-9):.1f}x")
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def _scores(cases: list[real_corpus.Case]) -> tuple[float, float, float]:
+    truth = [c.cause for c in cases]
+    ours = adjusted_rand_index(truth, [signature_of(c.combined).text for c in cases])
+    exact = adjusted_rand_index(truth, [_first_line(c.message) for c in cases])
+    regex = adjusted_rand_index(truth, [normalize(generic_key(c.combined)[0]) for c in cases])
+    return ours, exact, regex
+
+
+def real_grouping(heldout: bool) -> None:
+    """ARI on the real corpus (tests/data), as a whole and per surface family, with baselines."""
+    cases = real_corpus.load()
+    splits = ("train", "heldout") if heldout else ("train",)
+    print(f"== real corpus: {len(cases)} failures, {len({c.cause for c in cases})} causes "
+          f"(ARI: forkflow | exact first line | regex normaliser)")
+    for name in splits:
+        part = [c for c in cases if c.split == name]
+        o, e, r = _scores(part)
+        print(f"{name:8} {len(part):4} real failures: {o:.3f} | {e:.3f} | {r:.3f}")
+    pool = [c for c in cases if c.split in splits]
+    if heldout:
+        o, e, r = _scores(pool)
+        print(f"{'both':8} {len(pool):4} real failures: {o:.3f} | {e:.3f} | {r:.3f}")
+    allv = real_corpus.variants(pool)
+    o, e, r = _scores(pool + allv)
+    print(f"{'all':14} {len(pool) + len(allv):4} real + variants: {o:.3f} | {e:.3f} | {r:.3f}")
+    for family in real_corpus.VARIANTS:
+        fam = [v for v in allv if v.surface == family]
+        # the family's variants must land in the group of their real twins
+        twins = {v.id.split("~")[0] for v in fam}
+        o, e, r = _scores([c for c in pool if c.id in twins] + fam)
+        print(f"  {family:12} {len(fam):4} variants + twins: {o:.3f} | {e:.3f} | {r:.3f}")
 
 
 def _make_log(path: Path, mb: int, seed: int) -> None:
@@ -110,7 +148,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--heldout", action="store_true", help="also score the held-out causes")
+    ap.add_argument("--only-real", action="store_true", help="only the real-corpus scores")
     args = ap.parse_args()
+    real_grouping(args.heldout)
+    if args.only_real:
+        return
     grouping(args.seeds)
     throughput(args.mb)
     flaky()
