@@ -61,7 +61,7 @@ def _last_py_error(text: str) -> re.Match[str] | None:
 
 
 def _xdist(c: Case, r: random.Random) -> Case | None:
-    if c.surface not in ("native", "traceback", "pytest"):
+    if c.surface != "native":
         return None
     gw = f"gw{r.randrange(16)}"
     msg = (f"[{gw}] linux -- Python 3.10.{r.randrange(20)} /opt/conda/bin/python\n"

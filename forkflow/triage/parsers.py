@@ -41,20 +41,62 @@ def _first_sentence(text: str) -> str:
     return text[: cut.start() + 1] if cut else text
 
 
+# Library frames are never where a failure is: the assertion helpers of torch and unittest,
+# pytest, the Dynamo/Inductor machinery that re-raises (issue 14).
+_LIBRARY = re.compile(r"(?:site|dist)-packages/(?:torch/(?:testing|_dynamo|_inductor|_functorch)|_pytest|"
+                      r"pluggy|unittest)|/lib/python3[.\d]*/(?!site-|dist-)|torch/testing/_comparison\.py|"
+                      r"torch/testing/_internal/")
+# Messages that say too little to tell causes apart: the innermost project frame is added.
+_GENERIC_MESSAGE = re.compile(r"^\s*(?:Tensor-likes are not (?:close|equal)!|Scalars are not (?:close|equal)!|"
+                              r"PassManager::run failed|assert \w+$|True is not false|False is not true|"
+                              r"\S+ not raised|$)")
+# Wrappers that re-raise another error: the wrapped error is the signature.
+_WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' raised:|InductorError:|"
+                      r"LoweringException:|TorchRuntimeError: Failed running [^:]*:|"
+                      r"Exception: Caused by sample input at index \d+:.*)\s*")
+
+
+def _project_frame(frames: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """The innermost frame outside the libraries, else the innermost one."""
+    for path, base, func in reversed(frames):
+        if not _LIBRARY.search(path.replace("\\", "/")):
+            return base, func
+    return (frames[-1][1], frames[-1][2]) if frames else None
+
+
 def parse_traceback(before: str, after: str) -> str | None:
-    """The exception line of the last Python traceback, and its innermost frame."""
-    frames: list[tuple[str, str]] = []
-    for line in after.split("\n")[1:]:
+    """The exception line of the last Python traceback; its innermost project frame when the
+    message alone says too little."""
+    frames: list[tuple[str, str, str]] = []
+    lines = after.split("\n")
+    for i, line in enumerate(lines[1:], 1):
         m = _FRAME.match(line)
         if m:
-            frames.append((_basename(m[1]), m[2]))
+            frames.append((m[1], _basename(m[1]), m[2]))
             continue
         if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback"):
             continue
+        message = _exception_message(line.strip(), "\n".join(lines[i:i + 40]))
+        inner = _unwrap(message, lines[i + 1:i + 6])
+        if inner != message:  # a wrapper: its frames are the wrapper's, not the error's
+            return inner
+        frame = _project_frame(frames)
+        _type, _, text = message.partition(": ")
         # import-time errors name the importing module: the message is the signature
-        where = f" @ {frames[-1][0]}:{frames[-1][1]}" if frames and frames[-1][1] != "<module>" else ""
-        return _exception_message(line.strip(), after[after.find(line) + len(line):]) + where
+        if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
+            return f"{message} @ {frame[0]}:{frame[1]}"
+        return message
     return None
+
+
+def _unwrap(message: str, following: list[str]) -> str:
+    m = _WRAPPER.match(message)
+    if not m:
+        return message
+    rest = message[m.end():].strip()
+    if rest:
+        return rest
+    return next((ln.strip() for ln in following if ln.strip()), message)
 
 
 def _exception_message(first: str, rest: str) -> str:
@@ -77,12 +119,15 @@ def parse_pytest(before: str, after: str) -> str | None:
     start = end
     while start > 0 and lines[start - 1].startswith("E "):
         start -= 1
-    first = lines[start][1:].strip()
+    first = _unwrap(lines[start][1:].strip(), [ln[1:] for ln in lines[start + 1:start + 4]])
     stmt = ""
     for j in range(start - 1, max(-1, start - 40), -1):
         if lines[j].startswith(">"):
             stmt = lines[j][1:].strip()
             break
+    _type, _, text = first.partition(": ")
+    if not _GENERIC_MESSAGE.match(text if text else ""):
+        return first
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
@@ -111,8 +156,9 @@ def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
     rules = (
-        r"([^\s:]*:\d+: [^\n]*Assertion `.*' failed)",
+        r"(Assertion [`'][^\n]*?' failed)",
         r"(Assertion failed: [^\n]*)",
+        r"(Assertion `[^\n]*)",
         r"(LLVM ERROR: [^\n]*)",
         r"(UNREACHABLE executed at [^\n]*)",
         r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
@@ -149,7 +195,10 @@ def parse_cuda(before: str, after: str) -> str | None:
 
 
 def parse_oom(before: str, after: str) -> str | None:
-    return _first_sentence(_hit_line(before, after).strip())
+    """The out-of-memory sentence, without the exception type or test id in front of it."""
+    line = strip_test_prefix(_hit_line(before, after).strip())
+    line = re.sub(r"^(?:[\w.]+(?:Error|Exception):\s*)+", "", line)
+    return _first_sentence(line)
 
 
 def parse_timeout(before: str, after: str) -> str | None:
@@ -173,6 +222,14 @@ def parse_infra(before: str, after: str) -> str | None:
     return _first_sentence(_from_hit(after))
 
 
+_TEST_PREFIX = re.compile(r"^(?:(?:FAILED|ERROR)\s+)?(?:\[[\d.]+m?s\]\s+)?\S*::\S+\s+-\s+")
+
+
+def strip_test_prefix(line: str) -> str:
+    """`FAILED path::test - Error: msg` -> `Error: msg`: the test id is never the signature."""
+    return _TEST_PREFIX.sub("", line, count=1)
+
+
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
     lines = text.split("\n")
@@ -181,8 +238,8 @@ def generic_key(text: str) -> tuple[str, int]:
         if not line or _SUMMARY_BAR.search(line) or not _GENERIC.search(line):
             continue
         if line.startswith("FAILED ") and " - " in line:
-            return line.split(" - ", 1)[1], i
-        return line, i
+            return _unwrap(line.split(" - ", 1)[1], lines[i + 1:i + 4]), i
+        return _unwrap(strip_test_prefix(line), lines[i + 1:i + 4]), i
     for i in range(len(lines) - 1, -1, -1):
         if lines[i].strip():
             return lines[i].strip(), i
