@@ -88,6 +88,41 @@ def real_grouping(heldout: bool) -> None:
         print(f"  {family:12} {len(fam):4} variants + twins: {o:.3f} | {e:.3f} | {r:.3f}")
 
 
+def pathological() -> None:
+    """Time of one signature on hostile lines (issue 14: the old path pattern was quadratic)."""
+    import re
+    print("== pathological lines (seconds per signature; old path pattern on 16 KB for scale)")
+    for name, text in (("1 MB of '/~'", "/~" * 500_000), ("1 MB line", "x" * 1_000_000),
+                       ("assertion 600 KB", "Assertion `" + "a:" * 300_000),
+                       ("frames 600 KB", " #0 0x1 " + "( (" * 200_000)):
+        t0 = time.perf_counter()
+        signature_of(text)
+        print(f"{name:18} {time.perf_counter() - t0:.3f} s")
+    old = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]([\w.+@-]+)")
+    t0 = time.perf_counter()
+    old.sub(r"\1", "/~" * 8192)
+    print(f"old path pattern, 16 KB of '/~': {time.perf_counter() - t0:.3f} s")
+
+
+def many_failures(n: int = 500, mb: float = 5.0) -> None:
+    """Grouping in process: signatures of n failures holding `mb` MB of text, then groups."""
+    from forkflow.triage.group import group_failures
+    from forkflow.triage.models import Failure
+    cases = real_corpus.load()
+    texts = []
+    pad = int(mb * 1e6 / n)
+    for i in range(n):
+        c = cases[i % len(cases)]
+        noise = "".join(f"PASSED test_x.py::t{j} [0.01s]\n" for j in range(pad // 32))
+        texts.append(noise + c.combined)
+    size = sum(len(t) for t in texts) / 1e6
+    t0 = time.perf_counter()
+    groups = group_failures(Failure(f"t{i}", signature_of(t)) for i, t in enumerate(texts))
+    dt = time.perf_counter() - t0
+    print(f"== grouping in process: {n} failures, {size:.1f} MB -> {len(groups)} groups in "
+          f"{dt:.2f} s = {size / dt:.0f} MB/s")
+
+
 def _make_log(path: Path, mb: int, seed: int) -> None:
     r = random.Random(seed)
     env = _env(r)
@@ -154,6 +189,8 @@ def main() -> None:
     real_grouping(args.heldout)
     if args.only_real:
         return
+    pathological()
+    many_failures()
     grouping(args.seeds)
     throughput(args.mb)
     flaky()

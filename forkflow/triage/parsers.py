@@ -5,8 +5,11 @@ it finds nothing better than the hit's own line.  `after` starts at the hit.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
+
+import ahocorasick_rs
 
 from forkflow.triage.models import FailureKind
 
@@ -230,12 +233,21 @@ def strip_test_prefix(line: str) -> str:
     return _TEST_PREFIX.sub("", line, count=1)
 
 
+_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
+
+
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
     lines = text.split("\n")
-    for i in range(len(lines) - 1, -1, -1):
+    # one scan for the words, then only the lines that hold one are looked at, last first
+    starts = [0]
+    for i, line in enumerate(lines[:-1]):
+        starts.append(starts[-1] + len(line) + 1)
+    found = _WORDS.find_matches_as_indexes(text.lower())
+    hits = sorted({bisect.bisect_right(starts, start) - 1 for _, start, _ in found}, reverse=True)
+    for i in hits:
         line = lines[i].strip()
-        if not line or _SUMMARY_BAR.search(line) or not _GENERIC.search(line):
+        if not line or not _GENERIC.search(line) or _SUMMARY_BAR.search(line):
             continue
         if line.startswith("FAILED ") and " - " in line:
             return _unwrap(line.split(" - ", 1)[1], lines[i + 1:i + 4]), i

@@ -24,7 +24,8 @@ from forkflow.triage.parsers import PARSERS, generic_key
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
 AFTER = 32 * 1024    # context kept after a hit
-TAIL = 64 * 1024     # the end of the log, for the generic fallback
+TAIL = 64 * 1024     # the end of the log kept while scanning
+FALLBACK_TAIL = 16 * 1024  # the end looked at by the generic fallback
 EXCERPT_LINES = 60
 EXCERPT_CHARS = 8000
 MAX_SIGNATURE = 600
@@ -233,7 +234,7 @@ def _fallback(tail: bytes, lines_before: int) -> Signature:
     text = tail.decode("utf-8", "replace")
     if not text.strip():
         return Signature(K.NO_OUTPUT, f"{K.NO_OUTPUT.value}: the log is empty", "", 0)
-    key, offset = generic_key(clean_window(strip_ansi(text)))
+    key, offset = generic_key(clean_window(strip_ansi(text[-FALLBACK_TAIL:])))
     lines = text.split("\n")
     line = lines_before + (offset + 1 if offset >= 0 else len(lines))
     excerpt = "\n".join(lines[-EXCERPT_LINES // 2:])[-EXCERPT_CHARS:]
@@ -299,22 +300,32 @@ _QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Excepti
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 
 # Footers torch and LLVM print under many different errors: never a signature (issue 14).
-_FOOTER = re.compile(
-    r"^.*(?:CUDA kernel errors might be asynchronously reported|consider passing CUDA_LAUNCH_BLOCKING"
-    r"|TORCH_USE_CUDA_DSA|PYTORCH_PRINT_REPRO_ON_FAILURE|To execute this test, run the following"
-    r"|PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=|PYTORCH_TEST_WITH_\w+=\S* python|Set TORCHDYNAMO_VERBOSE=1"
-    r"|TORCH_LOGS=\"\+dynamo\"|PLEASE submit a bug report|suppress this exception and fall back to eager"
-    r"|Stack dump without symbol names|HINT: To debug).*$", re.M)
+_FOOTERS = ("CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
+            "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
+            "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
+            "PLEASE submit a bug report", "suppress this exception and fall back to eager",
+            "Stack dump without symbol names", "HINT: To debug")
+_FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
 _LINE_PREFIX = re.compile(
     r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|\d\d:\d\d:\d\d ?|\[rank\d+\]: ?|# \| ?"
     r"|[\w.-]{1,20}> )+", re.M)
 
 
+_LONG_LINE = re.compile(f"[^\\n]{{{MAX_LINE + 1}}}")
+
+
 def _cap_lines(text: str) -> str:
-    if all(len(ln) <= MAX_LINE for ln in text.split("\n")):
+    if not _LONG_LINE.search(text):
         return text
     return "\n".join(ln[:MAX_LINE] for ln in text.split("\n"))
+
+
+def _drop_footers(text: str) -> str:
+    if not _FOOTER_MATCHER.find_matches_as_indexes(text):
+        return text
+    return "\n".join(ln for ln in text.split("\n")
+                     if not _FOOTER_MATCHER.find_matches_as_indexes(ln))
 
 
 # What the interpreter prints while it shuts down, after the test has failed: noise.
@@ -324,8 +335,8 @@ _TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[
 
 def clean_window(text: str) -> str:
     """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone."""
-    text = _LINE_PREFIX.sub("", _cap_lines(text))
-    return _TEARDOWN.sub("", _FOOTER.sub("", text))
+    text = _drop_footers(_LINE_PREFIX.sub("", _cap_lines(text)))
+    return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
 
 
 # ----- entry points --------------------------------------------------------------------------
