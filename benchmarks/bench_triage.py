@@ -57,7 +57,7 @@ def _first_line(text: str) -> str:
 
 def _scores(cases: list[real_corpus.Case]) -> tuple[float, float, float]:
     truth = [c.cause for c in cases]
-    ours = adjusted_rand_index(truth, [signature_of(c.combined).text for c in cases])
+    ours = adjusted_rand_index(truth, [signature_of(c.combined).key for c in cases])
     exact = adjusted_rand_index(truth, [_first_line(c.message) for c in cases])
     regex = adjusted_rand_index(truth, [normalize(generic_key(c.combined)[0]) for c in cases])
     return ours, exact, regex

@@ -92,7 +92,8 @@ def _lit_prefix(c: Case, r: random.Random) -> Case | None:
 
 
 def _tb_short(c: Case, r: random.Random) -> Case | None:
-    if c.surface not in ("traceback", "pytest") or not _FRAME.search(c.message):
+    if c.surface not in ("traceback", "pytest") or not _FRAME.search(c.message) \
+            or _last_py_error(c.message) is None:
         return None
     text = _FRAME.sub(lambda m: f"{m[1]}:{m[2]}: in {m[3]}\n    {m[4]}", c.message)
     text = _PY_ERROR.sub(lambda m: f"E   {m[0]}", text)

@@ -16,11 +16,14 @@ from forkflow.triage.models import FailureKind
 Parser = Callable[[str, str], "str | None"]
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)', re.M)
+_SHORT_FRAME = re.compile(r"^(\S+?\.py):\d+: in (\S+)\s*$", re.M)
 _PYTEST_LOC = re.compile(r"^(\S+?\.py):\d+: (?:in )?([\w.]+)\s*$", re.M)
 _SYMBOL = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(?:in\s+)?(.+?)(?:\s+\(/|\s+/|\s+\(\S*\+0x|$)")
 _SKIP_FRAME = re.compile(r"llvm::sys::|SignalHandler|__restore_rt|\braise\b|\babort\b|__assert_fail|"
                          r"libc\.so|__GI_|_start\b|__libc_start|PrintStackTrace|RunSignalHandlers|"
-                         r"^\?\?|0x[0-9a-f]+$|pthread_kill")
+                         r"^\?\?|0x[0-9a-f]+$|pthread_kill|^(?:main|clang_main|cc1_main|call_init|"
+                         r"ExecuteCC1Tool|mlir::asMainReturnCode|mlir::MlirOptMain)\b|"
+                         r"CrashRecovery|\(/lib/|libc-start")
 _INNER_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b")
 _GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b")
 _SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*\d+ (?:failed|passed)|"
@@ -81,15 +84,38 @@ def parse_traceback(before: str, after: str) -> str | None:
             continue
         message = _exception_message(line.strip(), "\n".join(lines[i:i + 40]))
         inner = _unwrap(message, lines[i + 1:i + 6])
-        if inner != message:  # a wrapper: its frames are the wrapper's, not the error's
-            return inner
+        if inner != message:  # a wrapper: its frames are the wrapper's; the error's come before
+            earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
+            return with_frame(inner, earlier)
         frame = _project_frame(frames)
         _type, _, text = message.partition(": ")
         # import-time errors name the importing module: the message is the signature
         if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
             return f"{message} @ {frame[0]}:{frame[1]}"
         return message
-    return None
+    frame = _project_frame(frames)  # a log cut inside the traceback: where it was
+    return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
+
+
+def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
+    """The traceback frames printed just above line `i` (a traceback whose header was cut)."""
+    frames: list[tuple[str, str, str]] = []
+    j = i - 1
+    while j >= 0 and i - j < 80 and (lines[j][:1] in (" ", "\t") or not lines[j].strip()):
+        m = _FRAME.match(lines[j])
+        if m:
+            frames.append((m[1], _basename(m[1]), m[2]))
+        j -= 1
+    return frames[::-1]
+
+
+def with_frame(message: str, frames: list[tuple[str, str, str]]) -> str:
+    """`message`, plus its innermost project frame when the message alone says too little."""
+    frame = _project_frame(frames)
+    _type, _, text = message.partition(": ")
+    if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
+        return f"{message} @ {frame[0]}:{frame[1]}"
+    return message
 
 
 def _unwrap(message: str, following: list[str]) -> str:
@@ -123,6 +149,9 @@ def parse_pytest(before: str, after: str) -> str | None:
     while start > 0 and lines[start - 1].startswith("E "):
         start -= 1
     first = _unwrap(lines[start][1:].strip(), [ln[1:] for ln in lines[start + 1:start + 4]])
+    if first.endswith(":"):  # `Exception occurred in X:` introduces the error on the next E line
+        nxt = next((ln[1:].strip() for ln in lines[start + 1:start + 6] if ln[1:].strip()), "")
+        first = f"{first} {nxt}".strip()
     stmt = ""
     for j in range(start - 1, max(-1, start - 40), -1):
         if lines[j].startswith(">"):
@@ -131,6 +160,10 @@ def parse_pytest(before: str, after: str) -> str | None:
     _type, _, text = first.partition(": ")
     if not _GENERIC_MESSAGE.match(text if text else ""):
         return first
+    if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
+        short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
+        if short:
+            return with_frame(first, short)
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
@@ -146,12 +179,19 @@ def parse_filecheck(before: str, after: str) -> str | None:
     return f"{hit} | {rest[0]}" if rest else hit
 
 
+_DIAGNOSTIC = re.compile(r"(?:^|[\s;:])((?:fatal )?error|fatal)\s*:\s*(.*)$")
+
+
 def parse_compiler(before: str, after: str) -> str | None:
-    """The first `error:` line of the last burst of compiler diagnostics."""
+    """The first `error:` of the last burst of compiler diagnostics, without its location
+    (the same broken API shows up in many files)."""
     hit = _hit_line(before, after)
-    for line in before.split("\n")[-50:-1]:
-        if ": error: " in line and not re.search(r"CHECK[-\w]*:", line):
-            return line
+    for line in before.split("\n")[-50:-1] + [hit]:
+        if re.search(r"CHECK[-\w]*:", line):
+            continue
+        m = _DIAGNOSTIC.search(line)
+        if m and (": error: " in line or "fatal" in line):
+            return f"{m[1]}: {m[2]}"
     return hit
 
 
@@ -181,15 +221,34 @@ def parse_crash(before: str, after: str) -> str | None:
     if frames:
         return "crash in " + " < ".join(frames)
     fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
+    if fatal and fatal[-1].strip() == "Aborted":
+        # abort() is called by whatever printed why, just before
+        reason, _i = generic_key("\n".join(before.split("\n")[-60:]))
+        if reason and "Fatal Python error" not in reason:
+            diag = _DIAGNOSTIC.search(reason)
+            return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else reason
     if fatal:
         py = _FRAME.findall(after[:8000])
         return f"Fatal Python error: {fatal[-1]}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
     return None
 
 
+# The CUDA/HIP runtime's own error strings: whatever prints them (torch, Triton, a C++ check
+# macro), the same runtime error is the same failure.
+_RUNTIME_ERRORS = re.compile(
+    r"(?i)(no kernel image is available for execution on the device|an illegal memory access was "
+    r"encountered|misaligned address|unspecified launch failure|illegal instruction was encountered|"
+    r"too many resources requested for launch|invalid device function|invalid argument|"
+    r"(?:hipErrorNoBinaryForGpu|no binary|code object)[^\n]*?(?:devices?|GPU)|"
+    r"initialization error|operation not supported|out of memory)")
+
+
 def parse_cuda(before: str, after: str) -> str | None:
     """The CUDA error text; for device-side asserts, the assertion too."""
     key = _from_hit(after)
+    canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
+    if canonical and "device-side assert" not in key:
+        return "GPU runtime error: " + canonical[1].lower()
     if "device-side assert" in key:
         asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
         if asserts:
@@ -213,7 +272,9 @@ def parse_timeout(before: str, after: str) -> str | None:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
     if frames:
-        return f"timeout in {_basename(frames[-1][0])}:{frames[-1][1]}"
+        frame = _project_frame([(p, _basename(p), f) for p, f in frames])
+        if frame:
+            return f"timeout in {frame[0]}:{frame[1]}"
     locs = _PYTEST_LOC.findall(before[-8000:])
     if locs:
         return f"timeout in {_basename(locs[-1][0])}:{locs[-1][1]}"
@@ -233,6 +294,9 @@ def strip_test_prefix(line: str) -> str:
     return _TEST_PREFIX.sub("", line, count=1)
 
 
+# `FAILURE: test_name` only names what failed; the error is on another line
+_EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
+_NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
 
 
@@ -247,7 +311,8 @@ def generic_key(text: str) -> tuple[str, int]:
     hits = sorted({bisect.bisect_right(starts, start) - 1 for _, start, _ in found}, reverse=True)
     for i in hits:
         line = lines[i].strip()
-        if not line or not _GENERIC.search(line) or _SUMMARY_BAR.search(line):
+        if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
+                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line):
             continue
         if line.startswith("FAILED ") and " - " in line:
             return _unwrap(line.split(" - ", 1)[1], lines[i + 1:i + 4]), i

@@ -19,7 +19,7 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
-from forkflow.triage.parsers import PARSERS, generic_key
+from forkflow.triage.parsers import PARSERS, frames_above, generic_key, with_frame
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
@@ -63,6 +63,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "Could not resolve host", "Temporary failure in name resolution",
         "no CUDA-capable device is detected", "CUDA driver version is insufficient",
         "Found no NVIDIA driver", "NVIDIA-SMI has failed", "has received a shutdown signal",
+        "No XPU devices are available",
         "lost communication with the server", "runner lost", "Network is unreachable",
         "NodeDiedError", "node was preempted", "Read-only file system",
         "Cannot connect to the Docker daemon", "Failed to pull image", "Connection timed out",
@@ -71,7 +72,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "deadline exceeded", "DeadlineExceeded",
         verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"),
     # runner faults that say so unambiguously: the signature is the family, never the test
-    *_infra("host out of memory (OOM killer)", "oom-kill", "OOMKilled", "Out of memory: Killed process"),
+    *_infra("host out of memory (OOM killer)", "oom-kill", "OOMKilled", "Out of memory: Killed process",
+            "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
     *_infra("host out of memory (OOM killer)", "Killed",
             verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
     *_infra("port already in use", "Address already in use", "EADDRINUSE"),
@@ -90,7 +92,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
         "died with <Signals.SIG"),
-    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", verify=_NOT_FILECHECK),
+    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
+        verify=_NOT_FILECHECK),
     *_t(K.FILECHECK, *_FILECHECK_PHRASES),
     *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
 ])
@@ -239,6 +242,9 @@ def _fallback(tail: bytes, lines_before: int) -> Signature:
     line = lines_before + (offset + 1 if offset >= 0 else len(lines))
     excerpt = "\n".join(lines[-EXCERPT_LINES // 2:])[-EXCERPT_CHARS:]
     kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
+    if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
+        window = clean_window(strip_ansi(text[-FALLBACK_TAIL:])).split("\n")
+        key = with_frame(key, frames_above(window, offset))
     return Signature(kind, _signature_text(kind, key), strip_ansi(excerpt).strip("\n"), line)
 
 
@@ -292,6 +298,15 @@ def normalize(text: str) -> str:
     text = _PATH.sub(_last_part, text)
     for rx, repl in _RULES:
         text = rx.sub(repl, text)
+    return _unquote(text.strip())
+
+
+def _unquote(text: str) -> str:
+    """Quoting around an error (`"..."`, a `> ` quote) is the reporter's, not the error's."""
+    if text.startswith("> "):
+        text = text[2:]
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        text = text[1:-1]
     return text.strip()
 
 
@@ -304,7 +319,9 @@ _FOOTERS = ("CUDA kernel errors might be asynchronously reported", "consider pas
             "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
             "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
             "PLEASE submit a bug report", "suppress this exception and fall back to eager",
-            "Stack dump without symbol names", "HINT: To debug")
+            "Stack dump without symbol names", "HINT: To debug", "The failure occurred for item",
+            # torch's teardown warnings, printed after the test has already failed
+            "process group has NOT been destroyed", "ResourceWarning: unclosed")
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
 _LINE_PREFIX = re.compile(
