@@ -239,7 +239,7 @@ _RUNTIME_ERRORS = re.compile(
     r"(?i)(no kernel image is available for execution on the device|an illegal memory access was "
     r"encountered|misaligned address|unspecified launch failure|illegal instruction was encountered|"
     r"too many resources requested for launch|invalid device function|invalid argument|"
-    r"(?:hipErrorNoBinaryForGpu|no binary|code object)[^\n]*?(?:devices?|GPU)|"
+    r"hipErrorNoBinaryForGpu|"
     r"initialization error|operation not supported|out of memory)")
 
 

@@ -25,7 +25,8 @@ CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
 AFTER = 32 * 1024    # context kept after a hit
 TAIL = 64 * 1024     # the end of the log kept while scanning
-FALLBACK_TAIL = 16 * 1024  # the end looked at by the generic fallback
+FALLBACK_TAIL = 12 * 1024  # the end looked at by the generic fallback
+PARSE_WINDOW = 12 * 1024   # context either side of a hit handed to its parser
 EXCERPT_LINES = 60
 EXCERPT_CHARS = 8000
 MAX_SIGNATURE = 600
@@ -86,7 +87,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.CUDA_ERROR, "CUDA error", "cudaError", "CUDA_ERROR_", "illegal memory access",
         "device-side assert", "misaligned address", "unspecified launch failure",
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
-        "HIP error", "illegal instruction was encountered", "too many resources requested"),
+        "HIP error", "illegal instruction was encountered", "too many resources requested",
+        "no kernel image is available", "CUDA Error"),
     *_t(K.CRASH, "Assertion `", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
@@ -158,7 +160,7 @@ class Scanner:
         buf = self.carry + chunk
         seen = len(self.carry)  # matches that end inside the carry were found last time
         found: dict[FailureKind, tuple[int, str]] = {}
-        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf)):
+        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf, overlapping=True)):
             if end <= seen:
                 break
             trig = TRIGGERS[idx]
@@ -210,11 +212,11 @@ class Scanner:
                 and h.pos >= last.pos - REACH_BYTES] + ([infra] if infra else [])
         best = min(near, key=lambda h: PRIORITY.index(h.kind))
         if best.label:  # a strong runner fault: the family is the signature
-            excerpt = _excerpt(clean_window(best.before.decode("utf-8", "replace")),
-                               clean_window(best.after.decode("utf-8", "replace")))
+            excerpt = _excerpt(clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace")),
+                               clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace")))
             return Signature(K.INFRA, f"{K.INFRA.value}: {best.label}", excerpt, best.line)
-        before = clean_window(best.before.decode("utf-8", "replace"))
-        after = clean_window(best.after.decode("utf-8", "replace"))
+        before = clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace"))
+        after = clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace"))
         key = PARSERS[best.kind](before, after)
         if key is None:  # the parser found nothing usable: take the hit's own line
             key = _line_at(before, after)
@@ -272,9 +274,14 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
 ))
 
 
+_CONTROL = dict.fromkeys(c for c in range(32) if c not in (9, 10)) | {0x7f: None}
+
+
 def strip_ansi(text: str) -> str:
     """Text without ANSI colour codes and control characters (newlines and tabs kept)."""
-    return _ANSI.sub("", text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text.translate(_CONTROL)
 
 
 # Paths keep their last part only (runners check out in different folders).  Possessive, and a
@@ -329,11 +336,8 @@ _LINE_PREFIX = re.compile(
     r"|[\w.-]{1,20}> )+", re.M)
 
 
-_LONG_LINE = re.compile(f"[^\\n]{{{MAX_LINE + 1}}}")
-
-
 def _cap_lines(text: str) -> str:
-    if not _LONG_LINE.search(text):
+    if len(text) <= MAX_LINE or max(map(len, text.split("\n"))) <= MAX_LINE:
         return text
     return "\n".join(ln[:MAX_LINE] for ln in text.split("\n"))
 
@@ -350,9 +354,18 @@ _TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[
                        re.M)
 
 
+def _has_prefixes(text: str) -> bool:
+    # runners prefix every line, so a sample of lines tells (and keeps this linear and cheap)
+    sample = [ln for ln in text[-4096:].split("\n")[1:] if ln][:12]
+    return any(_LINE_PREFIX.match(ln) for ln in sample)
+
+
 def clean_window(text: str) -> str:
     """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone."""
-    text = _drop_footers(_LINE_PREFIX.sub("", _cap_lines(text)))
+    text = _cap_lines(text)
+    if _has_prefixes(text):
+        text = _LINE_PREFIX.sub("", text)
+    text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
 
 
