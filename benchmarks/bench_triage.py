@@ -123,6 +123,53 @@ def many_failures(n: int = 500, mb: float = 5.0) -> None:
           f"{dt:.2f} s = {size / dt:.0f} MB/s")
 
 
+def end_to_end(n: int = 500, mb: float = 5.0) -> None:
+    """One `forkflow triage RUN --json --reruns 0` of a stored run with n failures holding `mb`
+    MB of failure text, as a fresh process (start-up, store reads, signatures, batched writes)."""
+    import sys
+
+    from forkflow.context import open_context
+    from forkflow.models import Sha
+    from forkflow.testing.gitrepo import ForkBuilder
+    from forkflow.tiers import queries as tq
+    from forkflow.tiers.reports import Outcome, TestResult, clean_text
+    from forkflow.tiers.tiers import Tier
+
+    cases = real_corpus.load()
+    with tempfile.TemporaryDirectory() as d:
+        b = ForkBuilder(Path(d) / "repos")
+        b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+        b.branch_fork()
+        sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
+                        "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+        ctx = open_context(b.f.path)
+        pad = "".join(f"INFO step {j} ok\n" for j in range(int(mb * 1e6 / n) // 16))
+        results = [TestResult(f"test_{i}", Outcome.FAIL, 0.1,
+                              clean_text(pad + cases[i % len(cases)].combined))
+                   for i in range(n)]
+        size = sum(len(r.message) for r in results) / 1e6
+        with ctx.store.session_scope() as s:
+            run_id, [job] = tq.create_run(s, ctx.fork_id, tq.NewRun(
+                Tier.L1, Sha(sha), None, "local", "validate", 0, (), ("unit",), {}),
+                [tq.NewJob("unit", "pytest", "", "", "", False, None, None)])
+            tq.finish_job(s, job, tq.JobFinish(tq.FAIL, 1, 1.0, "", n, n, None, (), (), 1), results)
+            tq.finish_run(s, run_id, tq.FAIL, "", ())
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "forkflow", "triage", str(run_id), "--json",
+                              "--reruns", "0", "--repo", str(b.f.path)], capture_output=True,
+                             env=env, check=False)
+        dt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import forkflow.cli.main, forkflow.cli.triage_cmds"],
+                       capture_output=True, env=env, check=False)
+        start = time.perf_counter() - t0
+    print(f"== end to end: forkflow triage of {n} failures, {size:.1f} MB stored text: "
+          f"{dt:.2f} s (rc {out.returncode}; interpreter + imports alone {start:.2f} s) = "
+          f"{size / dt:.1f} MB/s")
+
+
 def _make_log(path: Path, mb: int, seed: int) -> None:
     r = random.Random(seed)
     env = _env(r)
@@ -191,6 +238,7 @@ def main() -> None:
         return
     pathological()
     many_failures()
+    end_to_end()
     grouping(args.seeds)
     throughput(args.mb)
     flaky()
