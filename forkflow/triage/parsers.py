@@ -152,6 +152,7 @@ def parse_pytest(before: str, after: str) -> str | None:
     if first.endswith(":"):  # `Exception occurred in X:` introduces the error on the next E line
         nxt = next((ln[1:].strip() for ln in lines[start + 1:start + 6] if ln[1:].strip()), "")
         first = f"{first} {nxt}".strip()
+    first = _first_sentence(first)[:300]  # as for tracebacks: details after the first sentence vary
     stmt = ""
     for j in range(start - 1, max(-1, start - 40), -1):
         if lines[j].startswith(">"):
@@ -267,7 +268,8 @@ def parse_timeout(before: str, after: str) -> str | None:
     """Where the test hung: the innermost frame of the main thread, when a dump shows it."""
     text = before[-24000:] + after[:8000]
     main = text.rfind("Stack of MainThread")
-    frames = _FRAME.findall(text[main:] if main >= 0 else text[-8000:])
+    # without a dump, the traceback that reported the timeout ends just before the hit
+    frames = _FRAME.findall(text[main:] if main >= 0 else before[-8000:] + _hit_line(before, after))
     if main >= 0:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
@@ -295,6 +297,9 @@ def strip_test_prefix(line: str) -> str:
 
 
 # `FAILURE: test_name` only names what failed; the error is on another line
+# What a harness says when anything failed: never the error itself
+_UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\.?$|^exit code: -?\d+$|"
+                            r"non-zero (?:exit )?status|^process completed with exit code")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
@@ -312,7 +317,7 @@ def generic_key(text: str) -> tuple[str, int]:
     for i in hits:
         line = lines[i].strip()
         if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
-                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line):
+                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
             continue
         if line.startswith("FAILED ") and " - " in line:
             return _unwrap(line.split(" - ", 1)[1], lines[i + 1:i + 4]), i

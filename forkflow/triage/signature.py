@@ -300,7 +300,7 @@ MAX_LINE = 2000  # characters of one line looked at: untrusted logs may hold meg
 
 def normalize(text: str) -> str:
     """Error text without what changes between runs: addresses, numbers, paths, times, colours."""
-    text = strip_ansi(text)[:MAX_SIGNATURE * 4]
+    text = _LINE_PREFIX.sub("", strip_ansi(text)[:MAX_SIGNATURE * 4])
     text = _QUALIFIED.sub(r"\1", text)
     text = _PATH.sub(_last_part, text)
     for rx, repl in _RULES:
@@ -355,9 +355,9 @@ _TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[
 
 
 def _has_prefixes(text: str) -> bool:
-    # runners prefix every line, so a sample of lines tells (and keeps this linear and cheap)
-    sample = [ln for ln in text[-4096:].split("\n")[1:] if ln][:12]
-    return any(_LINE_PREFIX.match(ln) for ln in sample)
+    # runners prefix every line of their part of the log: lines sampled across the window tell
+    lines = text.split("\n")
+    return any(_LINE_PREFIX.match(ln) for ln in lines[::max(1, len(lines) // 48)])
 
 
 def clean_window(text: str) -> str:
