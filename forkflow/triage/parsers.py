@@ -199,6 +199,13 @@ def parse_compiler(before: str, after: str) -> str | None:
 def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
+    # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
+    # function it sits in: keep that, without the tool, file and line in front of it
+    located = re.findall(r"(?:^|\n)(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)", text)
+    if located:
+        func, assertion = located[-1]
+        func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
+        return f"{func}: {assertion}" if func else assertion
     rules = (
         r"(Assertion [`'][^\n]*?' failed)",
         r"(Assertion failed: [^\n]*)",
@@ -249,7 +256,8 @@ def parse_cuda(before: str, after: str) -> str | None:
     key = _from_hit(after)
     canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
     if canonical and "device-side assert" not in key:
-        return "GPU runtime error: " + canonical[1].lower()
+        runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
+        return f"{runtime} runtime error: " + canonical[1].lower()
     if "device-side assert" in key:
         asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
         if asserts:

@@ -302,6 +302,8 @@ def normalize(text: str) -> str:
     """Error text without what changes between runs: addresses, numbers, paths, times, colours."""
     text = _LINE_PREFIX.sub("", strip_ansi(text)[:MAX_SIGNATURE * 4])
     text = _QUALIFIED.sub(r"\1", text)
+    # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
+    text = _ERROR_CODE.sub(lambda m: f"{m[1]}code-{'x' if m[2].startswith('0x') else 'n'}{m[2].removeprefix('0x')}", text)
     text = _PATH.sub(_last_part, text)
     for rx, repl in _RULES:
         text = rx.sub(repl, text)
@@ -317,6 +319,7 @@ def _unquote(text: str) -> str:
     return text.strip()
 
 
+_ERROR_CODE = re.compile(r"((?:Error \[\w+\]|error code|errno|Code):\s*)(0x[0-9a-fA-F]+|\d+)\b")
 # `torch.cuda.OutOfMemoryError:` and `OutOfMemoryError:` are one exception type
 _QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b)")
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
@@ -332,7 +335,7 @@ _FOOTERS = ("CUDA kernel errors might be asynchronously reported", "consider pas
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
 _LINE_PREFIX = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|\d\d:\d\d:\d\d ?|\[rank\d+\]: ?|# \| ?"
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?|# \| ?"
     r"|[\w.-]{1,20}> )+", re.M)
 
 
