@@ -5,7 +5,6 @@ it finds nothing better than the hit's own line.  `after` starts at the hit.
 """
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Callable
 
@@ -196,12 +195,16 @@ def parse_compiler(before: str, after: str) -> str | None:
     return hit
 
 
+_LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
+
+
 def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
     # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
     # function it sits in: keep that, without the tool, file and line in front of it
-    located = re.findall(r"(?:^|\n)(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)", text)
+    located = [m for ln in text.split("\n") if "Assertion" in ln
+               for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
         func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
@@ -315,24 +318,27 @@ _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "excepti
 
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
-    lines = text.split("\n")
     # one scan for the words, then only the lines that hold one are looked at, last first
-    starts = [0]
-    for i, line in enumerate(lines[:-1]):
-        starts.append(starts[-1] + len(line) + 1)
     found = _WORDS.find_matches_as_indexes(text.lower())
-    hits = sorted({bisect.bisect_right(starts, start) - 1 for _, start, _ in found}, reverse=True)
-    for i in hits:
-        line = lines[i].strip()
+    seen: set[int] = set()
+    for _idx, pos, _end in reversed(found):
+        lo = text.rfind("\n", 0, pos) + 1
+        if lo in seen:
+            continue
+        seen.add(lo)
+        hi = text.find("\n", pos)
+        line = text[lo: len(text) if hi < 0 else hi].strip()
         if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
                 or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
             continue
+        following = text[hi + 1:].split("\n", 4)[:3] if hi >= 0 else []
+        i = text.count("\n", 0, lo)
         if line.startswith("FAILED ") and " - " in line:
-            return _unwrap(line.split(" - ", 1)[1], lines[i + 1:i + 4]), i
-        return _unwrap(strip_test_prefix(line), lines[i + 1:i + 4]), i
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].strip():
-            return lines[i].strip(), i
+            return _unwrap(line.split(" - ", 1)[1], following), i
+        return _unwrap(strip_test_prefix(line), following), i
+    lines = text.rstrip().split("\n")
+    if lines and lines[-1].strip():
+        return lines[-1].strip(), len(lines) - 1
     return "", -1
 
 

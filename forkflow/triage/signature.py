@@ -229,8 +229,8 @@ def _line_at(before: str, after: str) -> str:
 
 
 def _excerpt(before: str, after: str) -> str:
-    head = before.split("\n")[-(EXCERPT_LINES // 2):]
-    tail = after.split("\n")[: EXCERPT_LINES // 2]
+    head = before.rsplit("\n", EXCERPT_LINES // 2)[-(EXCERPT_LINES // 2):]
+    tail = after.split("\n", EXCERPT_LINES // 2)[: EXCERPT_LINES // 2]
     text = "\n".join(head)[-EXCERPT_CHARS // 2:] + "\n".join(tail)[: EXCERPT_CHARS // 2]
     return strip_ansi(text).strip("\n")
 
@@ -339,17 +339,22 @@ _LINE_PREFIX = re.compile(
     r"|[\w.-]{1,20}> )+", re.M)
 
 
-def _cap_lines(text: str) -> str:
-    if len(text) <= MAX_LINE or max(map(len, text.split("\n"))) <= MAX_LINE:
-        return text
-    return "\n".join(ln[:MAX_LINE] for ln in text.split("\n"))
-
-
 def _drop_footers(text: str) -> str:
-    if not _FOOTER_MATCHER.find_matches_as_indexes(text):
+    found = _FOOTER_MATCHER.find_matches_as_indexes(text)
+    if not found:
         return text
-    return "\n".join(ln for ln in text.split("\n")
-                     if not _FOOTER_MATCHER.find_matches_as_indexes(ln))
+    # one search over the window, then the lines that hold a match are cut out
+    out, last = [], 0
+    for _idx, start, _end in found:
+        if start < last:
+            continue
+        lo = text.rfind("\n", 0, start) + 1
+        hi = text.find("\n", start)
+        hi = len(text) if hi < 0 else hi
+        out.append(text[last:lo])
+        last = hi + 1
+    out.append(text[last:])
+    return "".join(out)
 
 
 # What the interpreter prints while it shuts down, after the test has failed: noise.
@@ -357,16 +362,14 @@ _TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[
                        re.M)
 
 
-def _has_prefixes(text: str) -> bool:
-    # runners prefix every line of their part of the log: lines sampled across the window tell
-    lines = text.split("\n")
-    return any(_LINE_PREFIX.match(ln) for ln in lines[::max(1, len(lines) // 48)])
-
-
 def clean_window(text: str) -> str:
     """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone."""
-    text = _cap_lines(text)
-    if _has_prefixes(text):
+    lines = text.split("\n")
+    if len(text) > MAX_LINE and max(map(len, lines)) > MAX_LINE:
+        lines = [ln[:MAX_LINE] for ln in lines]
+        text = "\n".join(lines)
+    # runners prefix every line of their part of the log: lines sampled across the window tell
+    if any(_LINE_PREFIX.match(ln) for ln in lines[::max(1, len(lines) // 16)]):
         text = _LINE_PREFIX.sub("", text)
     text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
