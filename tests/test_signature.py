@@ -178,3 +178,12 @@ def test_adjusted_rand_index_known_values() -> None:
     assert adjusted_rand_index([0, 0, 1, 2], [0, 0, 1, 1]) == pytest.approx(0.5714285714)
     with pytest.raises(ValueError):
         adjusted_rand_index([0], [0, 1])
+
+
+def test_runner_prefixes_only_at_the_end_of_a_long_log_are_removed() -> None:
+    tb = ('Traceback (most recent call last):\n  File "/w/t.py", line 3, in test_x\n    f()\n'
+          "RuntimeError: PassManager::run failed\n")
+    stamped = "".join(f"2024-08-04T01:59:02.{i:07d}Z {ln}\n" for i, ln in enumerate(tb.splitlines()))
+    noise = "".join(f"PASSED test_a.py::t{i} [0.01s]\n" for i in range(500))
+    assert signature_of(noise + stamped).key == signature_of(tb).key
+    assert signature_of(noise + stamped).text == "EXCEPTION: RuntimeError: PassManager::run failed @ t.py:test_x"

@@ -369,7 +369,8 @@ def clean_window(text: str) -> str:
         lines = [ln[:MAX_LINE] for ln in lines]
         text = "\n".join(lines)
     # runners prefix every line of their part of the log: lines sampled across the window tell
-    if any(_LINE_PREFIX.match(ln) for ln in lines[::max(1, len(lines) // 16)]):
+    sample = lines[:8] + lines[-8:] + lines[::max(1, len(lines) // 16)]  # both ends, and across
+    if any(_LINE_PREFIX.match(ln) for ln in sample):
         text = _LINE_PREFIX.sub("", text)
     text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
