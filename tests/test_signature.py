@@ -187,3 +187,26 @@ def test_runner_prefixes_only_at_the_end_of_a_long_log_are_removed() -> None:
     noise = "".join(f"PASSED test_a.py::t{i} [0.01s]\n" for i in range(500))
     assert signature_of(noise + stamped).key == signature_of(tb).key
     assert signature_of(noise + stamped).text == "EXCEPTION: RuntimeError: PassManager::run failed @ t.py:test_x"
+
+
+def test_volatile_tokens_are_normalised() -> None:
+    a = normalize("t87: i8 = freeze t87 in /tmp/pytest-of-ci/pytest-12/test_x0/pid_123_456/k.py at 0xdeadbeef")
+    b = normalize("t3: i8 = freeze t3 in /tmp/pytest-of-bob/pytest-7/test_x1/pid_9_1/k.py at 0x1234abcd")
+    assert a == b == "tN: i8 = freeze tN in k.py at <addr>"
+
+
+def test_error_codes_are_kept_numbers_are_not() -> None:
+    assert normalize("RuntimeError: Triton Error [ZE]: 0x70000004 after 12 s") != \
+        normalize("RuntimeError: Triton Error [ZE]: 0x78000018 after 12 s")
+    assert normalize("retry 3 of 5") == normalize("retry 4 of 5")
+
+
+def test_triage_command_module_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, forkflow.cli.triage_cmds; "
+            "print(sorted(m for m in ('numpy', 'forkflow.triage.tracking', 'forkflow.triage.trunk') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
