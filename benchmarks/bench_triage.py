@@ -23,6 +23,7 @@ from pathlib import Path
 
 from forkflow.triage.classify import FlakyPolicy
 from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
+from forkflow.testing import real_corpus
 from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.group import adjusted_rand_index
 from forkflow.triage.parsers import generic_key
@@ -48,6 +49,128 @@ def grouping(seeds: list[int]) -> None:
               f"forkflow ARI {ours:.4f} ({dt:.2f}s) | raw last line {raw:.4f} | "
               f"normalized last error/fail line {norm:.4f} | "
               f"ratio vs best baseline {ours / max(raw, norm, 1e-9):.1f}x")
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+
+
+def _scores(cases: list[real_corpus.Case]) -> tuple[float, float, float]:
+    truth = [c.cause for c in cases]
+    ours = adjusted_rand_index(truth, [signature_of(c.combined).key for c in cases])
+    exact = adjusted_rand_index(truth, [_first_line(c.message) for c in cases])
+    regex = adjusted_rand_index(truth, [normalize(generic_key(c.combined)[0]) for c in cases])
+    return ours, exact, regex
+
+
+def real_grouping(heldout: bool) -> None:
+    """ARI on the real corpus (tests/data), as a whole and per surface family, with baselines."""
+    cases = real_corpus.load()
+    splits = ("train", "heldout") if heldout else ("train",)
+    print(f"== real corpus: {len(cases)} failures, {len({c.cause for c in cases})} causes "
+          f"(ARI: forkflow | exact first line | regex normaliser)")
+    for name in splits:
+        part = [c for c in cases if c.split == name]
+        o, e, r = _scores(part)
+        print(f"{name:8} {len(part):4} real failures: {o:.3f} | {e:.3f} | {r:.3f}")
+    pool = [c for c in cases if c.split in splits]
+    if heldout:
+        o, e, r = _scores(pool)
+        print(f"{'both':8} {len(pool):4} real failures: {o:.3f} | {e:.3f} | {r:.3f}")
+    allv = real_corpus.variants(pool)
+    o, e, r = _scores(pool + allv)
+    print(f"{'all':14} {len(pool) + len(allv):4} real + variants: {o:.3f} | {e:.3f} | {r:.3f}")
+    for family in real_corpus.VARIANTS:
+        fam = [v for v in allv if v.surface == family]
+        # the family's variants must land in the group of their real twins
+        twins = {v.id.split("~")[0] for v in fam}
+        o, e, r = _scores([c for c in pool if c.id in twins] + fam)
+        print(f"  {family:12} {len(fam):4} variants + twins: {o:.3f} | {e:.3f} | {r:.3f}")
+
+
+def pathological() -> None:
+    """Time of one signature on hostile lines (issue 14: the old path pattern was quadratic)."""
+    import re
+    print("== pathological lines (seconds per signature; old path pattern on 16 KB for scale)")
+    for name, text in (("1 MB of '/~'", "/~" * 500_000), ("1 MB line", "x" * 1_000_000),
+                       ("assertion 600 KB", "Assertion `" + "a:" * 300_000),
+                       ("frames 600 KB", " #0 0x1 " + "( (" * 200_000)):
+        t0 = time.perf_counter()
+        signature_of(text)
+        dt = time.perf_counter() - t0
+        print(f"{name:18} {dt:.3f} s")
+        # the bound the L1 gate relies on: a hostile line must never cost more than a second
+        assert dt < 1.0, f"{name}: {dt:.2f} s for one signature: a pattern is not linear"
+    old = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]([\w.+@-]+)")
+    t0 = time.perf_counter()
+    old.sub(r"\1", "/~" * 8192)
+    print(f"old path pattern, 16 KB of '/~': {time.perf_counter() - t0:.3f} s")
+
+
+def many_failures(n: int = 500, mb: float = 5.0) -> None:
+    """Grouping in process: signatures of n failures holding `mb` MB of text, then groups."""
+    from forkflow.triage.group import group_failures
+    from forkflow.triage.models import Failure
+    cases = real_corpus.load()
+    texts = []
+    pad = int(mb * 1e6 / n)
+    for i in range(n):
+        c = cases[i % len(cases)]
+        noise = "".join(f"PASSED test_x.py::t{j} [0.01s]\n" for j in range(pad // 32))
+        texts.append(noise + c.combined)
+    size = sum(len(t) for t in texts) / 1e6
+    t0 = time.perf_counter()
+    groups = group_failures(Failure(f"t{i}", signature_of(t)) for i, t in enumerate(texts))
+    dt = time.perf_counter() - t0
+    print(f"== grouping in process: {n} failures, {size:.1f} MB -> {len(groups)} groups in "
+          f"{dt:.2f} s = {size / dt:.0f} MB/s")
+
+
+def end_to_end(n: int = 500, mb: float = 5.0) -> None:
+    """One `forkflow triage RUN --json --reruns 0` of a stored run with n failures holding `mb`
+    MB of failure text, as a fresh process (start-up, store reads, signatures, batched writes)."""
+    import sys
+
+    from forkflow.context import open_context
+    from forkflow.models import Sha
+    from forkflow.testing.gitrepo import ForkBuilder
+    from forkflow.tiers import queries as tq
+    from forkflow.tiers.reports import Outcome, TestResult, clean_text
+    from forkflow.tiers.tiers import Tier
+
+    cases = real_corpus.load()
+    with tempfile.TemporaryDirectory() as d:
+        b = ForkBuilder(Path(d) / "repos")
+        b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+        b.branch_fork()
+        sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
+                        "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+        ctx = open_context(b.f.path)
+        pad = "".join(f"INFO step {j} ok\n" for j in range(int(mb * 1e6 / n) // 16))
+        results = [TestResult(f"test_{i}", Outcome.FAIL, 0.1,
+                              clean_text(pad + cases[i % len(cases)].combined))
+                   for i in range(n)]
+        size = sum(len(r.message) for r in results) / 1e6
+        with ctx.store.session_scope() as s:
+            run_id, [job] = tq.create_run(s, ctx.fork_id, tq.NewRun(
+                Tier.L1, Sha(sha), None, "local", "validate", 0, (), ("unit",), {}),
+                [tq.NewJob("unit", "pytest", "", "", "", False, None, None)])
+            tq.finish_job(s, job, tq.JobFinish(tq.FAIL, 1, 1.0, "", n, n, None, (), (), 1), results)
+            tq.finish_run(s, run_id, tq.FAIL, "", ())
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "forkflow", "triage", str(run_id), "--json",
+                              "--reruns", "0", "--repo", str(b.f.path)], capture_output=True,
+                             env=env, check=False)
+        dt = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import forkflow.cli.main, forkflow.cli.triage_cmds"],
+                       capture_output=True, env=env, check=False)
+        start = time.perf_counter() - t0
+    print(f"== end to end: forkflow triage of {n} failures, {size:.1f} MB stored text: "
+          f"{dt:.2f} s (rc {out.returncode}; interpreter + imports alone {start:.2f} s) = "
+          f"{size / dt:.1f} MB/s")
 
 
 def _make_log(path: Path, mb: int, seed: int) -> None:
@@ -110,7 +233,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--heldout", action="store_true", help="also score the held-out causes")
+    ap.add_argument("--only-real", action="store_true", help="only the real-corpus scores")
     args = ap.parse_args()
+    real_grouping(args.heldout)
+    if args.only_real:
+        return
+    pathological()
+    many_failures()
+    end_to_end()
     grouping(args.seeds)
     throughput(args.mb)
     flaky()

@@ -13,14 +13,12 @@ from rich.table import Table
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
-from forkflow.bisect.verdict import VerdictPolicy
 from forkflow.triage.models import Classification
-from forkflow.triage.tracking import sync_tracking
 from forkflow.triage.triage import load_settings, triage_run
-from forkflow.triage.trunk import RedItem, trunk_health
 
 if TYPE_CHECKING:
     from forkflow.triage.culprits import RedBisection
+    from forkflow.triage.trunk import RedItem
 
 COLOUR = {Classification.NEW: "bold red", Classification.BROKEN_TRUNK: "yellow",
           Classification.FLAKY: "cyan", Classification.INFRA: "magenta"}
@@ -78,6 +76,8 @@ def trunk(
         raise UserError("--reruns and --parallel must be at least 1")
     ctx = open_context(repo, store)
     done = _bisect_red(ctx, test or (), again, reruns, parallel, json_out) if bisect else []
+    from forkflow.triage.trunk import trunk_health  # lazy: `forkflow triage` start-up stays light
+
     items = trunk_health(ctx)
     if json_out:
         print_json({"red": [i.to_dict() for i in items], **({"bisected": [d.to_dict() for d in done]}
@@ -96,6 +96,8 @@ def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, pa
         if not quiet:
             err_console.print(f"bisecting {escape(item.failure.test)}: {short(item.last_green_rev)} (green) .. "
                               f"{short(item.since_rev)} (first red)", soft_wrap=True)
+
+    from forkflow.bisect.verdict import VerdictPolicy  # lazy: numpy is not needed to triage a run
 
     done = bisect_red(ctx, tests, again=again, policy=VerdictPolicy(reruns=reruns), parallel=parallel,
                       reporter=RoundReporter(quiet), on_start=start)
@@ -137,6 +139,8 @@ issues_app = typer.Typer(help="Tracking issues for nightly failures.", no_args_i
 def issues_sync(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Open, update or close one tracking issue per failure group of the newest nightly."""
     ctx = open_context(repo, store)
+    from forkflow.triage.tracking import sync_tracking  # lazy, as above
+
     result = sync_tracking(ctx)
     if json_out:
         print_json(result.to_dict())

@@ -14,20 +14,20 @@ metric's name.
 from __future__ import annotations
 
 import enum
-import io
+import hashlib
 import json
 import math
 import os
 import re
-import xml.etree.ElementTree as ET
+from xml.parsers import expat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from forkflow.models import Better, Metric
 
-MAX_MESSAGE = 4000       # characters of a failure message kept per test
+MAX_MESSAGE = 16000      # characters of a failure message kept per test (head and tail)
 MAX_LINE = 64 * 1024     # bytes of one log line looked at
 MAX_JSON_BYTES = 256 * 1024 * 1024
 
@@ -86,8 +86,12 @@ class ParsedReport:
 def clean_text(text: str, limit: int = MAX_MESSAGE) -> str:
     """Text for people and the store: ANSI codes and control characters gone, length bounded."""
     text = _CONTROL.sub("", _ANSI.sub("", text))
-    cut = "\n...[truncated]"
-    return text if len(text) <= limit else text[: limit - len(cut)] + cut
+    if len(text) <= limit:
+        return text
+    # the error is as often at the end (teardown noise, a footer) as at the start: keep both
+    cut = "\n...[truncated]...\n"
+    head = (limit - len(cut)) // 4
+    return text[:head] + cut + text[len(text) - (limit - len(cut) - head):]
 
 
 def _missing(path: Path) -> ParsedReport | None:
@@ -101,87 +105,158 @@ def _missing(path: Path) -> ParsedReport | None:
 
 # -- JUnit -------------------------------------------------------------------------------------
 
-def _junit_id(el: ET.Element) -> str:
-    name = el.get("name", "")
-    classname = el.get("classname", "")
-    file = el.get("file", "")
+MAX_TEST_ID = 1024       # characters of a test id kept; longer ids are cut and given a hash
+MAX_CAPTURED = 16 * 1024 # characters of a test's <system-out>/<system-err> kept (the end)
+
+
+def cap_test_id(test_id: str) -> str:
+    """A test id of at most MAX_TEST_ID characters: a longer one keeps its start and a hash."""
+    if len(test_id) <= MAX_TEST_ID:
+        return test_id
+    digest = hashlib.sha1(test_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{test_id[:MAX_TEST_ID - 16]}...#{digest}"
+
+
+class _Capped:
+    """Text fed in pieces, of which only the head and the tail are kept (bounded memory)."""
+
+    __slots__ = ("head", "tail", "limit", "dropped")
+
+    def __init__(self, limit: int) -> None:
+        self.head: list[str] = []
+        self.tail = ""
+        self.limit = limit
+        self.dropped = 0
+
+    def add(self, text: str) -> None:
+        have = sum(map(len, self.head))
+        room = self.limit // 4 - have
+        if room > 0:
+            self.head.append(text[:room])
+            text = text[room:]
+        if text:
+            joined = self.tail + text
+            keep = self.limit - self.limit // 4
+            self.dropped += max(0, len(joined) - keep)
+            self.tail = joined[-keep:]
+
+    def text(self) -> str:
+        mid = f"\n...[{self.dropped} characters cut]...\n" if self.dropped else ""
+        return "".join(self.head) + mid + self.tail
+
+
+@dataclass(slots=True)
+class _Case:
+    test_id: str
+    time: str
+    outcome: Outcome = Outcome.PASS
+    message: _Capped | None = None
+    captured: dict[str, _Capped] | None = None
+
+
+def _junit_id(attrs: dict[str, str]) -> str:
+    name = attrs.get("name", "")
+    classname = attrs.get("classname", "")
+    file = attrs.get("file", "")
     if file:
         mod = file[:-3].replace("/", ".") if file.endswith(".py") else ""
         rest = classname[len(mod) + 1:] if mod and classname.startswith(mod + ".") else ""
-        return "::".join(p for p in (file, rest.replace(".", "::"), name) if p)
-    return f"{classname}::{name}" if classname else name
+        return cap_test_id("::".join(p for p in (file, rest.replace(".", "::"), name) if p))
+    return cap_test_id(f"{classname}::{name}" if classname else name)
 
 
-def _junit_result(el: ET.Element) -> TestResult:
-    outcome, message = Outcome.PASS, ""
-    for child in el:
-        tag = child.tag.rsplit("}", 1)[-1]
-        if tag in ("failure", "error", "skipped"):
-            outcome = {"failure": Outcome.FAIL, "error": Outcome.ERROR, "skipped": Outcome.SKIP}[tag]
-            text = child.get("message", "") or ""
-            body = child.text or ""
-            message = (text + ("\n" + body if body and body != text else "")).strip()
-            if outcome is not Outcome.SKIP:
-                break
+def _duration(raw: str) -> float:
     try:
-        duration = float(el.get("time", "0") or 0)
-    except ValueError:
-        duration = 0.0
-    return TestResult(_junit_id(el), outcome, duration if math.isfinite(duration) else 0.0,
-                      clean_text(message))
+        duration = float(raw or 0)
+    except (ValueError, OverflowError):
+        return 0.0
+    return duration if math.isfinite(duration) else 0.0
+
+
+def _case_result(case: _Case) -> TestResult:
+    message = case.message.text().strip() if case.message else ""
+    if case.outcome.bad and case.captured:
+        for tag in ("system-out", "system-err"):
+            if tag in case.captured:
+                text = case.captured[tag].text().strip()
+                if text:
+                    message += f"\n----- captured {tag} -----\n{text}"
+    return TestResult(case.test_id, case.outcome, _duration(case.time), clean_text(message))
+
+
+_OUTCOME_TAGS = {"failure": Outcome.FAIL, "error": Outcome.ERROR, "skipped": Outcome.SKIP}
+
+
+class _JUnitReader:
+    """expat callbacks: one `_Case` at a time, its texts capped as they stream in."""
+
+    def __init__(self) -> None:
+        self.results: list[TestResult] = []
+        self.case: _Case | None = None
+        self.sink: _Capped | None = None
+
+    def start(self, tag: str, attrs: dict[str, str]) -> None:
+        tag = tag.rsplit("}", 1)[-1]
+        if tag == "testcase":
+            self.case = _Case(_junit_id(attrs), attrs.get("time", "0"))
+        elif self.case is None:
+            return
+        elif tag in _OUTCOME_TAGS and (self.case.outcome is Outcome.PASS
+                                       or self.case.outcome is Outcome.SKIP):
+            self.case.outcome = _OUTCOME_TAGS[tag]
+            self.case.message = _Capped(MAX_MESSAGE)
+            if attrs.get("message"):
+                self.case.message.add(attrs["message"][:MAX_MESSAGE] + "\n")
+            self.sink = self.case.message
+        elif tag in ("system-out", "system-err"):
+            captured = self.case.captured = self.case.captured or {}
+            self.sink = captured.setdefault(tag, _Capped(MAX_CAPTURED))
+
+    def end(self, tag: str) -> None:
+        tag = tag.rsplit("}", 1)[-1]
+        self.sink = None
+        if tag == "testcase" and self.case is not None:
+            self.results.append(_case_result(self.case))
+            self.case = None
+
+    def data(self, text: str) -> None:
+        if self.sink is not None:
+            self.sink.add(text)
 
 
 _XML_ILLEGAL = bytes(b for b in range(32) if b not in (9, 10, 13))
 
 
-class _XmlBytes(io.RawIOBase):
-    """A report file with bytes XML forbids (raw ANSI escapes, NULs) dropped as it is read."""
-
-    def __init__(self, f: BinaryIO) -> None:
-        self.f = f
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        data = self.f.read(len(b)).translate(None, _XML_ILLEGAL)
-        while not data and len(b):
-            more = self.f.read(len(b))
-            if not more:
-                return 0
-            data = more.translate(None, _XML_ILLEGAL)
-        b[: len(data)] = data
-        return len(data)
-
-
 def parse_junit(path: Path) -> ParsedReport:
-    """Read a JUnit XML report as a stream; damage after some tests keeps those tests."""
+    """Read a JUnit XML report as a stream with bounded memory; damage keeps the tests before it.
+
+    Each failure text and captured output (`<system-out>`, `<system-err>`) keeps its start and
+    its end (MAX_MESSAGE, MAX_CAPTURED characters): a 200 MB `<failure>` never sits in memory.
+    """
     missing = _missing(path)
     if missing:
         return missing
-    results: list[TestResult] = []
+    reader = _JUnitReader()
+    parser = expat.ParserCreate(namespace_separator="}")
+    parser.buffer_text = True
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.data
     problem = ""
-    depth = 0
     try:
         with path.open("rb") as raw:
-            for event, el in ET.iterparse(_XmlBytes(raw), events=("start", "end")):
-                tag = el.tag.rsplit("}", 1)[-1]
-                if event == "start":
-                    depth += tag == "testcase"
-                    continue
-                if tag == "testcase":
-                    results.append(_junit_result(el))
-                    depth -= 1
-                    el.clear()
-                elif depth == 0 and tag in ("testsuite", "system-out", "system-err"):
-                    el.clear()
-    except ET.ParseError as e:
-        problem = f"the JUnit XML is malformed or truncated ({e}) after {len(results)} tests"
+            while chunk := raw.read(1 << 20):
+                # raw ANSI escapes and NULs are not XML: drop them instead of failing
+                parser.Parse(chunk.translate(None, _XML_ILLEGAL), False)
+            parser.Parse(b"", True)
+    except (expat.ExpatError, LookupError, ValueError) as e:
+        problem = (f"the JUnit XML is malformed or truncated ({e}) after "
+                   f"{len(reader.results)} tests")
     except OSError as e:
         problem = f"cannot read the report ({e})"
-    if not problem and not results:
+    if not problem and not reader.results:
         problem = "the report lists no tests"
-    return ParsedReport(results=tuple(results), problem=problem)
+    return ParsedReport(results=tuple(reader.results), problem=problem)
 
 
 # -- lit ---------------------------------------------------------------------------------------
@@ -208,7 +283,7 @@ def parse_lit(path: Path) -> ParsedReport:
     for line in iter_log_lines(path):
         m = _LIT_LINE.match(line)
         if m and m.group("code") in _LIT_CODES:
-            results.append(TestResult(m.group("name"), _LIT_CODES[m.group("code")]))
+            results.append(TestResult(cap_test_id(m.group("name")), _LIT_CODES[m.group("code")]))
     return ParsedReport(results=tuple(results),
                         problem="" if results else "the report lists no lit tests")
 
@@ -222,6 +297,8 @@ def _json_list(path: Path, what: str, key: str) -> list[Any] | ParsedReport:
         doc = json.loads(path.read_bytes().decode("utf-8", "replace"))
     except ValueError as e:
         return ParsedReport(problem=f"the {what} is malformed or truncated ({e})")
+    except RecursionError:
+        return ParsedReport(problem=f"the {what} is nested too deeply")
     items = doc.get(key) if isinstance(doc, dict) else None
     if not isinstance(items, list):
         return ParsedReport(problem=f"the {what} has no '{key}' list")
@@ -238,14 +315,26 @@ def _parse_lit_json(path: Path) -> ParsedReport:
             continue
         outcome = _LIT_CODES.get(str(t.get("code", "")), Outcome.ERROR)
         elapsed = t.get("elapsed")
-        duration = float(elapsed) if isinstance(elapsed, (int, float)) else 0.0
-        msg = clean_text(str(t.get("output", ""))) if outcome.bad else ""
-        results.append(TestResult(t["name"], outcome, duration, msg))
+        duration = _finite(elapsed) or 0.0
+        output = t.get("output", "")
+        msg = clean_text(output if isinstance(output, str) else "") if outcome.bad else ""
+        results.append(TestResult(cap_test_id(t["name"]), outcome, max(duration, 0.0), msg))
     return ParsedReport(results=tuple(results),
                         problem="" if results else "the report lists no lit tests")
 
 
 # -- metrics -----------------------------------------------------------------------------------
+
+def _finite(x: object) -> float | None:
+    """`x` as a finite float, or None (not a number, a bool, NaN, infinite or too large)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        f = float(x)  # a 400-digit int overflows here
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
 
 def _metric(item: object, i: int) -> Metric | str:
     if not isinstance(item, dict):
@@ -253,8 +342,9 @@ def _metric(item: object, i: int) -> Metric | str:
     name, value, unit = item.get("name"), item.get("value"), item.get("unit", "")
     if not isinstance(name, str) or not name:
         return f"metrics[{i}].name must be a non-empty string"
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return f"metric '{name}': value must be a finite number, not {value!r}"
+    number = _finite(value)
+    if number is None:
+        return f"metric '{name}': value must be a finite number, not {str(value)[:40]!r}"
     if not isinstance(unit, str):
         return f"metric '{name}': unit must be a string"
     try:
@@ -262,10 +352,10 @@ def _metric(item: object, i: int) -> Metric | str:
     except ValueError:
         return f"metric '{name}': better must be 'higher' or 'lower', not {item.get('better')!r}"
     samples = item.get("samples", [])
-    if not isinstance(samples, list) or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in samples):
+    floats = [_finite(x) for x in samples] if isinstance(samples, list) else [None]
+    if any(f is None for f in floats):
         return f"metric '{name}': samples must be a list of finite numbers"
-    return Metric(name, float(value), unit, better, tuple(float(x) for x in samples))
+    return Metric(cap_test_id(name), number, unit, better, tuple(f for f in floats if f is not None))
 
 
 def parse_metrics(path: Path) -> ParsedReport:
@@ -285,7 +375,7 @@ def parse_metrics(path: Path) -> ParsedReport:
         if isinstance(m, str):
             problems.append(m)
             name = item.get("name") if isinstance(item, dict) else None
-            results.append(TestResult(str(name or f"metrics[{i}]"), Outcome.ERROR, 0.0, m))
+            results.append(TestResult(cap_test_id(str(name or f"metrics[{i}]")), Outcome.ERROR, 0.0, m))
             continue
         if m.name in seen:
             problems.append(f"metric '{m.name}' appears twice")

@@ -22,6 +22,7 @@ class FailureKind(str, enum.Enum):
 
 
 PRIORITY: tuple[FailureKind, ...] = tuple(FailureKind)
+_KIND_VALUES = frozenset(k.value for k in FailureKind)
 
 
 class Classification(str, enum.Enum):
@@ -54,7 +55,10 @@ class Signature:
 
     @property
     def key(self) -> str:
-        return signature_key(self.text)
+        """The group id: of the normalized error text, not of the trigger that found it (the
+        same error seen through a crash reporter or a compiler driver is the same failure)."""
+        kind, sep, rest = self.text.partition(": ")
+        return signature_key(rest if sep and kind in _KIND_VALUES else self.text)
 
 
 @dataclass(frozen=True, slots=True)

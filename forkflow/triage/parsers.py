@@ -8,16 +8,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+import ahocorasick_rs
+
 from forkflow.triage.models import FailureKind
 
 Parser = Callable[[str, str], "str | None"]
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+, in (\S+)', re.M)
+_SHORT_FRAME = re.compile(r"^(\S+?\.py):\d+: in (\S+)\s*$", re.M)
 _PYTEST_LOC = re.compile(r"^(\S+?\.py):\d+: (?:in )?([\w.]+)\s*$", re.M)
 _SYMBOL = re.compile(r"^\s*#\d+\s+0x[0-9a-fA-F]+\s+(?:in\s+)?(.+?)(?:\s+\(/|\s+/|\s+\(\S*\+0x|$)")
 _SKIP_FRAME = re.compile(r"llvm::sys::|SignalHandler|__restore_rt|\braise\b|\babort\b|__assert_fail|"
                          r"libc\.so|__GI_|_start\b|__libc_start|PrintStackTrace|RunSignalHandlers|"
-                         r"^\?\?|0x[0-9a-f]+$|pthread_kill")
+                         r"^\?\?|0x[0-9a-f]+$|pthread_kill|^(?:main|clang_main|cc1_main|call_init|"
+                         r"ExecuteCC1Tool|mlir::asMainReturnCode|mlir::MlirOptMain)\b|"
+                         r"CrashRecovery|\(/lib/|libc-start")
 _INNER_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b")
 _GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b")
 _SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*\d+ (?:failed|passed)|"
@@ -41,20 +46,85 @@ def _first_sentence(text: str) -> str:
     return text[: cut.start() + 1] if cut else text
 
 
+# Library frames are never where a failure is: the assertion helpers of torch and unittest,
+# pytest, the Dynamo/Inductor machinery that re-raises (issue 14).
+_LIBRARY = re.compile(r"(?:site|dist)-packages/(?:torch/(?:testing|_dynamo|_inductor|_functorch)|_pytest|"
+                      r"pluggy|unittest)|/lib/python3[.\d]*/(?!site-|dist-)|torch/testing/_comparison\.py|"
+                      r"torch/testing/_internal/")
+# Messages that say too little to tell causes apart: the innermost project frame is added.
+_GENERIC_MESSAGE = re.compile(r"^\s*(?:Tensor-likes are not (?:close|equal)!|Scalars are not (?:close|equal)!|"
+                              r"PassManager::run failed|assert \w+$|True is not false|False is not true|"
+                              r"\S+ not raised|$)")
+# Wrappers that re-raise another error: the wrapped error is the signature.
+_WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' raised:|InductorError:|"
+                      r"LoweringException:|TorchRuntimeError: Failed running [^:]*:|"
+                      r"Exception: Caused by sample input at index \d+:.*)\s*")
+
+
+def _project_frame(frames: list[tuple[str, str, str]]) -> tuple[str, str] | None:
+    """The innermost frame outside the libraries, else the innermost one."""
+    for path, base, func in reversed(frames):
+        if not _LIBRARY.search(path.replace("\\", "/")):
+            return base, func
+    return (frames[-1][1], frames[-1][2]) if frames else None
+
+
 def parse_traceback(before: str, after: str) -> str | None:
-    """The exception line of the last Python traceback, and its innermost frame."""
-    frames: list[tuple[str, str]] = []
-    for line in after.split("\n")[1:]:
+    """The exception line of the last Python traceback; its innermost project frame when the
+    message alone says too little."""
+    frames: list[tuple[str, str, str]] = []
+    lines = after.split("\n")
+    for i, line in enumerate(lines[1:], 1):
         m = _FRAME.match(line)
         if m:
-            frames.append((_basename(m[1]), m[2]))
+            frames.append((m[1], _basename(m[1]), m[2]))
             continue
         if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback"):
             continue
+        message = _exception_message(line.strip(), "\n".join(lines[i:i + 40]))
+        inner = _unwrap(message, lines[i + 1:i + 6])
+        if inner != message:  # a wrapper: its frames are the wrapper's; the error's come before
+            earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
+            return with_frame(inner, earlier)
+        frame = _project_frame(frames)
+        _type, _, text = message.partition(": ")
         # import-time errors name the importing module: the message is the signature
-        where = f" @ {frames[-1][0]}:{frames[-1][1]}" if frames and frames[-1][1] != "<module>" else ""
-        return _exception_message(line.strip(), after[after.find(line) + len(line):]) + where
-    return None
+        if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
+            return f"{message} @ {frame[0]}:{frame[1]}"
+        return message
+    frame = _project_frame(frames)  # a log cut inside the traceback: where it was
+    return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
+
+
+def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
+    """The traceback frames printed just above line `i` (a traceback whose header was cut)."""
+    frames: list[tuple[str, str, str]] = []
+    j = i - 1
+    while j >= 0 and i - j < 80 and (lines[j][:1] in (" ", "\t") or not lines[j].strip()):
+        m = _FRAME.match(lines[j])
+        if m:
+            frames.append((m[1], _basename(m[1]), m[2]))
+        j -= 1
+    return frames[::-1]
+
+
+def with_frame(message: str, frames: list[tuple[str, str, str]]) -> str:
+    """`message`, plus its innermost project frame when the message alone says too little."""
+    frame = _project_frame(frames)
+    _type, _, text = message.partition(": ")
+    if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
+        return f"{message} @ {frame[0]}:{frame[1]}"
+    return message
+
+
+def _unwrap(message: str, following: list[str]) -> str:
+    m = _WRAPPER.match(message)
+    if not m:
+        return message
+    rest = message[m.end():].strip()
+    if rest:
+        return rest
+    return next((ln.strip() for ln in following if ln.strip()), message)
 
 
 def _exception_message(first: str, rest: str) -> str:
@@ -77,12 +147,23 @@ def parse_pytest(before: str, after: str) -> str | None:
     start = end
     while start > 0 and lines[start - 1].startswith("E "):
         start -= 1
-    first = lines[start][1:].strip()
+    first = _unwrap(lines[start][1:].strip(), [ln[1:] for ln in lines[start + 1:start + 4]])
+    if first.endswith(":"):  # `Exception occurred in X:` introduces the error on the next E line
+        nxt = next((ln[1:].strip() for ln in lines[start + 1:start + 6] if ln[1:].strip()), "")
+        first = f"{first} {nxt}".strip()
+    first = _first_sentence(first)[:300]  # as for tracebacks: details after the first sentence vary
     stmt = ""
     for j in range(start - 1, max(-1, start - 40), -1):
         if lines[j].startswith(">"):
             stmt = lines[j][1:].strip()
             break
+    _type, _, text = first.partition(": ")
+    if not _GENERIC_MESSAGE.match(text if text else ""):
+        return first
+    if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
+        short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
+        if short:
+            return with_frame(first, short)
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
@@ -98,21 +179,40 @@ def parse_filecheck(before: str, after: str) -> str | None:
     return f"{hit} | {rest[0]}" if rest else hit
 
 
+_DIAGNOSTIC = re.compile(r"(?:^|[\s;:])((?:fatal )?error|fatal)\s*:\s*(.*)$")
+
+
 def parse_compiler(before: str, after: str) -> str | None:
-    """The first `error:` line of the last burst of compiler diagnostics."""
+    """The first `error:` of the last burst of compiler diagnostics, without its location
+    (the same broken API shows up in many files)."""
     hit = _hit_line(before, after)
-    for line in before.split("\n")[-50:-1]:
-        if ": error: " in line and not re.search(r"CHECK[-\w]*:", line):
-            return line
+    for line in before.split("\n")[-50:-1] + [hit]:
+        if re.search(r"CHECK[-\w]*:", line):
+            continue
+        m = _DIAGNOSTIC.search(line)
+        if m and (": error: " in line or "fatal" in line):
+            return f"{m[1]}: {m[2]}"
     return hit
+
+
+_LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
 def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
+    # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
+    # function it sits in: keep that, without the tool, file and line in front of it
+    located = [m for ln in text.split("\n") if "Assertion" in ln
+               for m in _LOCATED_ASSERTION.findall(ln)]
+    if located:
+        func, assertion = located[-1]
+        func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
+        return f"{func}: {assertion}" if func else assertion
     rules = (
-        r"([^\s:]*:\d+: [^\n]*Assertion `.*' failed)",
+        r"(Assertion [`'][^\n]*?' failed)",
         r"(Assertion failed: [^\n]*)",
+        r"(Assertion `[^\n]*)",
         r"(LLVM ERROR: [^\n]*)",
         r"(UNREACHABLE executed at [^\n]*)",
         r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
@@ -132,15 +232,35 @@ def parse_crash(before: str, after: str) -> str | None:
     if frames:
         return "crash in " + " < ".join(frames)
     fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
+    if fatal and fatal[-1].strip() == "Aborted":
+        # abort() is called by whatever printed why, just before
+        reason, _i = generic_key("\n".join(before.split("\n")[-60:]))
+        if reason and "Fatal Python error" not in reason:
+            diag = _DIAGNOSTIC.search(reason)
+            return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else reason
     if fatal:
         py = _FRAME.findall(after[:8000])
         return f"Fatal Python error: {fatal[-1]}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
     return None
 
 
+# The CUDA/HIP runtime's own error strings: whatever prints them (torch, Triton, a C++ check
+# macro), the same runtime error is the same failure.
+_RUNTIME_ERRORS = re.compile(
+    r"(?i)(no kernel image is available for execution on the device|an illegal memory access was "
+    r"encountered|misaligned address|unspecified launch failure|illegal instruction was encountered|"
+    r"too many resources requested for launch|invalid device function|invalid argument|"
+    r"hipErrorNoBinaryForGpu|"
+    r"initialization error|operation not supported|out of memory)")
+
+
 def parse_cuda(before: str, after: str) -> str | None:
     """The CUDA error text; for device-side asserts, the assertion too."""
     key = _from_hit(after)
+    canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
+    if canonical and "device-side assert" not in key:
+        runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
+        return f"{runtime} runtime error: " + canonical[1].lower()
     if "device-side assert" in key:
         asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
         if asserts:
@@ -149,19 +269,25 @@ def parse_cuda(before: str, after: str) -> str | None:
 
 
 def parse_oom(before: str, after: str) -> str | None:
-    return _first_sentence(_hit_line(before, after).strip())
+    """The out-of-memory sentence, without the exception type or test id in front of it."""
+    line = strip_test_prefix(_hit_line(before, after).strip())
+    line = re.sub(r"^(?:[\w.]+(?:Error|Exception):\s*)+", "", line)
+    return _first_sentence(line)
 
 
 def parse_timeout(before: str, after: str) -> str | None:
     """Where the test hung: the innermost frame of the main thread, when a dump shows it."""
     text = before[-24000:] + after[:8000]
     main = text.rfind("Stack of MainThread")
-    frames = _FRAME.findall(text[main:] if main >= 0 else text[-8000:])
+    # without a dump, the traceback that reported the timeout ends just before the hit
+    frames = _FRAME.findall(text[main:] if main >= 0 else before[-8000:] + _hit_line(before, after))
     if main >= 0:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
     if frames:
-        return f"timeout in {_basename(frames[-1][0])}:{frames[-1][1]}"
+        frame = _project_frame([(p, _basename(p), f) for p, f in frames])
+        if frame:
+            return f"timeout in {frame[0]}:{frame[1]}"
     locs = _PYTEST_LOC.findall(before[-8000:])
     if locs:
         return f"timeout in {_basename(locs[-1][0])}:{locs[-1][1]}"
@@ -173,19 +299,46 @@ def parse_infra(before: str, after: str) -> str | None:
     return _first_sentence(_from_hit(after))
 
 
+_TEST_PREFIX = re.compile(r"^(?:(?:FAILED|ERROR)\s+)?(?:\[[\d.]+m?s\]\s+)?\S*::\S+\s+-\s+")
+
+
+def strip_test_prefix(line: str) -> str:
+    """`FAILED path::test - Error: msg` -> `Error: msg`: the test id is never the signature."""
+    return _TEST_PREFIX.sub("", line, count=1)
+
+
+# `FAILURE: test_name` only names what failed; the error is on another line
+# What a harness says when anything failed: never the error itself
+_UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\.?$|^exit code: -?\d+$|"
+                            r"non-zero (?:exit )?status|^process completed with exit code")
+_EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
+_NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
+_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
+
+
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
-    lines = text.split("\n")
-    for i in range(len(lines) - 1, -1, -1):
-        line = lines[i].strip()
-        if not line or _SUMMARY_BAR.search(line) or not _GENERIC.search(line):
+    # one scan for the words, then only the lines that hold one are looked at, last first
+    found = _WORDS.find_matches_as_indexes(text.lower())
+    seen: set[int] = set()
+    for _idx, pos, _end in reversed(found):
+        lo = text.rfind("\n", 0, pos) + 1
+        if lo in seen:
             continue
+        seen.add(lo)
+        hi = text.find("\n", pos)
+        line = text[lo: len(text) if hi < 0 else hi].strip()
+        if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
+                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
+            continue
+        following = text[hi + 1:].split("\n", 4)[:3] if hi >= 0 else []
+        i = text.count("\n", 0, lo)
         if line.startswith("FAILED ") and " - " in line:
-            return line.split(" - ", 1)[1], i
-        return line, i
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].strip():
-            return lines[i].strip(), i
+            return _unwrap(line.split(" - ", 1)[1], following), i
+        return _unwrap(strip_test_prefix(line), following), i
+    lines = text.rstrip().split("\n")
+    if lines and lines[-1].strip():
+        return lines[-1].strip(), len(lines) - 1
     return "", -1
 
 

@@ -19,12 +19,14 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
-from forkflow.triage.parsers import PARSERS, generic_key
+from forkflow.triage.parsers import PARSERS, frames_above, generic_key, with_frame
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
 AFTER = 32 * 1024    # context kept after a hit
-TAIL = 64 * 1024     # the end of the log, for the generic fallback
+TAIL = 64 * 1024     # the end of the log kept while scanning
+FALLBACK_TAIL = 12 * 1024  # the end looked at by the generic fallback
+PARSE_WINDOW = 12 * 1024   # context either side of a hit handed to its parser
 EXCERPT_LINES = 60
 EXCERPT_CHARS = 8000
 MAX_SIGNATURE = 600
@@ -37,11 +39,17 @@ class Trigger:
     literal: bytes
     kind: FailureKind
     verify: re.Pattern[str] | None = None  # must match the hit's line, else the hit is ignored
+    label: str = ""  # an unambiguous runner fault: its signature is this label, whatever follows
 
 
 def _t(kind: FailureKind, *literals: str, verify: str | None = None) -> list[Trigger]:
     rx = re.compile(verify) if verify else None
     return [Trigger(lit.encode(), kind, rx) for lit in literals]
+
+
+def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigger]:
+    rx = re.compile(verify) if verify else None
+    return [Trigger(lit.encode(), K.INFRA, rx, label) for lit in literals]
 
 
 _FILECHECK_PHRASES = (
@@ -52,10 +60,11 @@ _FILECHECK_PHRASES = (
 _NOT_FILECHECK = "^(?!.*(?:" + "|".join(re.escape(p) for p in _FILECHECK_PHRASES) + "))"
 
 TRIGGERS: tuple[Trigger, ...] = tuple([
-    *_t(K.INFRA, "No space left on device", "Connection refused", "Connection reset by peer",
+    *_t(K.INFRA, "Connection refused", "Connection reset by peer",
         "Could not resolve host", "Temporary failure in name resolution",
         "no CUDA-capable device is detected", "CUDA driver version is insufficient",
         "Found no NVIDIA driver", "NVIDIA-SMI has failed", "has received a shutdown signal",
+        "No XPU devices are available",
         "lost communication with the server", "runner lost", "Network is unreachable",
         "NodeDiedError", "node was preempted", "Read-only file system",
         "Cannot connect to the Docker daemon", "Failed to pull image", "Connection timed out",
@@ -63,24 +72,43 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.TIMEOUT, "Timeout", "timed out", "TIMEOUT", "Timed out", "Reached timeout",
         "deadline exceeded", "DeadlineExceeded",
         verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"),
+    # runner faults that say so unambiguously: the signature is the family, never the test
+    *_infra("host out of memory (OOM killer)", "oom-kill", "OOMKilled", "Out of memory: Killed process",
+            "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
+    *_infra("host out of memory (OOM killer)", "Killed",
+            verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
+    *_infra("port already in use", "Address already in use", "EADDRINUSE"),
+    *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
+    *_infra("Ray worker crashed", "WorkerCrashedError", "The actor died unexpectedly",
+            "RayActorError"),
+    *_infra("disk full", "No space left on device"),
     *_t(K.OOM, "out of memory", "OutOfMemoryError", "MemoryError", "bad_alloc",
-        "Out of memory", "oom-kill", "OOMKilled"),
-    *_t(K.OOM, "Killed", verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
+        "Out of memory"),
     *_t(K.CUDA_ERROR, "CUDA error", "cudaError", "CUDA_ERROR_", "illegal memory access",
         "device-side assert", "misaligned address", "unspecified launch failure",
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
-        "HIP error", "illegal instruction was encountered", "too many resources requested"),
+        "HIP error", "illegal instruction was encountered", "too many resources requested",
+        "no kernel image is available", "CUDA Error"),
     *_t(K.CRASH, "Assertion `", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
-        "Bus error", "AddressSanitizer", "core dumped"),
-    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", verify=_NOT_FILECHECK),
+        "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
+        "died with <Signals.SIG"),
+    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
+        verify=_NOT_FILECHECK),
     *_t(K.FILECHECK, *_FILECHECK_PHRASES),
     *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
 ])
 
 _MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS])
 _KINDS = {t.kind for t in TRIGGERS}
+
+
+def _is_teardown(buf: bytes, pos: int) -> bool:
+    """A traceback printed by `Exception ignored in ...` (interpreter teardown): noise."""
+    lo = buf.rfind(b"\n", 0, pos)
+    prev = buf.rfind(b"\n", 0, max(lo, 0))
+    return lo > 0 and b"Exception ignored in" in buf[prev + 1: lo]
 
 
 def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
@@ -106,6 +134,7 @@ class _Hit:
     before: bytes
     after: bytearray
     need: int               # bytes of `after` still to come from later chunks
+    label: str = ""         # the trigger's label (strong runner faults)
 
 
 @dataclass(slots=True)
@@ -130,22 +159,24 @@ class Scanner:
                 hit.need -= len(take)
         buf = self.carry + chunk
         seen = len(self.carry)  # matches that end inside the carry were found last time
-        found: dict[FailureKind, int] = {}
-        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf)):
+        found: dict[FailureKind, tuple[int, str]] = {}
+        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf, overlapping=True)):
             if end <= seen:
                 break
             trig = TRIGGERS[idx]
             if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
                 continue
-            found[trig.kind] = start
+            if trig.kind is K.EXCEPTION and _is_teardown(buf, start):
+                continue
+            found[trig.kind] = (start, trig.label)
             if len(found) == len(_KINDS):
                 break
-        for kind, pos in found.items():
+        for kind, (pos, label) in found.items():
             line = self.lines_before_carry + buf.count(b"\n", 0, pos) + 1
             after = bytearray(buf[pos:pos + AFTER])
             self.hits[kind] = _Hit(kind, line, self.size - len(buf) + pos,
                                    buf[max(0, pos - BEFORE):pos], after,
-                                   AFTER - len(after))
+                                   AFTER - len(after), label)
         keep = max(BEFORE, TAIL)
         if len(buf) > keep:
             self.lines_before_carry += buf.count(b"\n", 0, len(buf) - keep)
@@ -169,8 +200,10 @@ class Scanner:
         total = self.lines_before_carry + self.carry.count(b"\n") + 1
         infra = self.hits.get(K.INFRA)
         others = [h for h in self.hits.values() if h.kind is not K.INFRA]
-        if infra and (total - infra.line > INFRA_TO_END
-                      or any(h.line > infra.line + INFRA_REACH for h in others)):
+        if infra and not infra.label and (total - infra.line > INFRA_TO_END
+                                          or any(h.line > infra.line + INFRA_REACH for h in others)):
+            infra = None
+        if infra and infra.label and total - infra.line > DEFAULT_REACH:
             infra = None
         if not others and infra is None:
             return _fallback(self.carry, self.lines_before_carry)
@@ -178,8 +211,12 @@ class Scanner:
         near = [h for h in others if last and h.line >= last.line - DEFAULT_REACH
                 and h.pos >= last.pos - REACH_BYTES] + ([infra] if infra else [])
         best = min(near, key=lambda h: PRIORITY.index(h.kind))
-        before = best.before.decode("utf-8", "replace")
-        after = best.after.decode("utf-8", "replace")
+        if best.label:  # a strong runner fault: the family is the signature
+            excerpt = _excerpt(clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace")),
+                               clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace")))
+            return Signature(K.INFRA, f"{K.INFRA.value}: {best.label}", excerpt, best.line)
+        before = clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace"))
+        after = clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace"))
         key = PARSERS[best.kind](before, after)
         if key is None:  # the parser found nothing usable: take the hit's own line
             key = _line_at(before, after)
@@ -192,8 +229,8 @@ def _line_at(before: str, after: str) -> str:
 
 
 def _excerpt(before: str, after: str) -> str:
-    head = before.split("\n")[-(EXCERPT_LINES // 2):]
-    tail = after.split("\n")[: EXCERPT_LINES // 2]
+    head = before.rsplit("\n", EXCERPT_LINES // 2)[-(EXCERPT_LINES // 2):]
+    tail = after.split("\n", EXCERPT_LINES // 2)[: EXCERPT_LINES // 2]
     text = "\n".join(head)[-EXCERPT_CHARS // 2:] + "\n".join(tail)[: EXCERPT_CHARS // 2]
     return strip_ansi(text).strip("\n")
 
@@ -202,12 +239,15 @@ def _fallback(tail: bytes, lines_before: int) -> Signature:
     text = tail.decode("utf-8", "replace")
     if not text.strip():
         return Signature(K.NO_OUTPUT, f"{K.NO_OUTPUT.value}: the log is empty", "", 0)
-    key, offset = generic_key(strip_ansi(text))
+    key, offset = generic_key(clean_window(strip_ansi(text[-FALLBACK_TAIL:])))
     lines = text.split("\n")
     line = lines_before + (offset + 1 if offset >= 0 else len(lines))
     excerpt = "\n".join(lines[-EXCERPT_LINES // 2:])[-EXCERPT_CHARS:]
-    return Signature(K.GENERIC, _signature_text(K.GENERIC, key), strip_ansi(excerpt).strip("\n"),
-                     line)
+    kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
+    if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
+        window = clean_window(strip_ansi(text[-FALLBACK_TAIL:])).split("\n")
+        key = with_frame(key, frames_above(window, offset))
+    return Signature(kind, _signature_text(kind, key), strip_ansi(excerpt).strip("\n"), line)
 
 
 def _signature_text(kind: FailureKind, key: str) -> str:
@@ -224,25 +264,116 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p
     (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
     (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
     (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b", "<hex>"),
-    # absolute paths keep their last part only: runners check out in different folders
-    (r"(?<![\w.])(?:[A-Za-z]:)?(?:[/\\][\w.+@~-]+)+[/\\]([\w.+@-]+)", r"\1"),
     (r"\b(?:tmp|pytest-)[\w-]{5,}", "tmp*"),
+    # LLVM SelectionDAG node ids, xdist workers, ranks, pid/tid folders
+    (r"\b(t|gw|rank|pid_|tid_|worker)\d+(?:_\d+)*\b", r"\1N"),
+    # generated names (inductor's cache files, hashes): long mixes of letters and digits
+    (r"\b(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{20,}\b", "<hash>"),
     (r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?", "N"),
     (r"\s+", " "),
 ))
 
 
+_CONTROL = dict.fromkeys(c for c in range(32) if c not in (9, 10)) | {0x7f: None}
+
+
 def strip_ansi(text: str) -> str:
     """Text without ANSI colour codes and control characters (newlines and tabs kept)."""
-    return _ANSI.sub("", text)
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text.translate(_CONTROL)
+
+
+# Paths keep their last part only (runners check out in different folders).  Possessive, and a
+# replacement that never fails once it matched: linear in the line length (see issue 14: the
+# old pattern backtracked quadratically on `/~/~/~...`).
+_PATH = re.compile(r"(?<![\w.:])(?:[A-Za-z]:)?(?:[\w.+@~-]*[/\\])++[\w.+@-]*")
+
+
+def _last_part(m: re.Match[str]) -> str:
+    parts = re.split(r"[/\\]", m[0])
+    return m[0] if len(parts) < 2 or not parts[-1] else parts[-1]
+
+
+MAX_LINE = 2000  # characters of one line looked at: untrusted logs may hold megabyte lines
 
 
 def normalize(text: str) -> str:
     """Error text without what changes between runs: addresses, numbers, paths, times, colours."""
-    text = strip_ansi(text)
+    text = _LINE_PREFIX.sub("", strip_ansi(text)[:MAX_SIGNATURE * 4])
+    text = _QUALIFIED.sub(r"\1", text)
+    # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
+    text = _ERROR_CODE.sub(lambda m: f"{m[1]}code-{'x' if m[2].startswith('0x') else 'n'}{m[2].removeprefix('0x')}", text)
+    text = _PATH.sub(_last_part, text)
     for rx, repl in _RULES:
         text = rx.sub(repl, text)
+    return _unquote(text.strip())
+
+
+def _unquote(text: str) -> str:
+    """Quoting around an error (`"..."`, a `> ` quote) is the reporter's, not the error's."""
+    if text.startswith("> "):
+        text = text[2:]
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+        text = text[1:-1]
     return text.strip()
+
+
+_ERROR_CODE = re.compile(r"((?:Error \[\w+\]|error code|errno|Code):\s*)(0x[0-9a-fA-F]+|\d+)\b")
+# `torch.cuda.OutOfMemoryError:` and `OutOfMemoryError:` are one exception type
+_QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b)")
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
+
+# Footers torch and LLVM print under many different errors: never a signature (issue 14).
+_FOOTERS = ("CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
+            "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
+            "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
+            "PLEASE submit a bug report", "suppress this exception and fall back to eager",
+            "Stack dump without symbol names", "HINT: To debug", "The failure occurred for item",
+            # torch's teardown warnings, printed after the test has already failed
+            "process group has NOT been destroyed", "ResourceWarning: unclosed")
+_FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
+# Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
+_LINE_PREFIX = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?|# \| ?"
+    r"|[\w.-]{1,20}> )+", re.M)
+
+
+def _drop_footers(text: str) -> str:
+    found = _FOOTER_MATCHER.find_matches_as_indexes(text)
+    if not found:
+        return text
+    # one search over the window, then the lines that hold a match are cut out
+    out, last = [], 0
+    for _idx, start, _end in found:
+        if start < last:
+            continue
+        lo = text.rfind("\n", 0, start) + 1
+        hi = text.find("\n", start)
+        hi = len(text) if hi < 0 else hi
+        out.append(text[last:lo])
+        last = hi + 1
+    out.append(text[last:])
+    return "".join(out)
+
+
+# What the interpreter prints while it shuts down, after the test has failed: noise.
+_TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[ \t][^\n]*\n)*[^\n]*$",
+                       re.M)
+
+
+def clean_window(text: str) -> str:
+    """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone."""
+    lines = text.split("\n")
+    if len(text) > MAX_LINE and max(map(len, lines)) > MAX_LINE:
+        lines = [ln[:MAX_LINE] for ln in lines]
+        text = "\n".join(lines)
+    # runners prefix every line of their part of the log: lines sampled across the window tell
+    sample = lines[:8] + lines[-8:] + lines[::max(1, len(lines) // 16)]  # both ends, and across
+    if any(_LINE_PREFIX.match(ln) for ln in sample):
+        text = _LINE_PREFIX.sub("", text)
+    text = _drop_footers(text)
+    return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
 
 
 # ----- entry points --------------------------------------------------------------------------

@@ -50,34 +50,53 @@ def _insert(s: Session, table: type[Base]) -> pg.Insert | sqlite.Insert:
     return sqlite_insert(table)
 
 
+def _chunks(items: Sequence[str], n: int = 500) -> list[Sequence[str]]:
+    return [items[i:i + n] for i in range(0, len(items), n)]
+
+
 def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]) -> None:
     """Record a run's failures and their groups (a group's last sighting moves forward).
 
+    Batched: one INSERT of the groups, one read of them, one INSERT of the failures, however
+    many failures there are (a run with 500 failures is a few statements, not 1,500).
     Two processes may triage one run at once (the ingest gate and `forkflow triage`): rows the
     other one committed first are kept, not written twice, so neither one fails."""
+    if not failures:
+        return
+    sigs: dict[str, Signature] = {}
     for f in failures:
-        sig = f.signature
-        s.execute(_insert(s, FailureGroupRow).values(
-            fork_id=fid, key=sig.key, kind=sig.kind.value, signature=sig.text, first_run_id=run_id,
-            last_run_id=run_id).on_conflict_do_nothing(index_elements=["fork_id", "key"]))
-        g = s.scalars(select(FailureGroupRow).where(FailureGroupRow.fork_id == fid,
-                                                    FailureGroupRow.key == sig.key)).one()
+        sigs.setdefault(f.signature.key, f.signature)
+    s.execute(_insert(s, FailureGroupRow).on_conflict_do_nothing(index_elements=["fork_id", "key"]),
+              [{"fork_id": fid, "key": k, "kind": sig.kind.value, "signature": sig.text,
+                "first_run_id": run_id, "last_run_id": run_id} for k, sig in sigs.items()])
+    groups: dict[str, FailureGroupRow] = {}
+    for part in _chunks(list(sigs)):
+        groups.update((g.key, g) for g in s.scalars(select(FailureGroupRow).where(
+            FailureGroupRow.fork_id == fid, FailureGroupRow.key.in_(part))))
+    now = _now()
+    for g in groups.values():
         if run_id >= g.last_run_id:
-            g.last_run_id, g.last_seen_at = run_id, _now()
-        s.execute(_insert(s, FailureRow).values(
-            fork_id=fid, run_id=run_id, suite=f.job, test_id=f.test, group_id=g.id, line=sig.line,
-            excerpt=sig.excerpt).on_conflict_do_nothing(index_elements=["run_id", "suite", "test_id"]))
+            g.last_run_id, g.last_seen_at = run_id, now
+    s.execute(_insert(s, FailureRow).on_conflict_do_nothing(index_elements=["run_id", "suite", "test_id"]),
+              [{"fork_id": fid, "run_id": run_id, "suite": f.job, "test_id": f.test,
+                "group_id": groups[f.signature.key].id, "line": f.signature.line,
+                "excerpt": f.signature.excerpt} for f in failures])
 
 
 def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Verdict]) -> None:
     """Record the verdict on each failure of the run; a later triage's verdict replaces an earlier one."""
+    if not verdicts:
+        return
     ids = {(r.suite, r.test_id): r.id for r in s.scalars(select(FailureRow).where(
         FailureRow.run_id == run_id))}
-    for v in verdicts:
-        values = {"classification": v.classification.value, "reason": v.reason,
-                  "reruns": json.dumps(list(v.reruns)), "classified_at": _now()}
-        s.execute(_insert(s, ClassificationRow).values(failure_id=ids[(v.failure.job, v.failure.test)], **values)
-                  .on_conflict_do_update(index_elements=["failure_id"], set_=values))
+    now = _now()
+    stmt = _insert(s, ClassificationRow)
+    stmt = stmt.on_conflict_do_update(index_elements=["failure_id"], set_={
+        "classification": stmt.excluded.classification, "reason": stmt.excluded.reason,
+        "reruns": stmt.excluded.reruns, "classified_at": stmt.excluded.classified_at})
+    s.execute(stmt, [{"failure_id": ids[(v.failure.job, v.failure.test)],
+                      "classification": v.classification.value, "reason": v.reason,
+                      "reruns": json.dumps(list(v.reruns)), "classified_at": now} for v in verdicts])
 
 
 def stored_verdicts(s: Session, run_id: int) -> list[Verdict] | None:
