@@ -1,13 +1,89 @@
-"""Resolutions learnt from the fork's own past picks.  [pure]"""
+"""Resolutions learnt from the fork's own past picks.  [pure]
+
+forkflow records the resolutions it lands, but a fork that ran without it has settled conflicts
+by hand for months: each pick commit holds the file its engineers wrote.  Replaying such a pick
+(the upstream commit onto the pick's parent) gives the conflict regions; the pick's file gives
+what the fork put in each.  A later conflict whose region has the same two sides (whitespace
+aside, in any file: Triton keeps copies of code per backend) is settled the same way.
+"""
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
+
 from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.classify import Region, Segment, extract_regions, regions
+
+ANCHOR_LINES = 3  # clean lines each side of a region that must be found in the fork's file
+
+
+def region_key(r: Region) -> str:
+    """A region's identity: its two sides, whitespace aside (formatters differ between picks)."""
+    h = hashlib.sha256()
+    h.update(" ".join(r.ours.split()).encode("utf-8", "surrogateescape") + b"\0")
+    h.update(" ".join(r.theirs.split()).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
 
 
 class History:
+    """Region key -> what the fork put there, with where it was learnt (fork commit, path)."""
+
     def __init__(self) -> None:
-        self.regions: dict[str, str] = {}
+        self.regions: dict[str, tuple[str, str]] = {}
+
+    def lookup(self, r: Region) -> tuple[str, str] | None:
+        return self.regions.get(region_key(r))
+
+    def __len__(self) -> int:
+        return len(self.regions)
 
 
-def learn(history: History, case: ConflictCase, fork: bytes | None) -> None:
-    pass
+def settled_regions(segments: Sequence[Segment], resolved: str) -> list[str | None]:
+    """What the resolved file holds in each region; None for a region it cannot be told for.
+
+    When the fork kept every clean line, the regions are exact; otherwise each region is found
+    between its neighbouring clean lines, when those occur exactly once in the resolved file."""
+    exact = extract_regions(segments, resolved)
+    if exact is not None:
+        return list(exact)
+    out: list[str | None] = []
+    for i, seg in enumerate(segments):
+        if isinstance(seg, str):
+            continue
+        before = segments[i - 1] if i > 0 and isinstance(segments[i - 1], str) else ""
+        after = segments[i + 1] if i + 1 < len(segments) and isinstance(segments[i + 1], str) else ""
+        out.append(_between(resolved, _tail(str(before)), _head(str(after))))
+    return out
+
+
+def _tail(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[-ANCHOR_LINES:])
+
+
+def _head(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:ANCHOR_LINES])
+
+
+def _between(text: str, before: str, after: str) -> str | None:
+    if not before.strip() or not after.strip():
+        return None
+    if text.count(before) != 1 or text.count(after) != 1:
+        return None
+    start = text.index(before) + len(before)
+    end = text.index(after)
+    return text[start:end] if start <= end else None
+
+
+def learn(history: History, case: ConflictCase, fork: bytes | None, where: str = "") -> int:
+    """Remember how the fork settled each region of a past conflict; returns how many were learnt."""
+    if fork is None or not case.kind.is_text or not case.segments:
+        return 0
+    resolved = fork.decode("utf-8", "surrogateescape")
+    n = 0
+    for r, text in zip(regions(case.segments), settled_regions(case.segments, resolved)):
+        if text is not None:
+            history.regions[region_key(r)] = (text, where or case.path)
+            n += 1
+    return n

@@ -85,6 +85,7 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
                    key=lambda x: x[:3])
     out: list[str] = []
     pos = 0
+    last_side: int | None = None
     i = 0
     while i < len(items):
         start, end, side, c = items[i]
@@ -104,8 +105,9 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
                 else:
                     return None  # the sides changed the same lines
                 i += 1
-        if start < pos:
-            return None
+        if start < pos or (start == pos and last_side not in (None, side)):
+            return None  # the sides' changes touch: git's conflict stands
+        last_side = side
         out += base[pos:start]
         out += lines
         pos = end
@@ -165,11 +167,15 @@ def _is_unit(lines: list[str], lang: Lang | None) -> bool:
 
 def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
     """Why two insertions at one place cannot both be kept in order (fork's first), or None."""
+    if lang is None:
+        return "both sides inserted at one place, in a file with no unit model"
     if not (_is_unit(ours, lang) and _is_unit(theirs, lang)):
         return "both sides inserted at one place, and not whole units"
     if _norm(ours) and _norm(theirs) and (set(_norm(ours)) <= set(_norm(theirs))
                                           or set(_norm(theirs)) <= set(_norm(ours))):
         return "both sides inserted overlapping lines at one place"
+    if difflib.SequenceMatcher(None, _norm(ours), _norm(theirs), autojunk=False).ratio() > 0.5:
+        return "both sides inserted similar code at one place (two versions of one change?)"
     same = _names(ours) & _names(theirs)
     if same:
         return f"both sides define {sorted(same)[0]} at one place"
@@ -193,16 +199,22 @@ def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ou
     return None
 
 
+_COMMENT = re.compile(r"^\s*(//|#(?!\s*include)|/\*|\*)")
+
+
+def _code(lines: list[str] | tuple[str, ...]) -> list[str]:
+    return [x for x in _norm(lines) if not _COMMENT.match(x)]
+
+
 def _holds(side_text: str, other: list[Change], base: list[str], side_file: list[str]) -> bool:
-    """Whether the other side's change is already in this side: what it removed is gone from this
-    side's region, and what it added is in this side's file (moved code counts)."""
-    here = set(_norm(side_text.splitlines()))
-    everywhere = set(_norm(side_file))
-    added = [x for c in other for x in _norm(c.lines)]
-    removed = [x for c in other for x in _norm(base[c.start:c.end]) if x not in set(_norm(list(c.lines)))]
-    if not added and not removed:
+    """Whether the other side's change is already in this side's region: the code it removed is
+    gone from it and the code it added is in it (comment lines aside)."""
+    here = set(_code(side_text.splitlines()))
+    added = [x for c in other for x in _code(c.lines)]
+    removed = [x for c in other for x in _code(base[c.start:c.end]) if x not in set(_code(c.lines))]
+    if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
         return False
-    return all(x in everywhere for x in added) and not any(x in here for x in removed)
+    return all(x in here for x in added) and not any(x in here for x in removed)
 
 
 def _declines_file(case: ConflictCase) -> str | None:
@@ -216,9 +228,10 @@ def _declines_file(case: ConflictCase) -> str | None:
     crlf = [b"\r\n" in x for x in sides]
     if len(set(crlf)) > 1:
         return "line endings differ between the sides (CRLF on one side only)"
-    for name, data in (("fork's", case.ours), ("upstream's", case.theirs), ("base", case.base)):
-        if data is not None and parses_cleanly(case.path, data) is False:
-            return f"the {name} file does not parse before the merge"
+    if language_of(case.path) is Lang.PYTHON:  # tree-sitter-cpp stumbles on macros: C++ is checked after
+        for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
+            if data is not None and parses_cleanly(case.path, data) is False:
+                return f"the {name} file does not parse before the merge"
     return None
 
 
@@ -246,7 +259,7 @@ class StructuralResolver:
             texts.append(text)
             rules.append(rule)
         content = encode(fill_regions(case.segments, texts))
-        if parses_cleanly(case.path, content) is False:
+        if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
             self.last_reason = "the merged file does not parse"
             return None
         return Proposal(content, "; ".join(dict.fromkeys(rules)))
