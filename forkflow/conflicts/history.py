@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 
 from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.classify import Region, Segment, extract_regions, regions
+from forkflow.conflicts.classify import ConflictKind, Region, Segment, extract_regions, regions
 
 ANCHOR_LINES = 3  # clean lines each side of a region that must be found in the fork's file
 
@@ -30,6 +30,8 @@ class History:
 
     def __init__(self) -> None:
         self.regions: dict[str, tuple[str, str]] = {}
+        # (path, the side that deleted it) -> how the fork settled a delete/modify of that path
+        self.paths: dict[tuple[str, str], tuple[str, str]] = {}
 
     def lookup(self, r: Region) -> tuple[str, str] | None:
         return self.regions.get(region_key(r))
@@ -78,6 +80,12 @@ def _between(text: str, before: str, after: str) -> str | None:
 
 def learn(history: History, case: ConflictCase, fork: bytes | None, where: str = "") -> int:
     """Remember how the fork settled each region of a past conflict; returns how many were learnt."""
+    if case.kind is ConflictKind.DELETE_MODIFY:
+        deleted_by = "fork" if case.ours is None else "upstream"
+        kept = "delete" if fork is None else "fork" if fork == case.ours else "upstream" if fork == case.theirs else ""
+        if kept:
+            history.paths[(case.path, deleted_by)] = (kept, where or case.path)
+        return int(bool(kept))
     if fork is None or not case.kind.is_text or not case.segments:
         return 0
     resolved = fork.decode("utf-8", "surrogateescape")

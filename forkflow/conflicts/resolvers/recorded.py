@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from forkflow.conflicts.case import ConflictCase, encode
-from forkflow.conflicts.classify import fill_regions, regions
+from forkflow.conflicts.classify import ConflictKind, fill_regions, regions
 from forkflow.conflicts.history import History
 from forkflow.conflicts.resolvers import Proposal
 
@@ -40,6 +40,8 @@ class HistoryResolver:
 
     def propose(self, case: ConflictCase) -> Proposal | None:
         self.last_reason = ""
+        if case.kind is ConflictKind.DELETE_MODIFY:
+            return self._path(case)
         if not case.kind.is_text or not case.segments:
             self.last_reason = f"a {case.kind.value} conflict has no regions"
             return None
@@ -54,3 +56,14 @@ class HistoryResolver:
             sources.append(found[1])
         return Proposal(encode(fill_regions(case.segments, texts)),
                         f"settled as the fork did before ({', '.join(dict.fromkeys(sources))})")
+
+    def _path(self, case: ConflictCase) -> Proposal | None:
+        deleted_by = "fork" if case.ours is None else "upstream"
+        found = self.history.paths.get((case.path, deleted_by))
+        if found is None:
+            self.last_reason = f"the fork never settled {deleted_by}'s deletion of this path before"
+            return None
+        kept, where = found
+        content = None if kept == "delete" else case.ours if kept == "fork" else case.theirs
+        return Proposal(content, f"{'deleted' if content is None else 'kept ' + kept + chr(39) + 's file'}, "
+                                 f"as the fork did before ({where})")

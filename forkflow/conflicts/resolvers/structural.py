@@ -100,7 +100,7 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
                     why = _units_clash(list(ours.lines), list(theirs.lines), lang)
                     if why is not None:
                         raise Declined(why)
-                    lines = ours.lines + theirs.lines
+                    lines = _ordered(ours.lines, theirs.lines)
                     rule = "both sides added whole units at one place"
                 else:
                     return None  # the sides changed the same lines
@@ -114,6 +114,16 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
         i += 1
     out += base[pos:]
     return "".join(out), rule
+
+
+_LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
+
+
+def _ordered(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
+    """The fork's units first (its engineers did so 6 times in 8), except that lit's RUN lines lead."""
+    def runs(lines: tuple[str, ...]) -> bool:
+        return any(_LIT.match(x) and "RUN:" in x for x in lines)
+    return theirs + ours if runs(theirs) and not runs(ours) else ours + theirs
 
 
 _NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_][\w.]*)"
