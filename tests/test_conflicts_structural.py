@@ -1,0 +1,174 @@
+"""The structural resolver, history learnt from the fork's own picks, and bad input: each declines
+with its reason or resolves correctly."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from forkflow.conflicts import guardrails
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.classify import ConflictKind
+from forkflow.conflicts.engine import deterministic_resolvers, resolve_case
+from forkflow.conflicts.history import History, learn, settled_regions
+from forkflow.conflicts.resolvers.recorded import HistoryResolver
+from forkflow.conflicts.resolvers.structural import StructuralResolver
+from forkflow.models import Sha
+from tests.test_conflicts import make_case
+
+PY_BASE = "import os\n\n\ndef a():\n    return 1\n"
+PY_OURS = PY_BASE + "\n\ndef test_fork_only():\n    assert a() == 1\n"
+PY_THEIRS = PY_BASE + "\n\ndef test_upstream():\n    assert a() > 0\n"
+
+
+def _propose(case: ConflictCase) -> tuple[bytes | None, str]:
+    r = StructuralResolver()
+    p = r.propose(case)
+    return (p.content, p.note) if p is not None else (None, r.last_reason)
+
+
+def test_structural_both_sides_add_test_functions(tmp_path: Path) -> None:
+    case = make_case(tmp_path, PY_BASE, PY_OURS, PY_THEIRS, path="test_k.py")
+    content, note = _propose(case)
+    assert content is not None and "whole units" in note
+    text = content.decode()
+    assert text.index("def test_fork_only") < text.index("def test_upstream")
+    assert guardrails.check(case, content).ok
+
+
+def test_structural_same_name_on_both_sides_declines(tmp_path: Path) -> None:
+    theirs = PY_BASE + "\n\ndef test_fork_only():\n    assert a() == 2\n"
+    content, why = _propose(make_case(tmp_path, PY_BASE, PY_OURS, theirs, path="test_k.py"))
+    assert content is None and "test_fork_only" in why or "similar" in why
+
+
+def test_structural_cpp_members_and_includes(tmp_path: Path) -> None:
+    base = "#include <a>\n\nstruct S {\n  int x;\n};\n"
+    ours = "#include <a>\n\nstruct S {\n  int x;\n  int forkCount = 0;\n};\n"
+    theirs = "#include <a>\n\nstruct S {\n  int x;\n  void reset() { x = 0; }\n};\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="s.h"))
+    assert content == b"#include <a>\n\nstruct S {\n  int x;\n  int forkCount = 0;\n  void reset() { x = 0; }\n};\n"
+
+
+def test_structural_tablegen_and_mlir_blocks(tmp_path: Path) -> None:
+    base = "def A : Op<\"a\"> {\n}\n"
+    ours = base + "\ndef ForkOp : Op<\"fork\"> {\n  let summary = \"f\";\n}\n"
+    theirs = base + "\ndef UpOp : Op<\"up\"> {\n  let summary = \"u\";\n}\n"
+    content, _ = _propose(make_case(tmp_path, base, ours, theirs, path="Ops.td"))
+    assert content is not None and b"def ForkOp" in content and b"def UpOp" in content
+    mbase = "// RUN: triton-opt %s\n\n// -----\n\ntt.func @a() {\n  tt.return\n}\n"
+    mours = mbase + ("\n// -----\n\n// CHECK-LABEL: @fork_case\n// CHECK: ttng.warp_group_dot\n"
+                     "tt.func @fork_case(%arg0: i32) {\n  %0 = arith.addi %arg0, %arg0 : i32\n  tt.return\n}\n")
+    mtheirs = mbase + ("\n// -----\n\n// CHECK-LABEL: @up_case\n// CHECK-NOT: llvm.store\n"
+                       "tt.func @up_case(%p: !tt.ptr<f32>) {\n  tt.store %p, %v : !tt.ptr<f32>\n  tt.return\n}\n")
+    content, _ = _propose(make_case(tmp_path, mbase, mours, mtheirs, path="t.mlir"))
+    assert content is not None and content.count(b"// -----") == 3
+
+
+def test_structural_one_side_already_has_the_change(tmp_path: Path) -> None:
+    base = "x = 1\ny = compute(x)\nz = 3\n"
+    theirs = "x = 1\ny = compute(x, fast=True)\nz = 3\n"
+    ours = "x = 1\n# fork: the fast path, picked early\ny = compute(x, fast=True)\nlog(y)\nz = 3\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content == ours.encode() and "already has upstream's change" in note
+
+
+def test_structural_same_change_on_both_sides(tmp_path: Path) -> None:
+    base = "a = 1\nb = 2\n"
+    ours = "a = 10\nb = 20\n"
+    theirs = "a = 10\nb  =  20\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is not None and "whitespace" in note or "same change" in note
+
+
+def test_structural_real_conflict_declines_with_reason(tmp_path: Path) -> None:
+    base = "def f():\n    return g(1)\n"
+    content, why = _propose(make_case(tmp_path, base, "def f():\n    return g(2)\n", "def f():\n    return h(1)\n"))
+    assert content is None and why == "both sides changed the same lines differently"
+
+
+def test_structural_touching_edits_decline(tmp_path: Path) -> None:
+    # upstream renames what the fork's new line uses: keeping both would be wrong (seen on fbtriton)
+    base = "x = cfg.dims\ny = 2\n"
+    ours = "x = cfg.dims\nz = cfg.dims[0]\ny = 2\n"
+    theirs = "x = cfg.shape\ny = 2\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "same lines" in why
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+def _case(kind: ConflictKind, base: bytes | None, ours: bytes | None, theirs: bytes | None,
+          path: str = "f.bin") -> ConflictCase:
+    return ConflictCase(Sha("b" * 40), "s", "s", path, kind, base, ours, theirs)
+
+
+def test_bad_input_binary_declines() -> None:
+    case = _case(ConflictKind.BINARY, b"\0a", b"\0b", b"\0c")
+    for r in deterministic_resolvers(History()):
+        assert r.propose(case) is None
+    out = resolve_case(case, deterministic_resolvers(History()))
+    assert not out.resolved and any("structural: no proposal" in t for t in out.tried)
+    assert "binary" in _propose(case)[1]
+
+
+def test_bad_input_delete_modify_declines_then_follows_history() -> None:
+    case = _case(ConflictKind.DELETE_MODIFY, b"a\n", None, b"b\n", path="ci/amd.yml")
+    assert "delete/modify" in _propose(case)[1]
+    hist = History()
+    resolver = HistoryResolver(hist)
+    assert resolver.propose(case) is None and "never settled" in resolver.last_reason
+    learn(hist, _case(ConflictKind.DELETE_MODIFY, b"0\n", None, b"1\n", path="ci/amd.yml"), None, "abc123")
+    p = resolver.propose(case)
+    assert p is not None and p.content is None and "abc123" in p.note
+    assert guardrails.check(case, p.content).ok
+
+
+def test_bad_input_rename_on_one_side_declines() -> None:
+    case = _case(ConflictKind.RENAME, b"a\n", b"a\n", b"b\n", path="new/k.py")
+    content, why = _propose(case)
+    assert content is None and "rename" in why
+
+
+def test_bad_input_file_that_does_not_parse_declines(tmp_path: Path) -> None:
+    broken = "def a(:\n    return 1\n"
+    case = make_case(tmp_path, broken, broken + "\n\ndef f():\n    pass\n", broken + "\n\ndef g():\n    pass\n")
+    content, why = _propose(case)
+    assert content is None and "does not parse before the merge" in why
+
+
+def test_bad_input_fifty_thousand_lines(tmp_path: Path) -> None:
+    body = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(12_500))  # 50,000 lines
+    ours = body + "def fork_tail():\n    return 'fork'\n"
+    theirs = body + "def upstream_tail():\n    return 'upstream'\n"
+    case = make_case(tmp_path, body, ours, theirs)
+    assert case.ours is not None and case.ours.count(b"\n") > 50_000
+    content, note = _propose(case)
+    assert content is not None and content.endswith(b"def upstream_tail():\n    return 'upstream'\n")
+    assert guardrails.check(case, content).ok
+
+
+def test_bad_input_crlf_on_one_side_declines(tmp_path: Path) -> None:
+    base = "a = 1\n"
+    case = make_case(tmp_path, base, "a = 1\r\nb = 2\r\n", "a = 1\nc = 3\n")
+    content, why = _propose(case)
+    assert content is None and "CRLF on one side only" in why
+
+
+# -- history ---------------------------------------------------------------------------------
+
+def test_history_reuses_a_region_the_fork_settled_in_an_earlier_pick(tmp_path: Path) -> None:
+    base = "x = 1\ny = f(x)\n"
+    ours = "x = 1\ny = f(x, fork=True)\n"
+    theirs = "x = 1\ny = f2(x)\n"
+    earlier = make_case(tmp_path, base, ours, theirs, path="a/k.py")
+    hist = History()
+    assert learn(hist, earlier, b"x = 1\ny = f2(x, fork=True)\n", "feedbeef") == 1
+    later = make_case(tmp_path, "# copy\n" + base, "# copy\n" + ours, "# copy\n" + theirs, path="b/k.py")
+    p = HistoryResolver(hist).propose(later)
+    assert p is not None and p.content == b"# copy\nx = 1\ny = f2(x, fork=True)\n" and "feedbeef" in p.note
+
+
+def test_history_finds_regions_when_the_fork_also_changed_other_lines(tmp_path: Path) -> None:
+    base = "a\nb\nc\nd\nx = 1\ne\nf\ng\n"
+    case = make_case(tmp_path, base, base.replace("x = 1", "x = 2"), base.replace("x = 1", "x = 3"))
+    fork = "A\nb\nc\nd\nx = 5\ne\nf\ng\n"  # the fork also changed line 1
+    assert settled_regions(case.segments, fork) == ["x = 5\n"]
