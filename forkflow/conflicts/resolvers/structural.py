@@ -68,6 +68,11 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
                           r.theirs.splitlines(keepends=True))
     if max(len(base), len(ours), len(theirs)) > MAX_REGION_LINES:
         raise Declined(f"a region of more than {MAX_REGION_LINES} lines")
+    if lang is not None:
+        # the reverse (the fork only reformatted) is left to a person: the fork's engineers kept
+        # their formatting as often as upstream's, so taking upstream's lines was wrong half the time
+        if _same_code(r.base, r.theirs) and not _same_code(r.base, r.ours):
+            return r.ours, "upstream only reformatted these lines"
     co, ct = changes(base, ours), changes(base, theirs)
     merged = _interleave(base, co, ct, lang)
     if merged is not None:
@@ -114,6 +119,21 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
         i += 1
     out += base[pos:]
     return "".join(out), rule
+
+
+_TOKEN = re.compile(r"[A-Za-z_0-9.]+|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|\S")
+
+
+def _tokens(text: str) -> list[str]:
+    """Code tokens with formatting choices taken out: quote style, trailing commas, line breaks."""
+    toks = [t[1:-1] if len(t) > 1 and t[0] in "'\"" else t for t in _TOKEN.findall(text)]
+    return [t for i, t in enumerate(toks) if not (t == "," and i + 1 < len(toks) and toks[i + 1] in ")]}")
+            and not (t == "," and i + 1 == len(toks))]
+
+
+def _same_code(a: str, b: str) -> bool:
+    """Whether two texts differ only in formatting (what yapf, ruff or clang-format change)."""
+    return a != b and _tokens(a) == _tokens(b)
 
 
 _LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
@@ -200,8 +220,8 @@ def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str |
 def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ours_file: list[str],
               theirs_file: list[str]) -> tuple[str, str] | None:
     """Keep one side when it already holds the other side's change (and not the reverse)."""
-    o_has_t = _holds(r.ours, ct, base, ours_file)
-    t_has_o = _holds(r.theirs, co, base, theirs_file)
+    o_has_t = _holds(r.ours, ct, base, ours_file) or _moved_with(r.ours, r.theirs, r.base, ours_file)
+    t_has_o = _holds(r.theirs, co, base, theirs_file) or _moved_with(r.theirs, r.ours, r.base, theirs_file)
     if o_has_t and not t_has_o:
         return r.ours, "the fork already has upstream's change"
     if t_has_o and not o_has_t:
@@ -225,6 +245,18 @@ def _holds(side_text: str, other: list[Change], base: list[str], side_file: list
     if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
         return False
     return all(x in here for x in added) and not any(x in here for x in removed)
+
+
+def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str]) -> bool:
+    """Whether this side moved the region's code away and its file holds the other side's version
+    of it, word for word, elsewhere: the other side's edit already followed the move."""
+    gone = _code(base_text.splitlines())
+    other = _code(other_text.splitlines())
+    if len(other) < 2 or any(x in set(_code(side_text.splitlines())) for x in gone):
+        return False
+    lines = _code(side_file)
+    n = len(other)
+    return any(lines[i:i + n] == other for i in range(len(lines) - n + 1) if lines[i] == other[0])
 
 
 def _declines_file(case: ConflictCase) -> str | None:
