@@ -26,7 +26,7 @@ import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pygit2
@@ -34,8 +34,8 @@ import pygit2
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forkflow.conflicts import guardrails  # noqa: E402
-from forkflow.conflicts.case import ConflictCase, encode  # noqa: E402
-from forkflow.conflicts.classify import extract_regions, fill_regions, regions  # noqa: E402
+from forkflow.conflicts.case import ConflictCase, decode, encode  # noqa: E402
+from forkflow.conflicts.classify import extract_regions, fill_regions, has_markers, regions  # noqa: E402
 from forkflow.conflicts.engine import deterministic_resolvers  # noqa: E402
 from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
@@ -120,7 +120,8 @@ def open_picker(path: Path) -> tuple[MemoryPicker, Placeholders]:
 def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str, object]) -> Iterator[Sample]:
     """The conflicted files of one pick replayed in memory, each with the fork's committed file."""
     fork = picker.repo[str(pick["fork_sha"])]
-    up = Sha(str(pick["upstream_shas"][0]))  # type: ignore[index]
+    assert isinstance(fork, pygit2.Commit)
+    up = Sha(str(pick["upstream_shas"][0]))
     for _ in range(8):
         try:
             step = picker.pick(str(fork.parents[0].tree_id), up)
@@ -138,9 +139,10 @@ def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str
         case = build_case(repo, picker, up, c)
         path = c.ours.path if c.ours is not None else c.path
         try:
-            fork_file: bytes | None = fork.tree[path].data
+            obj = fork.tree[path]
         except KeyError:
-            fork_file = None
+            obj = None
+        fork_file = obj.data if isinstance(obj, pygit2.Blob) else None
         yield Sample(str(pick["fork_sha"]), str(pick["fork_commit_date"])[:10], case, fork_file)
 
 
@@ -204,9 +206,10 @@ def baselines() -> dict[str, Callable[[ConflictCase], Proposal | None]]:
 class Tally:
     files: int = 0
     proposed: int = 0
-    accepted: int = 0
-    identical: int = 0  # accepted and identical after whitespace normalisation
-    exact: int = 0
+    accepted: int = 0  # proposed and accepted by the guardrails: it would land without a person
+    identical: int = 0  # accepted and identical to the fork's file after whitespace normalisation
+    exact: int = 0  # of those, byte for byte
+    regions: int = 0  # accepted, the regions as the fork's, but the fork's commit changed other lines too
     wrong: int = 0  # accepted and different: the costly case
     markers: int = 0  # accepted answers with conflict markers (must stay 0)
 
@@ -215,8 +218,9 @@ class Tally:
         self.proposed += proposed
         if accepted:
             self.accepted += 1
-            self.identical += v != "different"
+            self.identical += v in ("identical", "ws-identical")
             self.exact += v == "identical"
+            self.regions += v == "regions-identical"
             self.wrong += v == "different"
             self.markers += markers
 
@@ -229,7 +233,10 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
     runners: dict[str, Callable[[ConflictCase], Proposal | None]] = {r.name: r.propose for r in chain}
     runners.update(baselines())
     if agent is not None:
-        runners["agent"] = agent.propose  # type: ignore[attr-defined]
+        def ask(case: ConflictCase) -> Proposal | None:
+            with_examples = replace(case, examples=history.examples(case.path)) if history is not None else case
+            return agent.propose(with_examples)  # type: ignore[attr-defined, no-any-return]
+        runners["agent"] = ask
     for s in samples:
         lang = language(s.case.path)
         first: tuple[bool, str, bool] | None = None
@@ -237,11 +244,12 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
             p = run(s.case)
             ok = p is not None and guardrails.check(s.case, p.content).ok
             v = verdict(s, p.content) if p is not None else "none"
-            has = p is not None and p.content is not None and b"\n<<<<<<< " in b"\n" + p.content
+            has = p is not None and p.content is not None and has_markers(decode(p.content) or "") \
+                and not has_markers((decode(s.case.ours) or "") + (decode(s.case.theirs) or ""))
             for key in (lang, "all"):
                 tallies[name][key].add(p is not None, ok, v, has)
             if p is None:
-                why = getattr(run.__self__, "last_reason", "") if hasattr(run, "__self__") else ""  # type: ignore[attr-defined]
+                why = getattr(run.__self__, "last_reason", "") if hasattr(run, "__self__") else ""
                 if why:
                     reasons[name][why] = reasons[name].get(why, 0) + 1
             if ok and first is None and not name.startswith("base:") and name != "agent":
@@ -311,7 +319,7 @@ def main() -> int:
         history = History()
         for date, s in past:  # only what the fork had settled strictly before this pick
             if date < str(p["fork_commit_date"]):
-                learn(history, s.case, s.fork)
+                learn(history, s.case, s.fork, s.fork_sha[:10])
         merge_into(total, measure(samples, history, agent, reasons))
     report(args, picks, conflicted, total, reasons, time.monotonic() - start)
     return 0
@@ -327,15 +335,19 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
     files = total.get("base:ours", {}).get("all", Tally()).files
     print(f"{len(picks)} RESOLVED picks {args.since}..{args.until}; {conflicted} conflict; {files} conflicted "
           f"files; {secs:.0f}s")
-    print(f"{'resolver':<14}{'lang':<10}{'files':>6}{'resolved':>9}{'identical':>10}{'(exact)':>8}"
-          f"{'different':>10}{'refused':>8}{'markers':>8}")
+    print("resolved: accepted by the guardrails; identical: as the fork's file, whitespace aside (exact: byte for "
+          "byte); regions: as the fork's in the conflict regions, the fork's commit changed other lines too; "
+          "different: accepted and not as the fork's (the costly case)")
+    print(f"{'resolver':<12}{'lang':<9}{'files':>6}{'resolved':>9}{'identical':>10}{'exact':>6}{'regions':>8}"
+          f"{'different':>10}{'refused':>8}{'markers':>8}{'ident%':>7}{'wrong%':>7}")
     for name, per in total.items():
         for lang in ("all", *LANGS):
             t = per.get(lang)
             if t is None or not t.files:
                 continue
-            print(f"{name:<14}{lang:<10}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>8}{t.wrong:>10}"
-                  f"{t.files - t.accepted:>8}{t.markers:>8}")
+            print(f"{name:<12}{lang:<9}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>6}{t.regions:>8}"
+                  f"{t.wrong:>10}{t.files - t.accepted:>8}{t.markers:>8}{100 * t.identical / t.files:>6.0f}%"
+                  f"{100 * t.wrong / max(t.accepted, 1):>6.0f}%")
     for name, why in reasons.items():
         for text, n in sorted(why.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {name} declined {n}x: {text}")

@@ -172,3 +172,21 @@ def test_history_finds_regions_when_the_fork_also_changed_other_lines(tmp_path: 
     case = make_case(tmp_path, base, base.replace("x = 1", "x = 2"), base.replace("x = 1", "x = 3"))
     fork = "A\nb\nc\nd\nx = 5\ne\nf\ng\n"  # the fork also changed line 1
     assert settled_regions(case.segments, fork) == ["x = 5\n"]
+
+
+def test_history_gives_the_agent_the_forks_earlier_resolutions_as_data(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from forkflow.conflicts.resolvers.agent import prompt_messages, request_of
+
+    earlier = make_case(tmp_path, "x = 1\n", "x = 2  # fork\n", "x = 3\n", path="k.py")
+    hist = History()
+    learn(hist, earlier, b"x = 3  # fork\n", "c0ffee")
+    case = make_case(tmp_path, "y = 1\n", "y = 2  # fork\n", "y = 3\n", path="k.py")
+    req = request_of(replace(case, examples=hist.examples("k.py")))
+    assert req["fork_examples"] == [{"fork_commit": "c0ffee", "path": "k.py", "base": "x = 1\n",
+                                     "ours": "x = 2  # fork\n", "theirs": "x = 3\n",
+                                     "fork_resolution": "x = 3  # fork\n"}]
+    user = prompt_messages(req)[1]["content"]
+    assert user.index("<conflict-data>") < user.index("c0ffee") < user.index("</conflict-data>")
+    assert hist.examples("other.py") == ()

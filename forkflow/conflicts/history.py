@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.case import ConflictCase, Example
 from forkflow.conflicts.classify import ConflictKind, Region, Segment, extract_regions, regions
 
 ANCHOR_LINES = 3  # clean lines each side of a region that must be found in the fork's file
@@ -32,6 +32,17 @@ class History:
         self.regions: dict[str, tuple[str, str]] = {}
         # (path, the side that deleted it) -> how the fork settled a delete/modify of that path
         self.paths: dict[tuple[str, str], tuple[str, str]] = {}
+        self.by_path: dict[str, list[Example]] = {}  # examples for an agent, oldest first
+
+    def examples(self, path: str, limit: int = 4, max_chars: int = 6_000) -> tuple[Example, ...]:
+        """The newest regions the fork settled in this file, small enough to show an agent."""
+        out: list[Example] = []
+        for e in reversed(self.by_path.get(path, [])):
+            if sum(len(x) for x in (e.base, e.ours, e.theirs, e.resolved)) <= max_chars:
+                out.append(e)
+            if len(out) == limit:
+                break
+        return tuple(out)
 
     def lookup(self, r: Region) -> tuple[str, str] | None:
         return self.regions.get(region_key(r))
@@ -93,5 +104,7 @@ def learn(history: History, case: ConflictCase, fork: bytes | None, where: str =
     for r, text in zip(regions(case.segments), settled_regions(case.segments, resolved)):
         if text is not None:
             history.regions[region_key(r)] = (text, where or case.path)
+            history.by_path.setdefault(case.path, []).append(
+                Example(where, case.path, r.base, r.ours, r.theirs, text))
             n += 1
     return n
