@@ -237,6 +237,7 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
             with_examples = replace(case, examples=history.examples(case.path)) if history is not None else case
             return agent.propose(with_examples)  # type: ignore[attr-defined, no-any-return]
         runners["agent"] = ask
+    unit: dict[str, list[str]] = {"chain": [], "trivial": []}  # per file: its verdict, "none" unresolved
     for s in samples:
         lang = language(s.case.path)
         first: tuple[bool, str, bool] | None = None
@@ -254,9 +255,17 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
                     reasons[name][why] = reasons[name].get(why, 0) + 1
             if ok and first is None and not name.startswith("base:") and name != "agent":
                 first = (True, v, has)
+            if name == "trivial":
+                unit["trivial"].append(v if ok else "none")
         f = first or (False, "none", False)
+        unit["chain"].append(f[1] if f[0] else "none")
         for key in (lang, "all"):
             tallies["chain"][key].add(f[0], f[0], f[1], f[2])
+    if samples:  # the pick lands without a person when every conflicted file is settled
+        for name, verdicts in unit.items():
+            settled = "none" not in verdicts
+            worst = next((v for v in ("different", "regions-identical", "ws-identical") if v in verdicts), "identical")
+            tallies[name]["unit"].add(settled, settled, worst, False)
     return tallies
 
 
@@ -348,6 +357,12 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
             print(f"{name:<12}{lang:<9}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>6}{t.regions:>8}"
                   f"{t.wrong:>10}{t.files - t.accepted:>8}{t.markers:>8}{100 * t.identical / t.files:>6.0f}%"
                   f"{100 * t.wrong / max(t.accepted, 1):>6.0f}%")
+    print("conflicted picks settled without a person (every conflicted file resolved): today's chain "
+          "(recorded + trivial; recorded is empty for a fork that never ran forkflow) vs the new one")
+    for name, label in (("trivial", "recorded+trivial"), ("chain", "+history+structural")):
+        t = total.get(name, {}).get("unit", Tally())
+        print(f"  {label:<22}{t.accepted:>4} of {t.files} picks ({100 * t.accepted / max(t.files, 1):.0f}%); "
+              f"all files as the fork's: {t.identical} (regions only: {t.regions}); a file different: {t.wrong}")
     for name, why in reasons.items():
         for text, n in sorted(why.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {name} declined {n}x: {text}")
