@@ -190,3 +190,24 @@ def test_history_gives_the_agent_the_forks_earlier_resolutions_as_data(tmp_path:
     user = prompt_messages(req)[1]["content"]
     assert user.index("<conflict-data>") < user.index("c0ffee") < user.index("</conflict-data>")
     assert hist.examples("other.py") == ()
+
+
+def test_trivial_import_union_declines_when_one_side_deleted_an_import_the_other_edited(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.trivial import TrivialResolver
+
+    base = "import a\nfrom t.testing import is_cuda, is_hip\n\nX = 1\n"
+    ours = "import a\n\nX = 1\n"  # the fork moved it into a parenthesised import elsewhere
+    theirs = "import a\nfrom t.testing import is_hip, supports_tma\n\nX = 1\n"
+    assert TrivialResolver().propose(make_case(tmp_path, base, ours, theirs)) is None
+    # a plain deletion next to an addition is still a union
+    p = TrivialResolver().propose(make_case(tmp_path, "import functools\n\nX = 1\n",
+                                            "import functools\nimport os\n\nX = 1\n", "\nX = 1\n"))
+    assert p is not None and p.content == b"import os\n\nX = 1\n"
+
+
+def test_structural_declines_lines_one_side_deleted_and_the_other_edited(tmp_path: Path) -> None:
+    base = "void f() {\n  auto ids = getIds(op);\n  use(ids);\n}\n"
+    ours = "void f() {\n  use(ids);\n}\n"
+    theirs = "void f() {\n  auto ids = getIds(op, /*all=*/true);\n  use(ids);\n}\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="p.cpp"))
+    assert content is None and "same lines" in why

@@ -244,7 +244,14 @@ def _holds(side_text: str, other: list[Change], base: list[str], side_file: list
     removed = [x for c in other for x in _code(base[c.start:c.end]) if x not in set(_code(c.lines))]
     if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
         return False
+    if not added and any(_edited(x, here) for x in removed):
+        return False  # this side edited what the other deleted: a delete/modify of lines
     return all(x in here for x in added) and not any(x in here for x in removed)
+
+
+def _edited(line: str, lines: set[str]) -> bool:
+    """Whether some line is an edit of `line` (most of its characters kept)."""
+    return any(difflib.SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
 
 
 def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str]) -> bool:

@@ -24,11 +24,19 @@ def _is_import_block(text: str) -> bool:
     return all(_IMPORT.match(line) for line in lines)
 
 
+def _module(line: str) -> str:
+    """What an import or include line imports from: `a.b` of `from a.b import c`, `<x>` of `#include <x>`."""
+    words = line.replace("#", " ").split()
+    return words[1] if len(words) > 1 else line.strip()
+
+
 def _import_union(r: Region) -> str | None:
     if not (_is_import_block(r.ours) and _is_import_block(r.theirs) and _is_import_block(r.base)):
         return None
     ours, theirs, base = _lines(r.ours), _lines(r.theirs), set(_lines(r.base))
     dropped = {line for line in base if line not in ours or line not in theirs}
+    if any(_module(x) == _module(line) and x != line for line in dropped for x in ours + theirs):
+        return None  # one side dropped an import the other edited (moved elsewhere?): not a union
     merged = [line for line in ours if line not in dropped]
     merged += [line for line in theirs if line not in merged and line not in dropped]
     if ours == sorted(ours) and theirs == sorted(theirs):
