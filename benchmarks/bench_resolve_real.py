@@ -38,10 +38,10 @@ from forkflow.conflicts.case import ConflictCase, decode, encode  # noqa: E402
 from forkflow.conflicts.classify import extract_regions, fill_regions, has_markers, regions  # noqa: E402
 from forkflow.conflicts.engine import deterministic_resolvers  # noqa: E402
 from forkflow.conflicts.history import History, learn  # noqa: E402
+from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
-from forkflow.landing.casework import build_case  # noqa: E402
-from forkflow.landing.pick import MemoryPicker, PickStatus  # noqa: E402
+from forkflow.landing.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 
 LANGS = ("C++", "Python", "TableGen", "MLIR", "other")
@@ -119,12 +119,11 @@ def open_picker(path: Path) -> tuple[MemoryPicker, Placeholders]:
 
 def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str, object]) -> Iterator[Sample]:
     """The conflicted files of one pick replayed in memory, each with the fork's committed file."""
-    fork = picker.repo[str(pick["fork_sha"])]
-    assert isinstance(fork, pygit2.Commit)
-    up = Sha(str(pick["upstream_shas"][0]))
+    up = Sha(str(pick["upstream_shas"][0]))  # type: ignore[index]
+    fork_sha = Sha(str(pick["fork_sha"]))
     for _ in range(8):
         try:
-            step = picker.pick(str(fork.parents[0].tree_id), up)
+            settled = list(replay_pick(repo, picker, up, fork_sha))
             break
         except pygit2.GitError as e:  # a blob the snapshot lacks: stand it in, merge again
             m = re.search(r"[0-9a-f]{40}", str(e))
@@ -133,17 +132,8 @@ def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str
             holes.missing.add(pygit2.Oid(hex=m.group(0)))
     else:
         return
-    if step.status is not PickStatus.CONFLICT:
-        return
-    for c in step.conflicts:
-        case = build_case(repo, picker, up, c)
-        path = c.ours.path if c.ours is not None else c.path
-        try:
-            obj = fork.tree[path]
-        except KeyError:
-            obj = None
-        fork_file = obj.data if isinstance(obj, pygit2.Blob) else None
-        yield Sample(str(pick["fork_sha"]), str(pick["fork_commit_date"])[:10], case, fork_file)
+    for x in settled:
+        yield Sample(fork_sha, str(pick["fork_commit_date"])[:10], x.case, x.fork)
 
 
 def normalised(data: bytes | None) -> list[bytes] | None:

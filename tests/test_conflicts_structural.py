@@ -211,3 +211,31 @@ def test_structural_declines_lines_one_side_deleted_and_the_other_edited(tmp_pat
     theirs = "void f() {\n  auto ids = getIds(op, /*all=*/true);\n  use(ids);\n}\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs, path="p.cpp"))
     assert content is None and "same lines" in why
+
+
+def test_history_learnt_from_the_forks_own_hand_resolved_pick(tmp_path: Path) -> None:
+    from forkflow.conflicts.learn import learn_from_picks, replay_pick
+    from forkflow.git.repo import Repo
+    from forkflow.landing.casework import build_case
+    from forkflow.landing.pick import MemoryPicker, PickStatus
+    from forkflow.testing.gitrepo import ForkBuilder
+
+    b = ForkBuilder(tmp_path)
+    b.upstream_commit({"a.py": "x = f(1)\n", "b.py": "x = f(1)\n"}, "Add (#1)")
+    b.branch_fork()
+    b.fork_commit({"a.py": "x = f(1, fork=True)\n", "b.py": "x = f(1, fork=True)\n"}, "Fork: flag")
+    u2 = b.upstream_commit({"a.py": "x = g(1)\n"}, "Rename f to g in a (#2)")
+    u3 = b.upstream_commit({"b.py": "x = g(1)\n"}, "Rename f to g in b (#3)")
+    b.fetch()
+    # the fork's engineers pick u2 by hand, settling the conflict their way
+    p2 = b.fork_commit({"a.py": "x = g(1, fork=True)\n"}, "[RESOLVED] Rename f to g in a (#2)",
+                       f"(cherry picked from commit {u2})")
+    history, skipped = learn_from_picks(b.f.path, [(u2, p2)])
+    assert skipped == [] and len(history) == 1
+    picker = MemoryPicker(b.f.path)
+    step = picker.pick(picker.commit_tree(p2), u3)  # the same conflict, in another file
+    assert step.status is PickStatus.CONFLICT
+    case = build_case(Repo(b.f.path), picker, u3, step.conflicts[0])
+    p = HistoryResolver(history).propose(case)
+    assert p is not None and p.content == b"x = g(1, fork=True)\n" and p2[:10] in p.note
+    assert [s.fork for s in replay_pick(Repo(b.f.path), picker, u2, p2)] == [b"x = g(1, fork=True)\n"]
