@@ -154,13 +154,17 @@ _NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_
                    r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
 
 
+_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "assert"}
+
+
 def _names(lines: list[str]) -> set[str]:
+    """Names the lines define or import (functions, classes, records, ops, includes, cases)."""
     out = set()
     for line in lines:
         m = _NAME.match(line)
         if m:
             out.add(next(g for g in m.groups() if g))
-    return out
+    return out - _KEYWORDS
 
 
 def _balanced(text: str) -> bool:
