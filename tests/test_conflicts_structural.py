@@ -239,3 +239,13 @@ def test_history_learnt_from_the_forks_own_hand_resolved_pick(tmp_path: Path) ->
     p = HistoryResolver(history).propose(case)
     assert p is not None and p.content == b"x = g(1, fork=True)\n" and p2[:10] in p.note
     assert [s.fork for s in replay_pick(Repo(b.f.path), picker, u2, p2)] == [b"x = g(1, fork=True)\n"]
+
+
+def test_structural_declines_a_name_both_sides_added_in_different_places(tmp_path: Path) -> None:
+    # the fork added InitBarrierOp at the end; upstream adds its own next to other ops
+    base = "def A : Op<\"a\"> {\n}\n\ndef B : Op<\"b\"> {\n}\n"
+    ours = base + "\ndef InitBarrierOp : Op<\"init_barrier\"> {\n  let summary = \"fork\";\n}\n"
+    theirs = base.replace("def B", "def InitBarrierOp : Op<\"init_barrier\"> {\n  let summary = \"up\";\n}\n\ndef B") \
+        + "\ndef WaitOp : Op<\"wait\"> {\n  let summary = \"w\";\n}\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="Ops.td"))
+    assert content is None and "defines InitBarrierOp twice" in why

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.trivial import resolve_region
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
@@ -68,11 +69,9 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
                           r.theirs.splitlines(keepends=True))
     if max(len(base), len(ours), len(theirs)) > MAX_REGION_LINES:
         raise Declined(f"a region of more than {MAX_REGION_LINES} lines")
-    if lang is not None:
-        # the reverse (the fork only reformatted) is left to a person: the fork's engineers kept
-        # their formatting as often as upstream's, so taking upstream's lines was wrong half the time
-        if _same_code(r.base, r.theirs) and not _same_code(r.base, r.ours):
-            return r.ours, "upstream only reformatted these lines"
+    # Where one side only reformatted the lines, the right answer is the other side's change in the
+    # reformatted layout, which takes a formatter: taking either side was wrong about half the time
+    # on fbtriton, so such regions are left to a person.
     co, ct = changes(base, ours), changes(base, theirs)
     merged = _interleave(base, co, ct, lang)
     if merged is not None:
@@ -119,21 +118,6 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
         i += 1
     out += base[pos:]
     return "".join(out), rule
-
-
-_TOKEN = re.compile(r"[A-Za-z_0-9.]+|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|\S")
-
-
-def _tokens(text: str) -> list[str]:
-    """Code tokens with formatting choices taken out: quote style, trailing commas, line breaks."""
-    toks = [t[1:-1] if len(t) > 1 and t[0] in "'\"" else t for t in _TOKEN.findall(text)]
-    return [t for i, t in enumerate(toks) if not (t == "," and i + 1 < len(toks) and toks[i + 1] in ")]}")
-            and not (t == "," and i + 1 == len(toks))]
-
-
-def _same_code(a: str, b: str) -> bool:
-    """Whether two texts differ only in formatting (what yapf, ruff or clang-format change)."""
-    return a != b and _tokens(a) == _tokens(b)
 
 
 _LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
@@ -311,7 +295,12 @@ class StructuralResolver:
                 return None
             texts.append(text)
             rules.append(rule)
-        content = encode(fill_regions(case.segments, texts))
+        merged = fill_regions(case.segments, texts)
+        twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
+        if twice is not None:
+            self.last_reason = f"the merge defines {twice} twice (each side added it, in different places)"
+            return None
+        content = encode(merged)
         if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
             self.last_reason = "the merged file does not parse"
             return None

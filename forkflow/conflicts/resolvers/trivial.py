@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from forkflow.conflicts.case import ConflictCase, encode
+from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
 
 _IMPORT = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
@@ -76,4 +77,7 @@ class TrivialResolver:
                 return None
             texts.append(hit[0])
             rules.append(hit[1])
-        return Proposal(encode(fill_regions(case.segments, texts)), "; ".join(dict.fromkeys(rules)))
+        merged = fill_regions(case.segments, texts)
+        if redefined(case.path, merged, decode(case.ours) or "", decode(case.theirs) or "") is not None:
+            return None  # each side added the same name in different places: see conflicts.redefined
+        return Proposal(encode(merged), "; ".join(dict.fromkeys(rules)))
