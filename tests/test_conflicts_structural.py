@@ -249,3 +249,14 @@ def test_structural_declines_a_name_both_sides_added_in_different_places(tmp_pat
         + "\ndef WaitOp : Op<\"wait\"> {\n  let summary = \"w\";\n}\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs, path="Ops.td"))
     assert content is None and "defines InitBarrierOp twice" in why
+
+
+def test_structural_is_in_ingests_default_chain() -> None:
+    from forkflow.conflicts.resolvers import DEFAULT_ORDER
+    from forkflow.landing.casework import build_resolvers
+    from forkflow.landing.settings import AgentSettings
+
+    assert DEFAULT_ORDER.index("trivial") < DEFAULT_ORDER.index("structural") < DEFAULT_ORDER.index("agent")
+    chain = build_resolvers(DEFAULT_ORDER, lambda key: None, AgentSettings(), lambda a: None, {})
+    assert [r.name for r in chain] == ["recorded", "trivial", "structural"]  # no agent configured
+    assert [r.name for r in deterministic_resolvers(History())] == ["history", "trivial", "structural"]
