@@ -151,6 +151,9 @@ def test_bad_input_crlf_on_one_side_declines(tmp_path: Path) -> None:
     case = make_case(tmp_path, base, "a = 1\r\nb = 2\r\n", "a = 1\nc = 3\n")
     content, why = _propose(case)
     assert content is None and "CRLF on one side only" in why
+    # the fork converted its lines to CRLF, upstream edited one: no resolver mixes line endings
+    crlf = make_case(tmp_path, "a = 1\nb = 2\n", "a = 1\r\nb = 2\r\n", "a = 1\nb = 3\n")
+    assert not resolve_case(crlf, deterministic_resolvers(History())).resolved
 
 
 # -- history ---------------------------------------------------------------------------------

@@ -69,6 +69,8 @@ class TrivialResolver:
             return None
         if case.region_count == 0:  # libgit2 saw a conflict that git's own merge settles
             return Proposal(encode(fill_regions(case.segments, [])), "git merge-file merges it cleanly")
+        if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
+            return None  # CRLF on one side only: "whitespace-only" would mix line endings in one file
         texts: list[str] = []
         rules: list[str] = []
         for r in regions(case.segments):
