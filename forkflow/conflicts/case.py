@@ -8,6 +8,18 @@ from forkflow.models import Sha
 
 
 @dataclass(frozen=True, slots=True)
+class Example:
+    """How the fork's engineers settled one region of an earlier conflict in the same file."""
+
+    fork_sha: str
+    path: str
+    base: str
+    ours: str
+    theirs: str
+    resolved: str
+
+
+@dataclass(frozen=True, slots=True)
 class ConflictCase:
     upstream_sha: Sha
     subject: str
@@ -19,6 +31,7 @@ class ConflictCase:
     theirs: bytes | None  # the upstream commit's side
     segments: tuple[Segment, ...] = ()  # parsed diff3 text, for text conflicts
     key: str = ""  # conflict_key(segments)
+    examples: tuple[Example, ...] = ()  # the fork's earlier resolutions in this file (history.examples)
 
     @property
     def marked(self) -> str:
@@ -33,6 +46,12 @@ class ConflictCase:
             else:
                 out.append(s)
         return "".join(out)
+
+    @property
+    def examples_data(self) -> list[dict[str, str]]:
+        """The fork's earlier resolutions in this file, as data for an agent's request."""
+        return [{"fork_commit": e.fork_sha, "path": e.path, "base": e.base, "ours": e.ours, "theirs": e.theirs,
+                 "fork_resolution": e.resolved} for e in self.examples]
 
     @property
     def region_count(self) -> int:

@@ -1,12 +1,16 @@
 """Try resolvers in order; a proposal is used only when the guardrails accept it."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from forkflow.conflicts import guardrails
 from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.history import History
 from forkflow.conflicts.resolvers import Resolver
+from forkflow.conflicts.resolvers.recorded import HistoryResolver
+from forkflow.conflicts.resolvers.structural import StructuralResolver
+from forkflow.conflicts.resolvers.trivial import TrivialResolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +37,16 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> Outcome:
         tried.append(f"{r.name}: {proposal.note}")
         return Outcome(True, proposal.content, r.name, verdict.regions, tuple(tried))
     return Outcome(False, tried=tuple(tried))
+
+
+
+def deterministic_resolvers(history: History | None = None) -> list[Resolver]:
+    """The resolvers that need no endpoint, in the order they are tried: the fork's own past
+    resolutions, trivial merges, then structural merges."""
+    chain: list[Resolver] = [HistoryResolver(history)] if history is not None else []
+    return chain + [TrivialResolver(), StructuralResolver()]
+
+
+def extra_factories() -> dict[str, Callable[[], Resolver | None]]:
+    """Resolvers beyond recorded/trivial/agent that `forkflow ingest` builds by name."""
+    return {"structural": StructuralResolver}

@@ -13,6 +13,7 @@ from forkflow.conflicts.classify import (
     conflict_key,
     parse_marked,
 )
+from forkflow.conflicts.engine import extra_factories
 from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
@@ -66,6 +67,7 @@ def build_resolvers(order: tuple[str, ...], lookup: Callable[[str], tuple[list[s
         "recorded": lambda: RecordedResolver(lookup),
         "trivial": TrivialResolver,
         "agent": lambda: _agent(agent, log, env) if with_agent else None,
+        **extra_factories(),
     }
     out = []
     for name in order:

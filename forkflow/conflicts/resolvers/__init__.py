@@ -1,4 +1,5 @@
-"""Conflict resolvers, tried in order: recorded resolutions, trivial merges, then an agent.
+"""Conflict resolvers, tried in order: recorded resolutions, trivial merges, structural merges, then
+an agent.
 
 Each resolver proposes; `forkflow.conflicts.engine` checks every proposal with the guardrails.
 """
@@ -24,4 +25,4 @@ class Resolver(Protocol):
         ...
 
 
-DEFAULT_ORDER = ("recorded", "trivial", "agent")
+DEFAULT_ORDER = ("recorded", "trivial", "structural", "agent")

@@ -76,6 +76,7 @@ def request_of(case: ConflictCase) -> dict[str, object]:
         "conflicted": case.marked,
         "regions": [{"index": i, "base": r.base, "ours": r.ours, "theirs": r.theirs}
                     for i, r in enumerate(regions(case.segments))],
+        "fork_examples": case.examples_data,  # how the fork settled this file's earlier conflicts
     }
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from forkflow.conflicts.case import ConflictCase, encode
+from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
 
 _IMPORT = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
@@ -24,11 +25,19 @@ def _is_import_block(text: str) -> bool:
     return all(_IMPORT.match(line) for line in lines)
 
 
+def _module(line: str) -> str:
+    """What an import or include line imports from: `a.b` of `from a.b import c`, `<x>` of `#include <x>`."""
+    words = line.replace("#", " ").split()
+    return words[1] if len(words) > 1 else line.strip()
+
+
 def _import_union(r: Region) -> str | None:
     if not (_is_import_block(r.ours) and _is_import_block(r.theirs) and _is_import_block(r.base)):
         return None
     ours, theirs, base = _lines(r.ours), _lines(r.theirs), set(_lines(r.base))
     dropped = {line for line in base if line not in ours or line not in theirs}
+    if any(_module(x) == _module(line) and x != line for line in dropped for x in ours + theirs):
+        return None  # one side dropped an import the other edited (moved elsewhere?): not a union
     merged = [line for line in ours if line not in dropped]
     merged += [line for line in theirs if line not in merged and line not in dropped]
     if ours == sorted(ours) and theirs == sorted(theirs):
@@ -60,6 +69,8 @@ class TrivialResolver:
             return None
         if case.region_count == 0:  # libgit2 saw a conflict that git's own merge settles
             return Proposal(encode(fill_regions(case.segments, [])), "git merge-file merges it cleanly")
+        if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
+            return None  # CRLF on one side only: "whitespace-only" would mix line endings in one file
         texts: list[str] = []
         rules: list[str] = []
         for r in regions(case.segments):
@@ -68,4 +79,7 @@ class TrivialResolver:
                 return None
             texts.append(hit[0])
             rules.append(hit[1])
-        return Proposal(encode(fill_regions(case.segments, texts)), "; ".join(dict.fromkeys(rules)))
+        merged = fill_regions(case.segments, texts)
+        if redefined(case.path, merged, decode(case.ours) or "", decode(case.theirs) or "") is not None:
+            return None  # each side added the same name in different places: see conflicts.redefined
+        return Proposal(encode(merged), "; ".join(dict.fromkeys(rules)))

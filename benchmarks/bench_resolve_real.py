@@ -1,0 +1,362 @@
+"""Conflict resolvers measured against the fork's own engineers, on a real fork's hand-resolved picks.
+
+    python benchmarks/bench_resolve_real.py --repo FORK_AND_UPSTREAM.git --picks picks.jsonl \
+        [--since 2025-01-01] [--until 2026-04-30] [--json] [--agent-command CMD | --agent-url URL]
+
+For every `[RESOLVED]` single-commit pick of `--picks` (the `picks.jsonl` of shared/realfork) whose
+fork commit is dated in [--since, --until], the upstream commit is picked onto the fork commit's
+parent with libgit2's three-way merge in memory (cherry-pick semantics: the merge base is the upstream
+commit's parent).  Each conflicted file is then settled by each resolver alone and by the naive
+baselines (take the fork's side, take upstream's, union of both), and each answer is compared with
+the file the fork's engineers committed: identical, identical after whitespace normalisation, or
+different, and whether the guardrails accepted it.  An accepted answer that differs from the fork's
+is the costly case: it would land without a person.  `chain` is the deterministic resolvers tried in
+order (recorded history, trivial, structural), the first accepted answer winning.
+
+`--repo` must hold both sides' objects (a realfork pair's `fork.git` does: its alternates reach the
+upstream snapshot).  History learning uses only picks dated strictly before the pick being replayed.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pygit2
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from forkflow.conflicts import guardrails  # noqa: E402
+from forkflow.conflicts.case import ConflictCase, decode, encode  # noqa: E402
+from forkflow.conflicts.classify import extract_regions, fill_regions, has_markers, regions  # noqa: E402
+from forkflow.conflicts.engine import deterministic_resolvers  # noqa: E402
+from forkflow.conflicts.history import History, learn  # noqa: E402
+from forkflow.conflicts.learn import replay_pick  # noqa: E402
+from forkflow.conflicts.resolvers import Proposal  # noqa: E402
+from forkflow.git.repo import Repo  # noqa: E402
+from forkflow.landing.pick import MemoryPicker  # noqa: E402
+from forkflow.models import Sha  # noqa: E402
+
+LANGS = ("C++", "Python", "TableGen", "MLIR", "other")
+_EXT = {".py": "Python", ".pyi": "Python", ".td": "TableGen", ".mlir": "MLIR"}
+_CPP = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cu", ".cuh", ".inc")
+
+
+def language(path: str) -> str:
+    dot = path.rfind(".")
+    ext = path[dot:].lower() if dot >= 0 else ""
+    return "C++" if ext in _CPP else _EXT.get(ext, "other")
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One conflicted file of one replayed pick and the file the fork committed (None: deleted)."""
+
+    fork_sha: str
+    date: str
+    case: ConflictCase
+    fork: bytes | None
+
+
+def load_picks(path: Path, since: str, until: str, kinds: tuple[str, ...] = ("RESOLVED",)) -> list[dict[str, object]]:
+    out = []
+    for line in path.read_text().splitlines():
+        p = json.loads(line)
+        date = str(p["fork_commit_date"])[:10]
+        if p["kind"] in kinds and len(p["upstream_shas"]) == 1 and since <= date <= until:
+            out.append(p)
+    return sorted(out, key=lambda p: str(p["fork_commit_date"]))
+
+
+class Placeholders(pygit2.OdbBackend):
+    """Stands in for the blobs a snapshot lacks (prebuilt binaries of 4 MiB and more), so that rename
+    detection, which reads every added file, still runs; such a blob is never a conflicted text."""
+
+    TEXT = b"\0placeholder of a blob absent from the snapshot\n"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.missing: set[pygit2.Oid] = set()
+
+    def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
+        if oid in self.missing:
+            return pygit2.enums.ObjectType.BLOB, self.TEXT
+        raise KeyError(oid)
+
+    def read_header_cb(self, oid: pygit2.Oid) -> tuple[int, int]:
+        return self.read_cb(oid)[0], len(self.TEXT)
+
+    def read_prefix_cb(self, oid: pygit2.Oid) -> tuple[int, bytes, pygit2.Oid]:
+        return (*self.read_cb(oid), oid)
+
+    def exists_cb(self, oid: pygit2.Oid) -> bool:
+        return oid in self.missing
+
+    def exists_prefix_cb(self, oid: pygit2.Oid) -> pygit2.Oid:
+        raise KeyError(oid)
+
+    def __iter__(self) -> Iterator[pygit2.Oid]:
+        return iter(list(self.missing))
+
+    def refresh_cb(self) -> None:
+        pass
+
+
+def open_picker(path: Path) -> tuple[MemoryPicker, Placeholders]:
+    picker = MemoryPicker(path)
+    pygit2.settings.enable_strict_hash_verification(False)
+    holes = Placeholders()
+    picker.repo.odb.add_backend(holes, 0)
+    return picker, holes
+
+
+def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str, object]) -> Iterator[Sample]:
+    """The conflicted files of one pick replayed in memory, each with the fork's committed file."""
+    up = Sha(str(pick["upstream_shas"][0]))  # type: ignore[index]
+    fork_sha = Sha(str(pick["fork_sha"]))
+    for _ in range(8):
+        try:
+            settled = list(replay_pick(repo, picker, up, fork_sha))
+            break
+        except pygit2.GitError as e:  # a blob the snapshot lacks: stand it in, merge again
+            m = re.search(r"[0-9a-f]{40}", str(e))
+            if m is None:
+                raise
+            holes.missing.add(pygit2.Oid(hex=m.group(0)))
+    else:
+        return
+    for x in settled:
+        yield Sample(fork_sha, str(pick["fork_commit_date"])[:10], x.case, x.fork)
+
+
+def normalised(data: bytes | None) -> list[bytes] | None:
+    return None if data is None else data.split()
+
+
+def verdict(s: Sample, content: bytes | None) -> str:
+    """identical | ws-identical | regions-identical | different, against the fork's file.
+
+    regions-identical: every line of the answer inside a conflict region is what the fork has there
+    (whitespace aside), but the fork's commit also changed lines outside the regions (it reformatted
+    the file, or adapted other code), which no resolution of the conflict can reproduce."""
+    if content == s.fork:
+        return "identical"
+    if normalised(content) == normalised(s.fork):
+        return "ws-identical"
+    if content is not None and s.fork is not None and s.case.segments and regions_match(s.case, content, s.fork):
+        return "regions-identical"
+    return "different"
+
+
+def regions_match(case: ConflictCase, content: bytes, fork: bytes) -> bool:
+    """Whether the fork's file differs from the answer only outside the answer's conflict regions."""
+    texts = extract_regions(case.segments, content.decode("utf-8", "surrogateescape"))
+    if texts is None:
+        return False
+    spans = []  # [first, last) line of each region in the answer
+    line = 0
+    it = iter(texts)
+    for seg in case.segments:
+        n = (seg if isinstance(seg, str) else next(it)).count("\n")
+        if not isinstance(seg, str):
+            spans.append((line, line + n))
+        line += n
+    ours = [x.strip() for x in content.decode("utf-8", "replace").splitlines()]
+    theirs = [x.strip() for x in fork.decode("utf-8", "replace").splitlines()]
+    sm = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    for op, i1, i2, _, _ in sm.get_opcodes():
+        if op == "equal":
+            continue
+        for a, b in spans:
+            if (i1 < b and a < i2) or (i1 == i2 and a < i1 < b):
+                return False
+    return True
+
+
+def baselines() -> dict[str, Callable[[ConflictCase], Proposal | None]]:
+    def side(pick: str) -> Callable[[ConflictCase], Proposal | None]:
+        def run(case: ConflictCase) -> Proposal | None:
+            if not case.kind.is_text:
+                return Proposal(case.ours if pick == "ours" else case.theirs, pick)
+            texts = [r.ours if pick == "ours" else r.theirs if pick == "theirs" else r.ours + r.theirs
+                     for r in regions(case.segments)]
+            return Proposal(encode(fill_regions(case.segments, texts)), pick)
+        return run
+    return {"base:ours": side("ours"), "base:theirs": side("theirs"), "base:union": side("union")}
+
+
+@dataclass
+class Tally:
+    files: int = 0
+    proposed: int = 0
+    accepted: int = 0  # proposed and accepted by the guardrails: it would land without a person
+    identical: int = 0  # accepted and identical to the fork's file after whitespace normalisation
+    exact: int = 0  # of those, byte for byte
+    regions: int = 0  # accepted, the regions as the fork's, but the fork's commit changed other lines too
+    wrong: int = 0  # accepted and different: the costly case
+    markers: int = 0  # accepted answers with conflict markers (must stay 0)
+
+    def add(self, proposed: bool, accepted: bool, v: str, markers: bool) -> None:
+        self.files += 1
+        self.proposed += proposed
+        if accepted:
+            self.accepted += 1
+            self.identical += v in ("identical", "ws-identical")
+            self.exact += v == "identical"
+            self.regions += v == "regions-identical"
+            self.wrong += v == "different"
+            self.markers += markers
+
+
+def measure(samples: list[Sample], history: History | None, agent: object | None,
+            reasons: dict[str, dict[str, int]]) -> dict[str, dict[str, Tally]]:
+    """Tallies per resolver and per language ('all' too) for the samples of one pick."""
+    tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
+    chain = deterministic_resolvers(history)
+    runners: dict[str, Callable[[ConflictCase], Proposal | None]] = {r.name: r.propose for r in chain}
+    runners.update(baselines())
+    if agent is not None:
+        def ask(case: ConflictCase) -> Proposal | None:
+            with_examples = replace(case, examples=history.examples(case.path)) if history is not None else case
+            return agent.propose(with_examples)  # type: ignore[attr-defined, no-any-return]
+        runners["agent"] = ask
+    unit: dict[str, list[str]] = {"chain": [], "trivial": []}  # per file: its verdict, "none" unresolved
+    for s in samples:
+        lang = language(s.case.path)
+        first: tuple[bool, str, bool] | None = None
+        for name, run in runners.items():
+            p = run(s.case)
+            ok = p is not None and guardrails.check(s.case, p.content).ok
+            v = verdict(s, p.content) if p is not None else "none"
+            has = p is not None and p.content is not None and has_markers(decode(p.content) or "") \
+                and not has_markers((decode(s.case.ours) or "") + (decode(s.case.theirs) or ""))
+            for key in (lang, "all"):
+                tallies[name][key].add(p is not None, ok, v, has)
+            if p is None:
+                why = getattr(run.__self__, "last_reason", "") if hasattr(run, "__self__") else ""
+                if why:
+                    reasons[name][why] = reasons[name].get(why, 0) + 1
+            if ok and first is None and not name.startswith("base:") and name != "agent":
+                first = (True, v, has)
+            if name == "trivial":
+                unit["trivial"].append(v if ok else "none")
+        f = first or (False, "none", False)
+        unit["chain"].append(f[1] if f[0] else "none")
+        for key in (lang, "all"):
+            tallies["chain"][key].add(f[0], f[0], f[1], f[2])
+    if samples:  # the pick lands without a person when every conflicted file is settled
+        for name, verdicts in unit.items():
+            settled = "none" not in verdicts
+            worst = next((v for v in ("different", "regions-identical", "ws-identical") if v in verdicts), "identical")
+            tallies[name]["unit"].add(settled, settled, worst, False)
+    return tallies
+
+
+def merge_into(total: dict[str, dict[str, Tally]], part: dict[str, dict[str, Tally]]) -> None:
+    for name, per in part.items():
+        for lang, t in per.items():
+            tt = total.setdefault(name, {}).setdefault(lang, Tally())
+            for k in vars(t):
+                setattr(tt, k, getattr(tt, k) + getattr(t, k))
+
+
+def build_history(repo: Repo, picker: MemoryPicker, holes: Placeholders, picks: list[dict[str, object]], until: str) -> list[tuple[str, Sample]]:
+    """Settled conflicts of every single-commit pick (any kind) dated before `until`, oldest first."""
+    out = []
+    for p in picks:
+        if str(p["fork_commit_date"]) >= until:
+            break
+        for s in replay(repo, picker, holes, p):
+            out.append((str(p["fork_commit_date"]), s))
+    return out
+
+
+def agent_resolver(args: argparse.Namespace) -> object | None:
+    if not (args.agent_command or args.agent_url):
+        return None
+    import os
+    import shlex
+
+    from forkflow.conflicts.resolvers.agent import AgentResolver, CommandBackend, HttpBackend
+    backend = (CommandBackend(shlex.split(args.agent_command), 300) if args.agent_command
+               else HttpBackend(args.agent_url, args.agent_model, os.environ.get("OPENAI_API_KEY"), 300))
+    return AgentResolver(backend, lambda a: None)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repo", required=True, type=Path, help="a git repository holding fork and upstream objects")
+    ap.add_argument("--picks", required=True, type=Path, help="picks.jsonl of shared/realfork")
+    ap.add_argument("--since", default="0000-00-00")
+    ap.add_argument("--until", default="2026-04-30")
+    ap.add_argument("--no-history", action="store_true", help="skip learning from the fork's earlier picks")
+    ap.add_argument("--agent-command", default="")
+    ap.add_argument("--agent-url", default="")
+    ap.add_argument("--agent-model", default="")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    start = time.monotonic()
+    repo = Repo(args.repo)
+    picker, holes = open_picker(args.repo)
+    picks = load_picks(args.picks, args.since, args.until)
+    every = load_picks(args.picks, "0000-00-00", args.until, ("RESOLVED", "single"))
+    past = [] if args.no_history else build_history(repo, picker, holes, every, str(picks[-1]["fork_commit_date"]) if picks else "")
+    agent = agent_resolver(args)
+    total: dict[str, dict[str, Tally]] = {}
+    reasons: dict[str, dict[str, int]] = defaultdict(dict)
+    conflicted = 0
+    for p in picks:
+        samples = list(replay(repo, picker, holes, p))
+        conflicted += bool(samples)
+        history = History()
+        for date, s in past:  # only what the fork had settled strictly before this pick
+            if date < str(p["fork_commit_date"]):
+                learn(history, s.case, s.fork, s.fork_sha[:10])
+        merge_into(total, measure(samples, history, agent, reasons))
+    report(args, picks, conflicted, total, reasons, time.monotonic() - start)
+    return 0
+
+
+def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted: int,
+           total: dict[str, dict[str, Tally]], reasons: dict[str, dict[str, int]], secs: float) -> None:
+    if args.json:
+        print(json.dumps({"picks": len(picks), "conflicted_picks": conflicted, "seconds": round(secs, 1),
+                          "tallies": {n: {lang: vars(t) for lang, t in per.items()} for n, per in total.items()},
+                          "declined": reasons}, indent=1))
+        return
+    files = total.get("base:ours", {}).get("all", Tally()).files
+    print(f"{len(picks)} RESOLVED picks {args.since}..{args.until}; {conflicted} conflict; {files} conflicted "
+          f"files; {secs:.0f}s")
+    print("resolved: accepted by the guardrails; identical: as the fork's file, whitespace aside (exact: byte for "
+          "byte); regions: as the fork's in the conflict regions, the fork's commit changed other lines too; "
+          "different: accepted and not as the fork's (the costly case)")
+    print(f"{'resolver':<12}{'lang':<9}{'files':>6}{'resolved':>9}{'identical':>10}{'exact':>6}{'regions':>8}"
+          f"{'different':>10}{'refused':>8}{'markers':>8}{'ident%':>7}{'wrong%':>7}")
+    for name, per in total.items():
+        for lang in ("all", *LANGS):
+            t = per.get(lang)
+            if t is None or not t.files:
+                continue
+            print(f"{name:<12}{lang:<9}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>6}{t.regions:>8}"
+                  f"{t.wrong:>10}{t.files - t.accepted:>8}{t.markers:>8}{100 * t.identical / t.files:>6.0f}%"
+                  f"{100 * t.wrong / max(t.accepted, 1):>6.0f}%")
+    print("conflicted picks settled without a person (every conflicted file resolved): today's chain "
+          "(recorded + trivial; recorded is empty for a fork that never ran forkflow) vs the new one")
+    for name, label in (("trivial", "recorded+trivial"), ("chain", "+history+structural")):
+        t = total.get(name, {}).get("unit", Tally())
+        print(f"  {label:<22}{t.accepted:>4} of {t.files} picks ({100 * t.accepted / max(t.files, 1):.0f}%); "
+              f"all files as the fork's: {t.identical} (regions only: {t.regions}); a file different: {t.wrong}")
+    for name, why in reasons.items():
+        for text, n in sorted(why.items(), key=lambda kv: -kv[1])[:8]:
+            print(f"  {name} declined {n}x: {text}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""Structural conflicts: settled on the code's units, not on git's lines.  [pure]
+
+Each conflict region is merged again at finer grain.  The changes each side made to the region's
+base lines are taken apart; a region is settled when
+
+- the two sides changed different lines that git only saw as one conflict because they touch
+  (each side's change applies as it is);
+- both sides added whole units at the same place (functions, test functions, class members,
+  includes/imports, `case`s, TableGen records, MLIR ops or `// -----` test cases), none of them
+  defining a name the other side defines: the fork's units first, then upstream's;
+- one side's change is already in the other side (the fork picked the same upstream change
+  earlier, or moved the code and kept the edit): that side is kept;
+- both sides made the same change (modulo whitespace).
+
+Anything else is declined, and `last_reason` says why.  Python and C/C++ are checked with
+tree-sitter (both sides must parse before the merge, and each added unit must parse on its own);
+TableGen, MLIR and other text use a line-and-block model (balanced brackets, whole lines).
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from forkflow.conflicts.case import ConflictCase, decode, encode
+from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.redefined import redefined
+from forkflow.conflicts.resolvers import Proposal
+from forkflow.conflicts.resolvers.trivial import resolve_region
+from forkflow.planning.symbols import Lang, language_of, parses_cleanly
+
+MAX_REGION_LINES = 3_000  # a region larger than this is a rewrite, not a structural merge
+MAX_FILE_BYTES = 4_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One side's change to a region's base lines: base[start:end] becomes `lines`."""
+
+    start: int
+    end: int
+    lines: tuple[str, ...]
+
+    @property
+    def is_insertion(self) -> bool:
+        return self.start == self.end
+
+
+def changes(base: list[str], side: list[str]) -> list[Change]:
+    """The side's edits of base, line by line (whitespace-only line differences count)."""
+    sm = difflib.SequenceMatcher(None, base, side, autojunk=False)
+    return [Change(i1, i2, tuple(side[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
+
+
+def _norm(lines: tuple[str, ...] | list[str]) -> list[str]:
+    return [x.strip() for x in lines if x.strip()]
+
+
+class Declined(Exception):
+    """A region this resolver cannot settle; the message says why."""
+
+
+def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str]) -> tuple[str, str]:
+    """(merged text, rule) of one region, or raises Declined."""
+    hit = resolve_region(r)
+    if hit is not None and not hit[1].startswith("union"):
+        return hit
+    base, ours, theirs = (r.base.splitlines(keepends=True), r.ours.splitlines(keepends=True),
+                          r.theirs.splitlines(keepends=True))
+    if max(len(base), len(ours), len(theirs)) > MAX_REGION_LINES:
+        raise Declined(f"a region of more than {MAX_REGION_LINES} lines")
+    # Where one side only reformatted the lines, the right answer is the other side's change in the
+    # reformatted layout, which takes a formatter: taking either side was wrong about half the time
+    # on fbtriton, so such regions are left to a person.
+    co, ct = changes(base, ours), changes(base, theirs)
+    merged = _interleave(base, co, ct, lang)
+    if merged is not None:
+        return merged
+    kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
+    if kept is not None:
+        return kept
+    raise Declined("both sides changed the same lines differently")
+
+
+def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang | None) -> tuple[str, str] | None:
+    """Apply both sides' changes when no two overlap; insertions at one place must be whole units."""
+    rule = "the sides changed different lines"
+    items = sorted([(c.start, c.end, 0, c) for c in co] + [(c.start, c.end, 1, c) for c in ct],
+                   key=lambda x: x[:3])
+    out: list[str] = []
+    pos = 0
+    last_side: int | None = None
+    i = 0
+    while i < len(items):
+        start, end, side, c = items[i]
+        lines = c.lines
+        if i + 1 < len(items):
+            d_start, d_end, d_side, d = items[i + 1]
+            if d_side != side and (d_start < end or (d_start == start and c.is_insertion and d.is_insertion)):
+                if (start, end) == (d_start, d_end) and _norm(lines) == _norm(d.lines):
+                    rule = "both sides made the same change"
+                elif c.is_insertion and d.is_insertion:
+                    ours, theirs = (c, d) if side == 0 else (d, c)
+                    why = _units_clash(list(ours.lines), list(theirs.lines), lang)
+                    if why is not None:
+                        raise Declined(why)
+                    lines = _ordered(ours.lines, theirs.lines)
+                    rule = "both sides added whole units at one place"
+                else:
+                    return None  # the sides changed the same lines
+                i += 1
+        if start < pos or (start == pos and last_side not in (None, side)):
+            return None  # the sides' changes touch: git's conflict stands
+        last_side = side
+        out += base[pos:start]
+        out += lines
+        pos = end
+        i += 1
+    out += base[pos:]
+    return "".join(out), rule
+
+
+_LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
+
+
+def _ordered(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
+    """The fork's units first (its engineers did so 6 times in 8), except that lit's RUN lines lead."""
+    def runs(lines: tuple[str, ...]) -> bool:
+        return any(_LIT.match(x) and "RUN:" in x for x in lines)
+    return theirs + ours if runs(theirs) and not runs(ours) else ours + theirs
+
+
+_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_][\w.]*)"
+                   r"|^\s*(?:tt\.func|func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w.$]+)"
+                   r"|^\s*#\s*include\s*([<\"][^>\"]+[>\"])"
+                   r"|^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import)"
+                   r"|^\s*case\s+([^:]+):"
+                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
+
+
+_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "assert"}
+
+
+def _names(lines: list[str]) -> set[str]:
+    """Names the lines define or import (functions, classes, records, ops, includes, cases)."""
+    out = set()
+    for line in lines:
+        m = _NAME.match(line)
+        if m:
+            out.add(next(g for g in m.groups() if g))
+    return out - _KEYWORDS
+
+
+def _balanced(text: str) -> bool:
+    text = re.sub(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", "", text)
+    text = re.sub(r"//[^\n]*|#[^\n]*", "", text) if "//" in text or "#" in text else text
+    return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _is_unit(lines: list[str], lang: Lang | None) -> bool:
+    """Whether added lines are complete units (no statement or block cut in two)."""
+    code = [x for x in lines if x.strip()]
+    if not code:
+        return True
+    text = "".join(lines)
+    if not _balanced(text):
+        return False
+    if lang is Lang.PYTHON:
+        first = _indent(code[0])
+        if any(_indent(x) < first for x in code):
+            return False
+        body = "".join(x[first:] if len(x) > first else x.lstrip(" ") for x in lines)
+        if code[0].lstrip().startswith(("elif", "else", "except", "finally")):
+            return False
+        return parses_cleanly("unit.py", body.encode("utf-8", "surrogateescape")) is not False
+    if lang is Lang.CPP:
+        last = code[-1].rstrip()
+        return last.endswith((";", "}", "{", ":", ",", ")")) or code[-1].lstrip().startswith(("#", "//"))
+    return True
+
+
+def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
+    """Why two insertions at one place cannot both be kept in order (fork's first), or None."""
+    if lang is None:
+        return "both sides inserted at one place, in a file with no unit model"
+    if not (_is_unit(ours, lang) and _is_unit(theirs, lang)):
+        return "both sides inserted at one place, and not whole units"
+    if _norm(ours) and _norm(theirs) and (set(_norm(ours)) <= set(_norm(theirs))
+                                          or set(_norm(theirs)) <= set(_norm(ours))):
+        return "both sides inserted overlapping lines at one place"
+    if difflib.SequenceMatcher(None, _norm(ours), _norm(theirs), autojunk=False).ratio() > 0.5:
+        return "both sides inserted similar code at one place (two versions of one change?)"
+    same = _names(ours) & _names(theirs)
+    if same:
+        return f"both sides define {sorted(same)[0]} at one place"
+    if lang is Lang.PYTHON and ours and theirs:
+        first_o = next((_indent(x) for x in ours if x.strip()), 0)
+        first_t = next((_indent(x) for x in theirs if x.strip()), 0)
+        if first_o != first_t:
+            return "the inserted units sit at different nesting levels"
+    return None
+
+
+def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ours_file: list[str],
+              theirs_file: list[str]) -> tuple[str, str] | None:
+    """Keep one side when it already holds the other side's change (and not the reverse)."""
+    o_has_t = _holds(r.ours, ct, base, ours_file) or _moved_with(r.ours, r.theirs, r.base, ours_file)
+    t_has_o = _holds(r.theirs, co, base, theirs_file) or _moved_with(r.theirs, r.ours, r.base, theirs_file)
+    if o_has_t and not t_has_o:
+        return r.ours, "the fork already has upstream's change"
+    if t_has_o and not o_has_t:
+        return r.theirs, "upstream's side already has the fork's change"
+    return None
+
+
+_COMMENT = re.compile(r"^\s*(//|#(?!\s*include)|/\*|\*)")
+
+
+def _code(lines: list[str] | tuple[str, ...]) -> list[str]:
+    return [x for x in _norm(lines) if not _COMMENT.match(x)]
+
+
+def _holds(side_text: str, other: list[Change], base: list[str], side_file: list[str]) -> bool:
+    """Whether the other side's change is already in this side's region: the code it removed is
+    gone from it and the code it added is in it (comment lines aside)."""
+    here = set(_code(side_text.splitlines()))
+    added = [x for c in other for x in _code(c.lines)]
+    removed = [x for c in other for x in _code(base[c.start:c.end]) if x not in set(_code(c.lines))]
+    if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
+        return False
+    if not added and any(_edited(x, here) for x in removed):
+        return False  # this side edited what the other deleted: a delete/modify of lines
+    return all(x in here for x in added) and not any(x in here for x in removed)
+
+
+def _edited(line: str, lines: set[str]) -> bool:
+    """Whether some line is an edit of `line` (most of its characters kept)."""
+    return any(difflib.SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
+
+
+def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str]) -> bool:
+    """Whether this side moved the region's code away and its file holds the other side's version
+    of it, word for word, elsewhere: the other side's edit already followed the move."""
+    gone = _code(base_text.splitlines())
+    other = _code(other_text.splitlines())
+    if len(other) < 2 or any(x in set(_code(side_text.splitlines())) for x in gone):
+        return False
+    lines = _code(side_file)
+    n = len(other)
+    return any(lines[i:i + n] == other for i in range(len(lines) - n + 1) if lines[i] == other[0])
+
+
+def _declines_file(case: ConflictCase) -> str | None:
+    if not case.kind.is_text:
+        return f"a {case.kind.value} conflict has no text to merge"
+    if not case.segments:
+        return "no diff3 regions"
+    if any(len(x or b"") > MAX_FILE_BYTES for x in (case.base, case.ours, case.theirs)):
+        return f"a side is larger than {MAX_FILE_BYTES // 1_000_000} MB"
+    sides = [x for x in (case.ours, case.theirs) if x is not None]
+    crlf = [b"\r\n" in x for x in sides]
+    if len(set(crlf)) > 1:
+        return "line endings differ between the sides (CRLF on one side only)"
+    if language_of(case.path) is Lang.PYTHON:  # tree-sitter-cpp stumbles on macros: C++ is checked after
+        for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
+            if data is not None and parses_cleanly(case.path, data) is False:
+                return f"the {name} file does not parse before the merge"
+    return None
+
+
+class StructuralResolver:
+    name = "structural"
+
+    def __init__(self) -> None:
+        self.last_reason = ""
+
+    def propose(self, case: ConflictCase) -> Proposal | None:
+        self.last_reason = _declines_file(case) or ""
+        if self.last_reason:
+            return None
+        lang = language_of(case.path)
+        ours_file = (decode(case.ours) or "").splitlines()
+        theirs_file = (decode(case.theirs) or "").splitlines()
+        texts: list[str] = []
+        rules: list[str] = []
+        for r in regions(case.segments):
+            try:
+                text, rule = merge_region(r, lang, ours_file, theirs_file)
+            except Declined as d:
+                self.last_reason = str(d)
+                return None
+            texts.append(text)
+            rules.append(rule)
+        merged = fill_regions(case.segments, texts)
+        twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
+        if twice is not None:
+            self.last_reason = f"the merge defines {twice} twice (each side added it, in different places)"
+            return None
+        content = encode(merged)
+        if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
+            self.last_reason = "the merged file does not parse"
+            return None
+        return Proposal(content, "; ".join(dict.fromkeys(rules)))
