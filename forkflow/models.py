@@ -157,10 +157,16 @@ class Metric:
     unit: str
     better: Better
     samples: tuple[float, ...] = ()
+    # what it measured with: the kernel config, device, driver, versions, clocks ("config" = the
+    # autotuner's choice; a change of it is an event of the series, see forkflow.regress.detect)
+    context: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "value": self.value, "unit": self.unit,
-                "better": self.better.value, "samples": list(self.samples)}
+        doc: dict[str, object] = {"name": self.name, "value": self.value, "unit": self.unit,
+                                  "better": self.better.value, "samples": list(self.samples)}
+        if self.context:
+            doc["context"] = dict(self.context)
+        return doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,3 +183,9 @@ class MetricPoint:
     run_id: int | None = None
     measured_at: int = 0  # unix seconds
     commit_date: int = 0  # committer date of rev, orders the series
+    context: tuple[tuple[str, str], ...] = ()  # as Metric.context
+
+    @property
+    def config(self) -> str:
+        """The kernel config it was measured with ("" when the workload did not say)."""
+        return dict(self.context).get("config", "")

@@ -158,3 +158,60 @@ def require_packages(names: Iterable[str], what: str) -> None:
     if missing:
         raise UserError(f"{what} needs {', '.join(missing)}, not installed here; "
                         "run: pip install 'forkflow[gpu]'")
+
+
+def environment() -> dict[str, str]:
+    """What a measurement ran on: device, driver, CUDA, torch and triton versions, and the GPU's
+    clocks where they can be read (NVML through nvidia-ml-py, else nvidia-smi).  Imports torch."""
+    import platform
+
+    import torch
+
+    env: dict[str, str] = {"torch": str(torch.__version__), "python": platform.python_version()}
+    try:
+        import triton
+
+        env["triton"] = str(triton.__version__)
+    except ImportError:
+        pass
+    if not torch.cuda.is_available():
+        env["device"] = "CPU"
+        return env
+    p: Any = torch.cuda.get_device_properties(0)
+    env["device"] = str(p.name)
+    env["cuda"] = str(torch.version.cuda or "")
+    env.update(_clocks())
+    return env
+
+
+def _clocks() -> dict[str, str]:
+    """Driver version and SM/memory clocks (current and maximum, MHz) of GPU 0, or {}."""
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        try:
+            h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            drv = pynvml.nvmlSystemGetDriverVersion()
+            return {
+                "driver": drv.decode() if isinstance(drv, bytes) else str(drv),
+                "sm_clock_mhz": str(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                "mem_clock_mhz": str(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM)),
+                "sm_clock_max_mhz": str(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
+                "power_limit_w": str(pynvml.nvmlDeviceGetEnforcedPowerLimit(h) // 1000),
+            }
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001  (no NVML here: try nvidia-smi)
+        pass
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=driver_version,clocks.sm,clocks.mem,"
+                              "clocks.max.sm,power.limit", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    parts = [x.strip() for x in out.strip().splitlines()[0].split(",")] if out.strip() else []
+    keys = ("driver", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz", "power_limit_w")
+    return {k: v for k, v in zip(keys, parts) if v and "N/A" not in v}

@@ -6,6 +6,12 @@ state (on an H200, triton's do_bench varied 1.5-4.8% between runs on large matmu
 0.2-0.3%).  Cold L2: the calls rotate over copies of their operands that together are at least
 twice the L2, so no call finds its inputs cached by the call before (the graph-friendly form of
 flushing L2 between calls).
+
+Steady state: a large matmul draws the GPU's whole power budget, and its clocks settle over
+seconds, not milliseconds (on an H200, 8192^3 bf16 ran 1670 us in the first second of load
+and 1727 us once settled; measured after a fixed 300 ms warm-up, the same kernel varied 2.2%
+inside one process and 1.0% between processes).  So warm-up runs for at least `warmup_ms` and
+then until the last chunks' times stop moving (`is_steady`), up to `max_warmup_ms`.
 """
 from __future__ import annotations
 
@@ -74,8 +80,19 @@ def calls_per_sample(estimate_ms: float, target_ms: float, rotations: int, cap: 
     return max(rotations, math.ceil(n / rotations) * rotations)
 
 
+def is_steady(chunk_ms: Sequence[float], settle: float, window: int = 8) -> bool:
+    """Whether the mean of the last `window` chunk times is within `settle` (relative) of the
+    mean of the `window` before them."""
+    if len(chunk_ms) < 2 * window:
+        return False
+    last = statistics.fmean(chunk_ms[-window:])
+    before = statistics.fmean(chunk_ms[-2 * window:-window])
+    return abs(last - before) <= settle * before
+
+
 def measure(calls: Sequence[Callable[[], Any]], *, device: str = "cuda", repeats: int = 30,
-            warmup_ms: float = 300.0, target_ms: float = 40.0, use_graph: bool = True) -> Timing:
+            warmup_ms: float = 300.0, target_ms: float = 40.0, use_graph: bool = True,
+            max_warmup_ms: float = 4000.0, settle: float = 0.002) -> Timing:
     """Time one call of `calls[i]` (each the same work on its own operands), cold in L2.
 
     Args:
@@ -98,10 +115,7 @@ def measure(calls: Sequence[Callable[[], Any]], *, device: str = "cuda", repeats
     graph = _capture(run) if use_graph else None
     if graph is not None:
         run, method = graph.replay, "cuda-graph"
-    t_end = time.perf_counter() + warmup_ms / 1e3
-    while time.perf_counter() < t_end:
-        run()
-        torch.cuda.synchronize()
+    _warm_up(run, warmup_ms, max_warmup_ms, settle)
     event: Any = torch.cuda.Event
     events = [(event(enable_timing=True), event(enable_timing=True)) for _ in range(repeats)]
     for start, end in events:  # queued back to back: the GPU never idles between samples
@@ -125,6 +139,25 @@ def measure_interleaved(variants: dict[str, Sequence[Callable[[], Any]]], *, rou
             got[name].append(measure(calls, repeats=per_round, **kw))
     return {name: Timing(tuple(x for t in ts for x in t.samples_ms), ts[0].method,
                          ts[0].calls_per_sample) for name, ts in got.items()}
+
+
+def _warm_up(run: Callable[[], Any], warmup_ms: float, max_warmup_ms: float, settle: float) -> None:
+    """Run chunks for at least `warmup_ms`, then until their times are steady (or `max_warmup_ms`)."""
+    import torch
+
+    event: Any = torch.cuda.Event
+    chunks: list[float] = []
+    t0 = time.perf_counter()
+    while True:
+        start, end = event(enable_timing=True), event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        chunks.append(float(start.elapsed_time(end)))
+        elapsed = (time.perf_counter() - t0) * 1e3
+        if elapsed >= max_warmup_ms or (elapsed >= warmup_ms and is_steady(chunks, settle)):
+            return
 
 
 def _estimate_ms(calls: Sequence[Callable[[], Any]]) -> float:

@@ -2,6 +2,10 @@
 
 Per shape and dtype it checks the Triton result against torch.matmul, then times both with the
 low-noise harness, and writes TFLOP/s and latency (median, with every sample) as metrics JSON.
+
+The Triton kernel runs with one config per (shape, dtype, device, software version), tuned once
+and stored (forkflow.workloads.tuning), so two runs of the same commit measure the same kernel;
+every metric carries that config and the environment in its `context`.
 """
 from __future__ import annotations
 
@@ -115,13 +119,55 @@ def cublas_call(a: Any, b: Any, out: Any) -> Any:
     return torch.matmul(a, b, out=out)
 
 
-def run_shape(shape: Shape, dtype: str, args: argparse.Namespace) -> tuple[list[Metric], str | None]:
+def tile_config(params: dict[str, int]) -> Any:
+    """A stored choice's parameters as the kernel's TileConfig."""
+    from forkflow.workloads.kernels.matmul import TileConfig
+
+    return TileConfig(params["BLOCK_M"], params["BLOCK_N"], params["BLOCK_K"], params["GROUP_M"],
+                      num_warps=params["num_warps"], num_stages=params["num_stages"])
+
+
+def candidates(shape: Shape) -> list[dict[str, int]]:
+    """The configs tuning chooses from: narrow tiles for decode shapes (M <= 64), Hopper-sized ones
+    otherwise (the kernel's own autotune lists)."""
+    from forkflow.workloads.kernels.matmul import DECODE_CONFIGS, TUNE_CONFIGS
+
+    pool = DECODE_CONFIGS if shape.m <= 64 else TUNE_CONFIGS
+    return [{"BLOCK_M": c.block_m, "BLOCK_N": c.block_n, "BLOCK_K": c.block_k, "GROUP_M": c.group_m,
+             "num_warps": c.num_warps, "num_stages": c.num_stages} for c in pool]
+
+
+def choose_config(shape: Shape, dtype: str, sets: list[tuple[Any, Any, Any, Any]], env: dict[str, str],
+                  store: Any, retune: bool = False) -> tuple[Any, Any, str]:
+    """(TileConfig, Choice, "stored" | "tuned"): the stored choice for this shape, or tune it now
+    with the harness (cold L2, short samples) and store it."""
+    from forkflow.workloads.harness import measure
+    from forkflow.workloads.kernels.matmul import matmul
+    from forkflow.workloads.tuning import TuneKey, software_version, stored_or_tuned
+
+    key = TuneKey("matmul", shape.label, dtype, env.get("device", ""),
+                  software_version(env.get("torch", ""), env.get("triton", "")))
+
+    def time_ms(params: Any) -> float:
+        cfg = tile_config(dict(params))
+        calls = [functools.partial(matmul, s[0], s[1], config=cfg, c=s[2]) for s in sets]
+        return measure(calls, repeats=10, warmup_ms=100.0, target_ms=20.0, max_warmup_ms=500.0).median_ms
+
+    choice, source = stored_or_tuned(store, key, candidates(shape), time_ms, retune=retune)
+    return tile_config(dict(choice.params)), choice, source
+
+
+def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
+              env: dict[str, str] | None = None) -> tuple[list[Metric], str | None]:
     """Check and time one shape; return its metrics, or an error line (out of memory, wrong result)."""
     import torch
 
     from forkflow.workloads.checks import is_out_of_memory
     from forkflow.workloads.harness import measure_interleaved, rotations_needed
     from forkflow.workloads.kernels.matmul import matmul
+    from forkflow.workloads.tuning import TuneStore
+
+    env = env or {}
 
     props = torch.cuda.get_device_properties(0)
     rot = rotations_needed(bytes_per_call(shape, dtype), int(getattr(props, "L2_cache_size", 50 << 20)))
@@ -131,14 +177,16 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace) -> tuple[list[
     try:
         sets = _operands(shape, dtype, rot)
         a, b, out_t, out_c = sets[0]
-        tri = matmul(a, b, out_dtype=out_t.dtype, config=None, c=out_t)
+        cfg, choice, source = choose_config(shape, dtype, sets, env, TuneStore(args.tune_store),
+                                            retune=args.retune)
+        tri = matmul(a, b, out_dtype=out_t.dtype, config=cfg, c=out_t)
         ref = cublas_call(a, b, out_c)
         err = float(torch.linalg.vector_norm(tri.float() - ref.float()) /
                     torch.linalg.vector_norm(ref.float()).clamp_min(1e-30))
         if not err < 2e-2:
             return [], f"{shape.label} {dtype}: Triton result differs from cuBLAS (relative error {err:.3g})"
         timings = measure_interleaved(
-            {"triton": [functools.partial(matmul, s[0], s[1], config=None, c=s[2]) for s in sets],
+            {"triton": [functools.partial(matmul, s[0], s[1], config=cfg, c=s[2]) for s in sets],
              "cublas": [functools.partial(cublas_call, s[0], s[1], s[3]) for s in sets]},
             repeats=args.repeats, use_graph=not args.no_graph)
         t_tri, t_cub = timings["triton"], timings["cublas"]
@@ -156,14 +204,17 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace) -> tuple[list[
     med_tf, med_c = shape.flops / (t_tri.median_ms * 1e-3) / 1e12, shape.flops / (t_cub.median_ms * 1e-3) / 1e12
     print(f"{shape.label:>18} {dtype:5} triton {med_tf:8.1f} TFLOP/s {t_tri.median_ms * 1e3:10.1f} us "
           f"(IQR {t_tri.iqr_ms / t_tri.median_ms:6.2%}) | cuBLAS {med_c:8.1f} TFLOP/s "
-          f"{t_cub.median_ms * 1e3:10.1f} us | triton/cuBLAS {med_tf / med_c:6.1%} [{t_tri.method}]",
-          flush=True)
+          f"{t_cub.median_ms * 1e3:10.1f} us | triton/cuBLAS {med_tf / med_c:6.1%} [{t_tri.method}] "
+          f"config {choice.label} ({source})", flush=True)
+    ctx = tuple(sorted({**env, "config": choice.label, "config_source": source,
+                        "timer": t_tri.method}.items()))
+    cub = tuple(sorted({**env, "config": "cuBLAS", "timer": t_cub.method}.items()))
     return [
-        Metric(f"{base}.tflops", med_tf, "TFLOP/s", Better.HIGHER, tf),
+        Metric(f"{base}.tflops", med_tf, "TFLOP/s", Better.HIGHER, tf, ctx),
         Metric(f"{base}.latency_us", t_tri.median_ms * 1e3, "us", Better.LOWER,
-               tuple(x * 1e3 for x in t_tri.samples_ms)),
-        Metric(f"{base}.cublas_tflops", med_c, "TFLOP/s", Better.HIGHER, tf_c),
-        Metric(f"{base}.vs_cublas", med_tf / med_c, "ratio", Better.HIGHER),
+               tuple(x * 1e3 for x in t_tri.samples_ms), ctx),
+        Metric(f"{base}.cublas_tflops", med_c, "TFLOP/s", Better.HIGHER, tf_c, cub),
+        Metric(f"{base}.vs_cublas", med_tf / med_c, "ratio", Better.HIGHER, (), ctx),
     ], None
 
 
@@ -175,6 +226,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--dtypes", default="bf16", help="comma-separated: fp32,fp16,bf16,fp8")
     ap.add_argument("--repeats", type=int, default=30, help="timed samples per shape")
     ap.add_argument("--no-graph", action="store_true", help="time eager launches, not graph replay")
+    ap.add_argument("--tune-store", type=Path, default=None,
+                    help="the stored config choices (default: $FORKFLOW_TUNE_STORE, else "
+                         "~/.cache/forkflow/tuning.json)")
+    ap.add_argument("--retune", action="store_true",
+                    help="tune again and replace the stored choices (a new config is an event "
+                         "of the series)")
     return ap.parse_args(argv)
 
 
@@ -188,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    from forkflow.workloads.device import detect, unsupported_reason
+    from forkflow.workloads.device import detect, environment, unsupported_reason
 
     dev = detect(triton=False)
     if dev.torch_device != "cuda":
@@ -200,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics: list[Metric] = []
     errors: list[str] = []
     skipped: list[str] = []
-    print(f"matmul-sweep on {dev.describe()}", flush=True)
+    env = environment()
+    print(f"matmul-sweep on {dev.describe()}; " + ", ".join(f"{k} {v}" for k, v in sorted(env.items())),
+          flush=True)
     for dtype in dtypes:
         why = unsupported_reason(dtype, dev)
         if why:
@@ -208,13 +267,14 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"{dtype}: {why}")
             continue
         for shape in shapes:
-            got, err = run_shape(shape, dtype, args)
+            got, err = run_shape(shape, dtype, args, env)
             metrics += got
             if err:
                 print(f"{shape.label:>18} {dtype:5} ERROR {err}", flush=True)
                 errors.append(err)
     report = MetricsReport(tuple(metrics), tuple(errors), "; ".join(skipped) if not metrics and skipped
-                           and not errors else "", {"device": dev.describe(), "skipped": skipped})
+                           and not errors else "", {"device": dev.describe(), "skipped": skipped,
+                                                              "environment": env})
     if args.report:
         write_metrics(args.report, report)
         print(f"report: {args.report}")
