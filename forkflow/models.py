@@ -29,6 +29,7 @@ class EvidenceKind(str, enum.Enum):
     FORK_REVERT = "fork-revert"  # a fork commit reverted the pick
     UPSTREAM_REVERT = "upstream-revert"  # reverted upstream, neither side picked
     RECORDED = "recorded"        # a decision forkflow recorded in its store
+    MESSAGE = "message"          # listed as deferred / skipped in a fork pick commit's message
 
     @property
     def strength(self) -> int:
