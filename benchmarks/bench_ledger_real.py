@@ -11,7 +11,8 @@ before upstream's head at D, that is not listed in ground_truth.json (that file 
 commits the fork had not taken at D; a commit picked and then backed out is listed).
 
 Days behind: forkflow's figure next to the same rule (the newest upstream commit with at least
-`infer_threshold` of the commits up to it handled) applied to the ground truth's picks.
+`infer_threshold` of the commits up to it handled) applied to the ground truth: its picks, and the
+commits the fork's messages listed as deferred or skipped by D.
 """
 from __future__ import annotations
 
@@ -66,7 +67,11 @@ def truth_point(entries: list[dict[str, Any]], taken: set[str], threshold: float
 
 def measure(pair: Path, scratch: Path, misses: int) -> dict[str, Any]:
     meta = json.loads((pair / "pair.json").read_text())
-    not_taken = {g["upstream_sha"] for g in json.loads((pair / "ground_truth.json").read_text())}
+    gt = json.loads((pair / "ground_truth.json").read_text())
+    not_taken = {g["upstream_sha"] for g in gt}
+    # listed as deferred / skipped in a fork message dated at or before D: decided, not pending
+    declared = {g["upstream_sha"] for g in gt
+                if any(day <= meta["date"][:10] for _, day in g["listed_in_fork_messages"])}
     repo = prepare(pair, scratch)
     t0 = time.perf_counter()
     doc = json.loads(forkflow("status", "--json", "--commits", cwd=repo))
@@ -85,10 +90,11 @@ def measure(pair: Path, scratch: Path, misses: int) -> dict[str, Any]:
         "precision": round(tp / len(picked), 4) if picked else 1.0,
         "status_seconds_cold": round(seconds, 2),
         "counts": doc["counts"],
+        "declared_truth": len(declared),
         "days_behind_forkflow": doc["days_behind"],
     }
     tip = datetime.fromisoformat(doc["upstream_tip"]["date"].replace("Z", "+00:00"))
-    point = truth_point(entries, taken, 0.95)
+    point = truth_point(entries, taken | declared, 0.95)
     if point is not None:
         at = datetime.fromisoformat(point["date"].replace("Z", "+00:00"))
         out["days_behind_truth"] = round((tip - at).total_seconds() / 86400, 1)

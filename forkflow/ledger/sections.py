@@ -41,7 +41,8 @@ _HEADER = re.compile(
     r"|upstream commit message)\b", re.I)
 _MD_HEADER = re.compile(r"^\s*(#{1,6}\s|==\s|\*\*[A-Z][^*#]*\*\*:?\s*$)")
 _LIST_ITEM = re.compile(r"^\s*([-*\u2022]|\*\*#\d|#\d|\d+[.)]\s)")
-_ITEM_LEAD = re.compile(r"^[\s*`_\-\u2022]*(?:\[\d+\]\s*)?(?:\d+[.)]\s*)?(?:(?P<sha>[0-9a-f]{7,40})\s+)?(?:PR\s+)?")
+_ITEM_LEAD = re.compile(r"^[\s*`_\-\u2022]*(?:\[\d+\]\s*)?(?:\d+[.)]\s*)?(?:(?P<sha>[0-9a-f]{7,40})\s+)?(?:PR\s+)?"
+                        r"(?:[\w.-]+/[\w.-]+(?=#))?")
 _LEAD_RUN = re.compile(r"^((?:\**#\d{1,7}\b\**[\s,+/*`]*(?:and\s+)?)+)")
 _COUNTED_NUMBERS = re.compile(r"^\W*(?:applied|picked)\s*\(\d+\)\s*:\s*\d", re.I)
 
@@ -109,7 +110,6 @@ def read_sections(body: str) -> MessageRefs:
             sec = header_kind(line.split(":", 1)[0] if keyword else line)
             tail = line.split(":", 1)[1] if ":" in line else ""
             if sec is Section.PICKED:
-                out.has_picked_section = True
                 if _COUNTED_NUMBERS.match(line):
                     out.picked_prs += [int(x) for x in re.findall(r"\b(\d{3,7})\b", tail)]
                 else:
@@ -130,6 +130,8 @@ def read_sections(body: str) -> MessageRefs:
                 sec = None  # prose that names PRs (a resolution note): the list has ended
         else:
             _decided(out, sec).extend(int(x) for x in PR_REF.findall(line))
+    # a picked header whose list could not be read is no list: the subject's PRs are used instead
+    out.has_picked_section = bool(out.picked_prs or out.picked_shas)
     for kind, pattern in DECISION_MARKERS:
         target = out.deferred_shas if kind == "deferred" else out.skipped_shas
         target += [m.lower() for m in pattern.findall(body)]
