@@ -27,13 +27,15 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 # checked key by key here, so that a misspelt key or section is an error, not a silent default.
 SECTIONS = ("upstream", "fork", "store", "ledger", "ingest", "suite", "validation", "bisect", "triage")
 FOUNDATION_KEYS = {"upstream": ("remote", "branch", "first_parent"), "fork": ("branch", "name"), "store": ("url",),
-                   "ledger": ("infer_threshold", "markers")}
+                   "ledger": ("infer_threshold", "markers", "opt_out")}
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerConfig:
     infer_threshold: float = 0.95
     markers: tuple[str, ...] = DEFAULT_MARKERS
+    # regexes searched in upstream commit messages: a match opts the commit out (SKIPPED)
+    opt_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +126,20 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         if compiled.groups < 1:
             raise config_error(path, text, "ledger.markers",
                                f"regex {m!r} needs one (group) that captures the upstream sha")
+    opt_out = _expect(ledger.get("opt_out", []), list, path, text, "ledger.opt_out")
+    for m in opt_out:
+        _expect(m, str, path, text, "ledger.opt_out")
+        try:
+            re.compile(m)
+        except re.error as e:
+            raise config_error(path, text, "ledger.opt_out", f"has an invalid regex {m!r} ({e})") from e
     return Config(
         path=path,
         upstream_remote=_expect(up.get("remote", "upstream"), str, path, text, "upstream.remote"),
         upstream_branch=_expect(up.get("branch", "main"), str, path, text, "upstream.branch"),
         fork_branch=_expect(fork.get("branch", "main"), str, path, text, "fork.branch"),
         store_url=_expect(store.get("url", ""), str, path, text, "store.url"),
-        ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers)),
+        ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers), opt_out=tuple(opt_out)),
         raw=raw,
         text=text,
     )
@@ -202,6 +211,8 @@ infer_threshold = 0.95
 # Other tools' pick markers, as regexes whose first group captures the upstream sha.
 # Markers in quoted lines ("> ..." or indented) never count.
 # markers = ['\\(cherry picked from commit ([0-9a-f]{{7,40}})\\)', 'Original Commit:\\s*([0-9a-f]{{7,40}})']
+# Upstream commits whose message matches one of these regexes are SKIPPED (opted out), unless picked.
+# opt_out = ['\\[no-downstream\\]']
 
 # Landing upstream commits (`forkflow ingest --land`) needs an L1 gate: a command, or L1 suites.
 # [ingest]

@@ -30,6 +30,8 @@ class EvidenceKind(str, enum.Enum):
     UPSTREAM_REVERT = "upstream-revert"  # reverted upstream, neither side picked
     RECORDED = "recorded"        # a decision forkflow recorded in its store
     MESSAGE = "message"          # listed as deferred / skipped in a fork pick commit's message
+    DECIDED = "decided"          # a person's decision (`forkflow decide`), with its reason
+    OPT_OUT = "opt-out"          # the upstream message carries an opt-out marker ([ledger] opt_out)
 
     @property
     def strength(self) -> int:

@@ -71,6 +71,8 @@ def _render_status(ledger: Ledger, commits: bool) -> None:
               f"{d['ingestion_point']['date']}  ({how})")
     t.add_row("days behind upstream", f"[bold]{ledger.days_behind}[/]")
     t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
+    t.add_row("deferred", _by_decider(d["decisions"]["deferred"]))
+    t.add_row("skipped", _by_decider(d["decisions"]["skipped"]))
     t.add_row("counts", "  ".join(f"{k}={v}" for k, v in d["counts"].items()))
     t.add_row("out-of-order picks", str(d["out_of_order_picks"]))
     console.print(t)
@@ -86,6 +88,15 @@ def _render_status(ledger: Ledger, commits: bool) -> None:
                        " ".join(short(s) for s in e.fork_shas),
                        escape("; ".join(x.describe() for x in e.evidence) or e.reason))
         console.print(ct)
+
+
+def _by_decider(counts: dict[str, int]) -> str:
+    """'12 (3 by a person, 9 automatic: conflicts)'."""
+    words = {"person": "by a person", "auto": "automatic", "message": "in the fork's messages",
+             "opt-out": "opted out upstream", "upstream-revert": "reverted upstream"}
+    total = sum(counts.values())
+    parts = [f"{n} {words.get(k, k)}" for k, n in counts.items()]
+    return f"[bold]{total}[/]" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _parse_date(value: str) -> datetime:

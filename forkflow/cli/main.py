@@ -39,6 +39,7 @@ app = typer.Typer(
 # line.  Only the invoked command's module is imported (tests/test_cli_startup.py checks the list).
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "forkflow.cli.ledger_cmds": ("init", "status", "history"),
+    "forkflow.cli.decide_cmds": ("decide", "decisions"),
     "forkflow.cli.ingest_cmds": ("plan", "ingest", "conflicts", "demo"),
     "forkflow.cli.tiers_cmds": ("validate", "nightly", "l3"),
     "forkflow.cli.regress_cmds": ("detect", "bisect"),

@@ -6,24 +6,64 @@
 from __future__ import annotations
 
 import bisect
+import enum
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from forkflow.ledger import evidence as ev
 from forkflow.ledger import sections
 from forkflow.models import Commit, Disposition, Evidence, EvidenceKind, LedgerEntry, Sha
 
 
+class Decider(str, enum.Enum):
+    """Who took a recorded decision: forkflow itself (a conflict, an empty pick) or a person."""
+
+    AUTO = "auto"
+    PERSON = "person"
+
+
+class Verdict(str, enum.Enum):
+    """A person's decision on an upstream commit (`forkflow decide`)."""
+
+    SKIP = "skip"
+    DEFER = "defer"
+    WONT_PORT = "wont-port"
+
+    @property
+    def disposition(self) -> Disposition:
+        return Disposition.DEFERRED if self is Verdict.DEFER else Disposition.SKIPPED
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedDecision:
-    """A decision forkflow stored for an upstream commit (it wins over PENDING only)."""
+    """A decision stored for an upstream commit (it wins over PENDING only)."""
 
     sha: Sha
     disposition: Disposition
     reason: str
     fork_shas: tuple[Sha, ...] = ()
+    source: Decider = Decider.AUTO
+    verdict: Verdict | None = None
+    until: str | None = None  # ISO date: a person's deferral lapses after it
+    task: str = ""
+    decided_by: str = ""
+    decided_at: str = field(default="", compare=False)
+
+    def is_active(self, today: str) -> bool:
+        """False once a deferral's `until` date has passed (the commit is pending again)."""
+        return self.until is None or today <= self.until
+
+    def describe(self) -> str:
+        """'decided by a person: wont-port: reason (until ..., task ...)'."""
+        if self.source is not Decider.PERSON:
+            return self.reason or self.disposition.value.lower()
+        extra = [f"until {self.until}" if self.until else "", f"task {self.task}" if self.task else "",
+                 f"by {self.decided_by}" if self.decided_by else ""]
+        tail = ", ".join(x for x in extra if x)
+        kind = self.verdict.value if self.verdict else self.disposition.value.lower()
+        return f"decided by a person: {kind}: {self.reason}" + (f" ({tail})" if tail else "")
 
 
 class ShaIndex:
@@ -50,8 +90,9 @@ class ShaIndex:
 class LedgerBuilder:
     """Collect pick and revert events from fork commits, then decide each disposition."""
 
-    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str]) -> None:
+    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str], opt_out: Sequence[str] = ()) -> None:
         self.upstream = list(upstream)
+        self.opt_out = [re.compile(m) for m in opt_out]
         self.by_sha = {c.sha: c for c in self.upstream}
         self.index = ShaIndex(self.by_sha)
         self.patterns = [re.compile(m) for m in markers]
@@ -232,9 +273,9 @@ class LedgerBuilder:
                     self._pick(u, c.sha, Evidence(EvidenceKind.TITLE_PR, c.sha, f"same title and PR #{pr}"))
 
     # -- phase 3: decide ---------------------------------------------------
-    def entries(self, recorded: Iterable[RecordedDecision] = ()) -> list[LedgerEntry]:
+    def entries(self, recorded: Iterable[RecordedDecision] = (), today: str = "9999-12-31") -> list[LedgerEntry]:
         """Every upstream commit with its disposition, in upstream order."""
-        recorded_by = {r.sha: r for r in recorded}
+        recorded_by = {r.sha: r for r in recorded if r.is_active(today)}
         cancelled = self._cancelled_upstream()
         out: list[LedgerEntry] = []
         for c in self.upstream:
@@ -251,11 +292,15 @@ class LedgerBuilder:
                 out.append(LedgerEntry(c, pr, Disposition.SKIPPED, (), (e,), "reverted upstream"))
             elif c.sha in recorded_by:
                 r = recorded_by[c.sha]
-                e = Evidence(EvidenceKind.RECORDED, None, r.reason or r.disposition.value.lower())
-                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.reason))
+                kind = EvidenceKind.DECIDED if r.source is Decider.PERSON else EvidenceKind.RECORDED
+                e = Evidence(kind, None, r.describe())
+                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.describe()))
             elif c.sha in self.decided_in:
                 disposition, e = self.decided_in[c.sha]
                 out.append(LedgerEntry(c, pr, disposition, (), (e,), e.detail))
+            elif (hit := next((p.pattern for p in self.opt_out if p.search(c.message)), None)) is not None:
+                e = Evidence(EvidenceKind.OPT_OUT, None, f"upstream message matches [ledger] opt_out {hit!r}")
+                out.append(LedgerEntry(c, pr, Disposition.SKIPPED, (), (e,), e.detail))
             else:
                 out.append(LedgerEntry(c, pr, Disposition.PENDING))
         return out
