@@ -93,3 +93,19 @@ def test_ledger_upstream_opt_out_marker(fork, cli) -> None:  # type: ignore[no-u
     cfg.write_text(cfg.read_text().replace("infer_threshold = 0.95", "infer_threshold = 0.95\nopt_out = ['\\[no-downstream\\]']"))
     row = _rows(cli, b.f.path)[u]
     assert row["disposition"] == "SKIPPED" and row["decided_by"] == "opt-out"
+
+
+def test_bundle_message_lists_decisions_capped_subject_and_ledger_reads_them_back() -> None:
+    from forkflow.landing.message import Decided, Member, bundle_message, decided_between
+    from forkflow.ledger.sections import read_sections
+
+    members = [Member(Sha(f"{i:040x}"), f"Change {i} (#{1000 + i})", 1000 + i) for i in range(40)]
+    gap = Decided(Sha("f" * 40), "Bump version (#2000)", False, "decided by a person: wont-port: a version bump")
+    order = [members[0].sha, gap.sha, members[1].sha]
+    assert decided_between([members[0].sha, members[1].sha], order, {gap.sha: gap}) == [gap]
+    text = bundle_message(members, [gap])
+    subject, body = text.split("\n", 1)
+    assert len(subject) <= 72 and subject.startswith("Cherry-pick 40 upstream (#1000 ") and "more)" in subject
+    refs = read_sections(body)
+    assert refs.skipped_prs == [2000] and refs.skipped_shas == ["f" * 12]
+    assert not refs.picked_prs

@@ -130,6 +130,9 @@ def read_sections(body: str) -> MessageRefs:
                 sec = None  # prose that names PRs (a resolution note): the list has ended
         else:
             _decided(out, sec).extend(int(x) for x in PR_REF.findall(line))
+            lead = _ITEM_LEAD.match(line) if _LIST_ITEM.match(line) else None
+            if lead and lead.group("sha"):  # forkflow's own "- <sha> subject: reason" items
+                (out.deferred_shas if sec is Section.DEFERRED else out.skipped_shas).append(lead.group("sha"))
     # a picked header whose list could not be read is no list: the subject's PRs are used instead
     out.has_picked_section = bool(out.picked_prs or out.picked_shas)
     for kind, pattern in DECISION_MARKERS:
