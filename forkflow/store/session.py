@@ -80,7 +80,7 @@ class Store:
         """Open the store at `url`, creating and migrating it when needed."""
         engine = _make_engine(url, create=create)
         store = cls(engine, url)
-        store.migrate()
+        store.migrate(create=create)
         return store
 
     @contextmanager
@@ -101,12 +101,15 @@ class Store:
         finally:
             session.close()
 
-    def migrate(self) -> None:
+    def migrate(self, create: bool = True) -> None:
         """Bring the schema to every head; refuse a store written by a newer forkflow."""
         known, heads = _script_revisions()
         try:
             with self.engine.begin() as conn:
                 current = _current_revisions(conn)
+                if not current and not create:
+                    raise UserError(f"no forkflow store at {redact(self.url)} (the database is empty); check "
+                                    "--store, FORKFLOW_STORE or [store] url, or create it with forkflow init")
                 newer = current - known
                 if newer:
                     raise UserError(
@@ -143,9 +146,10 @@ def _make_engine(url: str, *, create: bool) -> Engine:
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
             p = Path(path)
+            if not create and not p.exists():
+                raise UserError(f"no forkflow store at {p}; check --store, FORKFLOW_STORE or [store] url, "
+                                "or create it with forkflow init --upstream URL --store URL")
             if not p.parent.exists():
-                if not create:
-                    raise UserError(f"no store at {p}; run: forkflow init --upstream URL")
                 p.parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": timeout}
         if path in ("", ":memory:"):
