@@ -122,11 +122,37 @@ def ingest_cmd(
             report = retry_unit(ctx, unit, push=push, reporter=_BarReporter(bar))
         else:
             report = ingest(ctx, options, _BarReporter(bar))
+    with ctx.store.session_scope() as s:
+        open_conflicts = len(crecords.conflicts(s, ctx.fork_id, "open"))
+    code = exit_code(report, open_conflicts)
     if json_out:
-        print_json(report_json(report))
+        print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts})
     else:
         render_report(report)
-    return 0
+        if code != EXIT_OK:
+            console.print(f"[yellow]{escape(EXIT_WHY[code])}[/] (exit {code}; see docs/automation.md)", soft_wrap=True)
+    return code
+
+
+# Exit codes of `forkflow ingest` for cron and CI (docs/automation.md); 1, 2, 3 and 130 are the
+# CLI's own (a user error, a usage error, a crash, interrupted).
+EXIT_OK = 0              # nothing needs a person: every unit landed, validated or was empty
+EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain behind one
+EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
+EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
+            EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
+_DONE = {"landed", "validated", "would-pick", "empty"}
+_FAILED = {"failed", "abandoned"}
+
+
+def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
+    """0 only when nothing needs a person; any status not known to be done needs one (issue 12)."""
+    statuses = {u.status.value for u in report.results}
+    if statuses & _FAILED:
+        return EXIT_FAILED
+    if statuses - _DONE or open_conflicts:
+        return EXIT_NEEDS_PERSON
+    return EXIT_OK
 
 
 def report_json(r: IngestReport) -> dict[str, object]:
