@@ -1,6 +1,7 @@
 """`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.conflicts import guardrails
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import case_from_marked
@@ -34,6 +35,7 @@ from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.planning.model import Plan
+from forkflow.tiers.selection import matches
 
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Plan only up to this upstream commit.")]
 MaxBundleOpt = Annotated[int | None, typer.Option("--max-bundle", min=1,
@@ -44,9 +46,18 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
          repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Route pending upstream commits into risk chains and low-risk bundles, with reasons."""
     ctx = open_context(repo, store)
-    ledger = build_ledger(ctx)
-    settings = ingest_settings(ctx.config)
-    p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle)
+    # progress on stderr, so that `plan --json > plan.json` stays clean (issue 12: 63 s of silence)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task("reading the ledger", total=None)
+        ledger = build_ledger(ctx)
+        settings = ingest_settings(ctx.config)
+
+        def step(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total or None)
+
+        p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle,
+                      progress=step)
     if json_out:
         print_json(p.to_json())
     else:
@@ -207,19 +218,66 @@ def conflicts_list(
     with c.store.session_scope() as s:
         rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
     if json_out:
-        print_json({"conflicts": [_conflict_json(x, with_text=False) for x in rows]})
+        owners = _owners(c)
+        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path])}
+                                  for x in rows]})
         return
     if not rows:
         console.print("no open conflicts")
         return
-    t = Table(title="conflicts kept for a person")
-    for col in ("id", "upstream", "subject", "path", "kind", "chain", "seen", "status"):
+    owners = _owners(c)
+    t = Table(title="conflicts kept for a person, by upstream commit")
+    for col in ("ids", "upstream", "subject", "paths", "kind", "chain", "owner", "seen", "status"):
         t.add_column(col, overflow="fold")
-    for x in rows:
-        t.add_row(str(x.id), short(x.upstream_sha), escape(x.subject[:60]), escape(x.path), x.kind,
-                  escape(x.chain), str(x.seen), x.status)
+    for group in group_conflicts(rows):
+        x = group[0]
+        paths = [g.path for g in group]
+        owner = owners(x.chain, paths)
+        t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), escape(x.subject[:60]),
+                  escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
+                  ", ".join(sorted({g.kind for g in group})), escape(x.chain), escape(owner),
+                  str(max(g.seen for g in group)), x.status)
     console.print(t)
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
+
+
+def group_conflicts(rows: list[crecords.ConflictInfo]) -> list[list[crecords.ConflictInfo]]:
+    """One group per upstream commit (a commit conflicting in 9 files is one thing to settle)."""
+    groups: dict[str, list[crecords.ConflictInfo]] = {}
+    for x in rows:
+        groups.setdefault(x.upstream_sha, []).append(x)
+    return list(groups.values())
+
+
+def _owners(c: Context) -> Callable[[str, list[str]], str]:
+    """Who owns a conflict: its declared chain's owner, else CODEOWNERS for its paths, else '-'."""
+    chains = {spec.name: spec.owner for spec in ingest_settings(c.config).chains if spec.owner}
+    rules: list[tuple[tuple[str, ...], str]] = []
+    for where in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
+        f = c.repo.path / where
+        if f.is_file():
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                parts = line.split("#", 1)[0].split()
+                if len(parts) >= 2:
+                    rules.append((_codeowners_globs(parts[0]), " ".join(parts[1:])))
+            break
+
+    def owner(chain: str, paths: list[str]) -> str:
+        if chain in chains:
+            return chains[chain]
+        found = {o for p in paths for o in [next((o for g, o in reversed(rules) if matches(p, g)), "")] if o}
+        return ", ".join(sorted(found)) or "-"
+    return owner
+
+
+def _codeowners_globs(pattern: str) -> tuple[str, ...]:
+    """A CODEOWNERS pattern as forkflow globs: '/a' anchors, 'x.py' matches anywhere, 'dir/' is a folder."""
+    g = pattern.lstrip("/")
+    if not (pattern.startswith("/") or "/" in pattern.strip("/")):
+        g = "**/" + g
+    if g.endswith("/"):
+        return (g + "**",)
+    return (g, g + "/**")  # a file, or a folder named without its slash
 
 
 def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str, object]:
