@@ -74,3 +74,21 @@ def test_group_conflicts_and_codeowners_globs() -> None:
     assert matches("mini/ops.py", _codeowners_globs("/mini/"))
     assert not matches("other/mini/ops.py", _codeowners_globs("/mini/"))
     assert matches("lib/x/y.cpp", _codeowners_globs("lib/x"))
+
+
+def test_requires_python_matches_what_runs() -> None:
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    low = tuple(int(x) for x in re.match(r">=\s*(\d+)\.(\d+)", meta["requires-python"]).groups())  # type: ignore[union-attr]
+    uses_tomllib = any("import tomllib" in p.read_text() for p in (root / "forkflow").rglob("*.py"))
+    assert not uses_tomllib or low >= (3, 11), "tomllib is Python 3.11+: raise requires-python or add tomli"
+
+
+def test_cli_completion_on_and_no_private_typer_import(cli) -> None:  # type: ignore[no-untyped-def]
+    root = Path(__file__).resolve().parent.parent
+    assert "typer._" not in (root / "forkflow" / "cli" / "main.py").read_text()
+    r = cli("--help")
+    assert r.rc == 0 and "--install-completion" in r.out
