@@ -23,17 +23,39 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 )
 
 
-# Every section forkflow.toml may have, each read by its subsystem; the foundation's four are
-# checked key by key here, so that a misspelt key or section is an error, not a silent default.
-SECTIONS = ("upstream", "fork", "store", "ledger", "ingest", "suite", "validation", "bisect", "triage")
-FOUNDATION_KEYS = {"upstream": ("remote", "branch", "first_parent"), "fork": ("branch", "name"), "store": ("url",),
-                   "ledger": ("infer_threshold", "markers")}
+# Every section and key forkflow.toml may have, each read by its subsystem.  All are checked here,
+# at load, so that a misspelt key or section is an error with its line, never a silent default
+# (issue 12).  A subsystem that reads a new key adds it to this table in the same change.
+SECTION_KEYS: dict[str, tuple[str, ...]] = {
+    "upstream": ("remote", "branch", "first_parent"),
+    "fork": ("branch", "name"),
+    "store": ("url",),
+    "ledger": ("infer_threshold", "markers", "opt_out"),
+    "ingest": ("l1_command", "l1_timeout", "max_bundle", "resolvers", "split_failed_bundles",
+               "split_max_gate_runs", "pin_files", "push_remote", "chain", "agent", "land",
+               "untested_paths", "review"),
+    "ingest.chain": ("name", "owner", "paths", "symbols"),
+    "ingest.agent": ("command", "url", "model", "api_key_env", "timeout", "max_bytes"),
+    "ingest.review": ("sink", "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
+                      "gitlab_token_env", "remote", "branch_prefix"),
+    "suite": (),
+    "validation": ("runner", "ray_address", "retired", "shrink_tolerance", "jobs", "selection_budget"),
+    "bisect": ("command",),
+    "triage": ("reruns", "min_clean_reruns", "history_runs", "close_after", "sink", "markdown_dir",
+               "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
+               "gitlab_token_env", "agent_command", "agent_endpoint", "agent_model", "agent_key_env"),
+}
+SECTIONS = tuple(k for k in SECTION_KEYS if "." not in k)
+# `[[suite]]` keys are checked (with their suite's name) by tiers.load_suites
+_CHECKED_ELSEWHERE = ("suite",)
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerConfig:
     infer_threshold: float = 0.95
     markers: tuple[str, ...] = DEFAULT_MARKERS
+    # regexes searched in upstream commit messages: a match opts the commit out (SKIPPED)
+    opt_out: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,33 +146,77 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         if compiled.groups < 1:
             raise config_error(path, text, "ledger.markers",
                                f"regex {m!r} needs one (group) that captures the upstream sha")
+    opt_out = _expect(ledger.get("opt_out", []), list, path, text, "ledger.opt_out")
+    for m in opt_out:
+        _expect(m, str, path, text, "ledger.opt_out")
+        try:
+            re.compile(m)
+        except re.error as e:
+            raise config_error(path, text, "ledger.opt_out", f"has an invalid regex {m!r} ({e})") from e
     return Config(
         path=path,
         upstream_remote=_expect(up.get("remote", "upstream"), str, path, text, "upstream.remote"),
         upstream_branch=_expect(up.get("branch", "main"), str, path, text, "upstream.branch"),
         fork_branch=_expect(fork.get("branch", "main"), str, path, text, "fork.branch"),
         store_url=_expect(store.get("url", ""), str, path, text, "store.url"),
-        ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers)),
+        ledger=LedgerConfig(infer_threshold=float(threshold), markers=tuple(markers), opt_out=tuple(opt_out)),
         raw=raw,
         text=text,
     )
+
+
+def section_line(text: str, name: str) -> int | None:
+    """The line of `[name]` or `[[name]]`, for error messages."""
+    for no, ln in enumerate(text.splitlines(), 1):
+        if re.match(rf"\s*\[+\s*{re.escape(name)}\s*\]", ln):
+            return no
+    return None
+
+
+def table_key_line(text: str, table: str, key: str) -> int | None:
+    """The line of `key = ...` inside `[table]` (first of its kind), else anywhere."""
+    start = section_line(text, table) if table else None
+    lines = text.splitlines()
+    if start is not None:
+        for no in range(start, len(lines)):
+            ln = lines[no]
+            if re.match(r"\s*\[", ln):
+                break
+            if re.match(rf"\s*{re.escape(key)}\s*=", ln) or re.match(rf"\s*{re.escape(key)}\.", ln):
+                return no + 1
+    return key_line(text, key)
 
 
 def _check_names(raw: dict[str, Any], path: Path | None, text: str) -> None:
     where = f"{path}" if path else CONFIG_NAME
     for name in raw:
         if name not in SECTIONS:
-            line = next((no for no, ln in enumerate(text.splitlines(), 1)
-                         if re.match(rf"\s*\[+\s*{re.escape(name)}\s*[.\]]", ln)), None) or key_line(text, name)
+            line = section_line(text, name) or key_line(text, name)
             at = f":{line}" if line else ""
             raise UserError(f"{where}{at}: unknown section or key '{name}' (known sections: "
                             f"{', '.join(SECTIONS)}); fix the spelling and retry")
-    for name, keys in FOUNDATION_KEYS.items():
-        sect = raw.get(name)
-        for key in sect if isinstance(sect, dict) else ():
-            if key not in keys:
-                raise config_error(path, text, f"{name}.{key}",
-                                   f"is not a [{name}] setting (known: {', '.join(keys)})")
+    for name, keys in SECTION_KEYS.items():
+        if name in _CHECKED_ELSEWHERE:
+            continue
+        for table in _tables(raw, name):
+            for key in table:
+                if key not in keys:
+                    line = table_key_line(text, name, key)
+                    at = f":{line}" if line else ""
+                    raise UserError(f"{where}{at}: key '{name}.{key}' is not a [{name}] setting (known: "
+                                    f"{', '.join(keys)}); fix the spelling and retry")
+
+
+def _tables(raw: dict[str, Any], dotted: str) -> list[dict[str, Any]]:
+    """The table(s) at a dotted name; an array of tables gives each of its tables."""
+    found: list[Any] = [raw]
+    for part in dotted.split("."):
+        nxt: list[Any] = []
+        for t in found:
+            v = t.get(part) if isinstance(t, dict) else None
+            nxt += v if isinstance(v, list) else [v]
+        found = nxt
+    return [t for t in found if isinstance(t, dict)]
 
 
 def find_config(start: Path) -> Path | None:
@@ -185,9 +251,10 @@ branch = "{upstream_branch}"
 [fork]
 # The fork's own branch: forkflow lands picks here, by compare-and-swap only.
 branch = "{fork_branch}"
-# The fork's name in the store; the default is "<this folder>:<branch>", so set it when a team
-# shares one store, or before the checkout is moved or renamed (its history stays under the name).
-# name = "triton:main"
+# The fork's name in the store: its history, decisions and open conflicts are kept under it, so a
+# moved or renamed checkout keeps them.  Written by `forkflow init`; a team sharing one store gives
+# each fork its own name.
+name = "{fork_name}"
 
 [store]
 # Where forkflow keeps its ledger, runs and metrics.  Empty: SQLite at .forkflow/forkflow.db.
@@ -202,6 +269,8 @@ infer_threshold = 0.95
 # Other tools' pick markers, as regexes whose first group captures the upstream sha.
 # Markers in quoted lines ("> ..." or indented) never count.
 # markers = ['\\(cherry picked from commit ([0-9a-f]{{7,40}})\\)', 'Original Commit:\\s*([0-9a-f]{{7,40}})']
+# Upstream commits whose message matches one of these regexes are SKIPPED (opted out), unless picked.
+# opt_out = ['\\[no-downstream\\]']
 
 # Landing upstream commits (`forkflow ingest --land`) needs an L1 gate: a command, or L1 suites.
 # [ingest]
@@ -216,6 +285,9 @@ infer_threshold = 0.95
 '''
 
 
-def render_config(remote: str, upstream_branch: str, fork_branch: str, store_url: str = "") -> str:
-    return CONFIG_TEMPLATE.format(remote=remote, upstream_branch=upstream_branch,
-                                  fork_branch=fork_branch, store_url=store_url)
+def render_config(remote: str, upstream_branch: str, fork_branch: str, store_url: str = "",
+                  fork_name: str = "") -> str:
+    name = fork_name.replace("\\", "\\\\").replace('"', '\\"')
+    text = CONFIG_TEMPLATE.format(remote=remote, upstream_branch=upstream_branch,
+                                  fork_branch=fork_branch, store_url=store_url, fork_name=name)
+    return text if fork_name else text.replace(f'name = "{name}"', '# name = "triton:main"', 1)

@@ -1,6 +1,7 @@
 """What every command works on: the fork's repository, its config and its store."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,7 +42,10 @@ def open_context(repo_path: Path | str = ".", store_url: str | None = None) -> C
         )
     config = load_config(cfg_path)
     url = store_url or config.resolved_store_url()
-    store = Store.open(url)
+    # a URL someone typed (--store, FORKFLOW_STORE, [store] url) must name a store that exists:
+    # a typo would otherwise start an empty one (issue 12); only `forkflow init` creates one there
+    explicit = bool(store_url or os.environ.get("FORKFLOW_STORE") or config.store_url)
+    store = Store.open(url, create=not explicit)
     with store.session_scope() as s:
         fid = queries.fork_id(s, fork_name(repo, config))
     return Context(repo=repo, config=config, store=store, fork_id=fid)

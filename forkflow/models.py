@@ -29,6 +29,9 @@ class EvidenceKind(str, enum.Enum):
     FORK_REVERT = "fork-revert"  # a fork commit reverted the pick
     UPSTREAM_REVERT = "upstream-revert"  # reverted upstream, neither side picked
     RECORDED = "recorded"        # a decision forkflow recorded in its store
+    MESSAGE = "message"          # listed as deferred / skipped in a fork pick commit's message
+    DECIDED = "decided"          # a person's decision (`forkflow decide`), with its reason
+    OPT_OUT = "opt-out"          # the upstream message carries an opt-out marker ([ledger] opt_out)
 
     @property
     def strength(self) -> int:

@@ -105,7 +105,8 @@ def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: st
             raise UserError(f"{path} already says upstream {have[0]}/{have[1]} and fork branch "
                             f"{have[2]}; edit it by hand, or remove it and run init again")
         return False
-    text = render_config(remote, upstream_branch, fork_branch, in_file)
+    # the fork's identity is fixed at init: moving the checkout keeps its history (issue 12)
+    text = render_config(remote, upstream_branch, fork_branch, in_file, f"{path.parent.name}:{fork_branch}")
     parse_config(text)  # the template always parses
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_text(text, encoding="utf-8")

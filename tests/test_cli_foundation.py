@@ -279,6 +279,9 @@ def test_store_url_from_environment(fork: Path, cli, tmp_path: Path) -> None:  #
     other = tmp_path / "team.db"
     os.environ["FORKFLOW_STORE"] = f"sqlite:///{other}"
     try:
+        r = cli("status", repo=fork)  # a URL that names no store is a mistake, not a new store
+        assert r.rc == 1 and "no forkflow store at" in r.err and not other.exists()
+        assert cli("init", "--upstream", "upstream", repo=fork).rc == 0  # init creates it
         assert cli("status", repo=fork).rc == 0
     finally:
         del os.environ["FORKFLOW_STORE"]

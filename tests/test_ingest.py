@@ -12,6 +12,8 @@ from forkflow.errors import UserError
 from forkflow.git.run import run_git
 from forkflow.testing.gitrepo import ForkBuilder
 
+WAITS = (4, 5)  # the sample fork has conflicts and a failing unit: ingest says a person is needed
+
 
 def _git(repo: Path, *args: str) -> str:
     return run_git(*args, cwd=repo).strip()
@@ -87,7 +89,7 @@ def test_ingest_dry_run_writes_nothing(cli, fork: Path) -> None:  # type: ignore
 def test_ingest_validate_keeps_candidates_and_lands_nothing(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
     main = _git(fork, "rev-parse", "main")
     r = cli("ingest", "--json", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     statuses = {u["name"]: u["status"] for u in r.json()["units"]}
     assert statuses["ops-api#1"] == "failed" and "validated" in statuses.values()
     assert _git(fork, "rev-parse", "main") == main
@@ -99,7 +101,7 @@ def test_ingest_validate_keeps_candidates_and_lands_nothing(cli, fork: Path) -> 
 def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
     start = _git(fork, "rev-parse", "main")
     r = cli("ingest", "--land", "--json", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     doc = r.json()
     st = {u["name"]: u for u in doc["units"]}
     assert st["ops-api#1"]["status"] == "failed"  # breaks the fork's tests: stays out ...
@@ -138,7 +140,7 @@ def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-unt
 def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
     planned = cli("plan", "--json", repo=fork).json()["units"]
     reasons = {sha: why for u in planned for sha, why in u["reasons"].items()}
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     from forkflow.context import open_context
     from forkflow.landing import records
 
@@ -163,7 +165,7 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
 
 
 def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     shown = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()
     marked = shown["conflicted"]
@@ -264,7 +266,7 @@ def test_ingest_never_touches_a_dirty_work_tree(cli, fork: Path) -> None:  # typ
     (fork / "scratch.txt").write_text("untracked\n")
     before = {p: (fork / p).read_bytes() for p in ("mini/kernels.py", "scratch.txt", "README.md")}
     r = cli("ingest", "--land", "--json", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     assert {p: (fork / p).read_bytes() for p in before} == before
     assert _git(fork, "symbolic-ref", "HEAD") == "refs/heads/main"
     assert not _git(fork, "stash", "list")
@@ -338,7 +340,7 @@ def test_ingest_push_to_the_fork_remote(cli, fork: Path, tmp_path: Path) -> None
     run_git("clone", "-q", "--bare", str(fork), str(origin), cwd=tmp_path)
     _git(fork, "remote", "add", "origin", str(origin))
     r = cli("ingest", "--land", "--push", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     assert _git(origin, "rev-parse", "main") == _git(fork, "rev-parse", "main")
     _git(fork, "remote", "remove", "origin")
     r = cli("ingest", "--land", "--push", repo=fork)
@@ -426,7 +428,7 @@ def test_ingest_unit_rerun_fails_again_then_lands_once_l1_passes(cli, builder: F
     main = _git(fork, "rev-parse", "main")
 
     again = cli("ingest", "--unit", str(bundle["id"]), "--json", repo=fork)  # the cause is still there
-    assert again.rc == 0, again.err
+    assert again.rc in WAITS, again.err
     (u,) = again.json()["units"]
     assert u["status"] == "failed" and u["id"] != bundle["id"] and u["failed"] == bundle["failed"]
     assert _git(fork, "rev-parse", "main") == main
@@ -558,7 +560,7 @@ def test_ingest_folds_its_packs_like_git_does_after_a_fetch(cli, fork: Path) -> 
     _git(fork, "config", "gc.autoPackLimit", "3")  # git's own threshold, low enough for this fork
     before = len(list(packs.glob("*.pack")))
     r = cli("ingest", "--land", "--json", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     landed = [u for u in r.json()["units"] if u["status"] == "landed"]
     assert len(landed) >= 3  # a pack each, and then some: past the limit, so git folded them
     assert len(list(packs.glob("*.pack"))) <= 2 < before + len(landed)
@@ -755,7 +757,7 @@ def test_ingest_person_resolution_keeps_upstream_mode_change(cli, builder: ForkB
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
         f.write('\n[ingest]\nl1_command = "true"\n')
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     resolved = tmp_path / "m.sh"
     resolved.write_text("#!/bin/sh\necho two fork\n")
@@ -798,7 +800,7 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
         f.write('\n[ingest]\nl1_command = "true"\n')
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     found = {x["kind"]: x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"]}
     assert set(found) == set(up)
     steps = {"binary": "git checkout --theirs -- blob.bin", "delete/modify": "git rm -- gone.py",
@@ -836,7 +838,7 @@ def _conflict_fork(cli, builder: ForkBuilder, extra: str = "") -> Path:  # type:
 
 def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     fork = _conflict_fork(cli, builder)
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     person = tmp_path / "k.py"
     for text, check in (("def f():\n    return (110\n", "k.py no longer parses"),
@@ -853,7 +855,7 @@ def test_ingest_person_resolution_meets_the_same_guardrails(cli, builder: ForkBu
 
 def test_ingest_conflicts_show_says_what_each_agent_attempt_did(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     fork = _conflict_fork(cli, builder, f'\n[ingest.agent]\ncommand = ["{tmp_path}/no-such-agent"]\ntimeout = 5\n')
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc in WAITS
     toml = fork / "forkflow.toml"
     agent = tmp_path / "agent.py"  # answers with a file that changes a line outside the region
     agent.write_text("import sys\nsys.stdin.read()\nprint('def g():\\n    return 110')\n")
@@ -872,7 +874,7 @@ def test_ingest_drops_candidates_of_units_that_landed_otherwise(cli, fork: Path)
     def candidates() -> set[str]:
         return set(_git(fork, "for-each-ref", "--format=%(refname)", "refs/forkflow/candidates/").split())
 
-    assert cli("ingest", repo=fork).rc == 0  # validate only: passing units are kept as candidates
+    assert cli("ingest", repo=fork).rc in WAITS  # validate only: passing units are kept as candidates
     kept = candidates()
     assert "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in kept and len(kept) >= 3
     first = cli("ingest", "--land", "--max-units", "1", "--json", repo=fork).json()["units"]
@@ -894,7 +896,7 @@ def test_ingest_removes_a_ref_lock_a_killed_git_left_and_lands(cli, fork: Path) 
     lock.write_text(start + "\n")
     os.utime(lock, (lock.stat().st_atime - 60, lock.stat().st_mtime - 60))
     r = cli("ingest", "--land", "--json", repo=fork)
-    assert r.rc == 0, r.err
+    assert r.rc in WAITS, r.err
     assert not lock.exists()
     assert any(u["status"] == "landed" for u in r.json()["units"])
     assert _git(fork, "rev-parse", "main") != start

@@ -209,3 +209,34 @@ def test_ledger_status_json_commit_rows_have_documented_keys(base: ForkBuilder, 
     assert set(doc["counts"]) == {"picked", "skipped", "deferred", "pending", "reverted"}
     for row in doc["commits"]:
         assert {"sha", "pr", "date", "subject", "disposition", "fork_shas", "evidence"} <= set(row)
+
+
+def test_ledger_bundle_sections_marker_and_decisions(base: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    us = [base.upstream_commit({f"lib/n{i}.py": f"N = {i}\n"}, f"Change n{i} (#{200 + i})") for i in range(4)]
+    base.fetch()
+    for sha in us[:2]:
+        base.f.git("cherry-pick", "--no-commit", "--allow-empty", sha)
+    # a single revision marker (for the last member) must not hide the list; #202/#203 are decisions
+    body = ("Picked (2):\n- #200 first\n- #201 second\n\nDeferred (1):\n- #202 needs the fork's owner\n\n"
+            "Won't-port (1): #203\n\nReactor Cherry-pick Revision: " + us[1])
+    b = base.f.commit({}, "[Cherry-pick][BUNDLE] Cherry-pick 2 upstream (#200 #201 #202 #203) (#77)", body=body)
+    doc = cli("status", "--json", "--commits", repo=_init(base, cli)).json()
+    rows = _by_subject(doc)
+    assert [rows[f"Change n{i} (#{200 + i})"]["disposition"] for i in range(4)] == \
+        ["PICKED", "PICKED", "DEFERRED", "SKIPPED"]
+    assert rows["Change n0 (#200)"]["fork_shas"] == [b]
+    assert rows["Change n2 (#202)"]["evidence"][0].startswith("message")
+
+
+def test_ledger_phabricator_revert_and_its_revert(base: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    u = base.upstream_commit({"lib/p.py": "P = 1\n"}, "Add p (#50)")
+    f = base.pick(u, evidence="reactor")
+    subject = base.f.show(f, "%s").strip()
+    base.f.commit({}, f"Revert D900: {subject}", body="Differential Revision:\nD900\n\n"
+                  "fbshipit-source-id: aaaaaaaaaaaa1111")
+    doc = cli("status", "--json", "--commits", repo=_init(base, cli)).json()
+    assert _by_subject(doc)["Add p (#50)"]["disposition"] == "REVERTED"
+    base.f.commit({}, f"Revert D901: Revert D900: {subject}",
+                  body="Original commit changeset: aaaaaaaaaaaa1111")
+    doc = cli("status", "--json", "--commits", repo=base.f.path).json()
+    assert _by_subject(doc)["Add p (#50)"]["disposition"] == "PICKED"

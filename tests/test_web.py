@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,12 @@ def test_overview_numbers_come_from_the_ledger(client: TestClient, seeded: tuple
     assert sum(led["counts"].values()) == SMALL.upstream_commits
     assert led["counts"]["SKIPPED"] > 0 and led["counts"]["DEFERRED"] > 0 and led["counts"]["PENDING"] > 0
     assert led["upstream_tip"]["sha"] == seeded[1].upstream[-1]
-    days = (led["upstream_tip"]["date"] - led["ingestion_point"]["date"]) / 86400
+    def ts(iso: str) -> float:  # dates are ISO 8601 UTC, as in `status --json`
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    assert led["upstream_tip"]["date"].endswith("Z") and led["computed_at"].endswith("Z")
+    days = (ts(led["upstream_tip"]["date"]) - ts(led["ingestion_point"]["date"])) / 86400
     assert led["days_behind"] == pytest.approx(days, abs=0.01)
+    assert all("T" in str(p["taken_at"]) for p in doc["history"])
     assert len(doc["history"]) == SMALL.days
     assert doc["attention"]["open_conflicts"] == 1 and doc["attention"]["l3_waiting"] == 1
     html = client.get("/").text

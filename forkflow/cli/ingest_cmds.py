@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import getpass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.conflicts import approval, guardrails
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import case_from_marked
@@ -35,6 +36,7 @@ from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.planning.model import Plan
+from forkflow.tiers.selection import matches
 
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Plan only up to this upstream commit.")]
 MaxBundleOpt = Annotated[int | None, typer.Option("--max-bundle", min=1,
@@ -45,9 +47,18 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
          repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Route pending upstream commits into risk chains and low-risk bundles, with reasons."""
     ctx = open_context(repo, store)
-    ledger = build_ledger(ctx)
-    settings = ingest_settings(ctx.config)
-    p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle)
+    # progress on stderr, so that `plan --json > plan.json` stays clean (issue 12: 63 s of silence)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as bar:
+        task = bar.add_task("reading the ledger", total=None)
+        ledger = build_ledger(ctx)
+        settings = ingest_settings(ctx.config)
+
+        def step(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what, completed=done, total=total or None)
+
+        p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle,
+                      progress=step)
     if json_out:
         print_json(p.to_json())
     else:
@@ -123,11 +134,37 @@ def ingest_cmd(
             report = retry_unit(ctx, unit, push=push, reporter=_BarReporter(bar))
         else:
             report = ingest(ctx, options, _BarReporter(bar))
+    with ctx.store.session_scope() as s:
+        open_conflicts = len(crecords.conflicts(s, ctx.fork_id, "open"))
+    code = exit_code(report, open_conflicts)
     if json_out:
-        print_json(report_json(report))
+        print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts})
     else:
         render_report(report)
-    return 0
+        if code != EXIT_OK:
+            console.print(f"[yellow]{escape(EXIT_WHY[code])}[/] (exit {code}; see docs/automation.md)", soft_wrap=True)
+    return code
+
+
+# Exit codes of `forkflow ingest` for cron and CI (docs/automation.md); 1, 2, 3 and 130 are the
+# CLI's own (a user error, a usage error, a crash, interrupted).
+EXIT_OK = 0              # nothing needs a person: every unit landed, validated or was empty
+EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain behind one
+EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
+EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
+            EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
+_DONE = {"landed", "validated", "would-pick", "empty"}
+_FAILED = {"failed", "abandoned"}
+
+
+def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
+    """0 only when nothing needs a person; any status not known to be done needs one (issue 12)."""
+    statuses = {u.status.value for u in report.results}
+    if statuses & _FAILED:
+        return EXIT_FAILED
+    if statuses - _DONE or open_conflicts:
+        return EXIT_NEEDS_PERSON
+    return EXIT_OK
 
 
 def report_json(r: IngestReport) -> dict[str, object]:
@@ -184,19 +221,66 @@ def conflicts_list(
     with c.store.session_scope() as s:
         rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
     if json_out:
-        print_json({"conflicts": [_conflict_json(x, with_text=False) for x in rows]})
+        owners = _owners(c)
+        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path])}
+                                  for x in rows]})
         return
     if not rows:
         console.print("no open conflicts")
         return
-    t = Table(title="conflicts kept for a person")
-    for col in ("id", "upstream", "subject", "path", "kind", "chain", "seen", "status"):
+    owners = _owners(c)
+    t = Table(title="conflicts kept for a person, by upstream commit")
+    for col in ("ids", "upstream", "subject", "paths", "kind", "chain", "owner", "seen", "status"):
         t.add_column(col, overflow="fold")
-    for x in rows:
-        t.add_row(str(x.id), short(x.upstream_sha), escape(x.subject[:60]), escape(x.path), x.kind,
-                  escape(x.chain), str(x.seen), x.status)
+    for group in group_conflicts(rows):
+        x = group[0]
+        paths = [g.path for g in group]
+        owner = owners(x.chain, paths)
+        t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), escape(x.subject[:60]),
+                  escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
+                  ", ".join(sorted({g.kind for g in group})), escape(x.chain), escape(owner),
+                  str(max(g.seen for g in group)), x.status)
     console.print(t)
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
+
+
+def group_conflicts(rows: list[crecords.ConflictInfo]) -> list[list[crecords.ConflictInfo]]:
+    """One group per upstream commit (a commit conflicting in 9 files is one thing to settle)."""
+    groups: dict[str, list[crecords.ConflictInfo]] = {}
+    for x in rows:
+        groups.setdefault(x.upstream_sha, []).append(x)
+    return list(groups.values())
+
+
+def _owners(c: Context) -> Callable[[str, list[str]], str]:
+    """Who owns a conflict: its declared chain's owner, else CODEOWNERS for its paths, else '-'."""
+    chains = {spec.name: spec.owner for spec in ingest_settings(c.config).chains if spec.owner}
+    rules: list[tuple[tuple[str, ...], str]] = []
+    for where in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
+        f = c.repo.path / where
+        if f.is_file():
+            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                parts = line.split("#", 1)[0].split()
+                if len(parts) >= 2:
+                    rules.append((_codeowners_globs(parts[0]), " ".join(parts[1:])))
+            break
+
+    def owner(chain: str, paths: list[str]) -> str:
+        if chain in chains:
+            return chains[chain]
+        found = {o for p in paths for o in [next((o for g, o in reversed(rules) if matches(p, g)), "")] if o}
+        return ", ".join(sorted(found)) or "-"
+    return owner
+
+
+def _codeowners_globs(pattern: str) -> tuple[str, ...]:
+    """A CODEOWNERS pattern as forkflow globs: '/a' anchors, 'x.py' matches anywhere, 'dir/' is a folder."""
+    g = pattern.lstrip("/")
+    if not (pattern.startswith("/") or "/" in pattern.strip("/")):
+        g = "**/" + g
+    if g.endswith("/"):
+        return (g + "**",)
+    return (g, g + "/**")  # a file, or a folder named without its slash
 
 
 def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str, object]:

@@ -1,6 +1,7 @@
 """`forkflow init`, `forkflow status`, `forkflow history`."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +17,7 @@ from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.report import iso, snapshot_of, status_dict
-from forkflow.models import Ledger
+from forkflow.models import Disposition, Ledger, LedgerEntry
 from forkflow.setup import has_password, init_fork
 from forkflow.store import queries
 
@@ -44,24 +45,55 @@ def init(
 def status(
     json_out: JsonOpt = False,
     commits: Annotated[bool, typer.Option("--commits", help="One row per upstream commit.")] = False,
+    only: Annotated[list[str] | None, typer.Option(
+        "--only", help="With --commits: only these dispositions (PENDING, PICKED, SKIPPED, DEFERRED, "
+        "REVERTED; repeat or comma-separate).")] = None,
+    grep: Annotated[str | None, typer.Option(
+        "--grep", help="With --commits: only commits whose subject or sha contains this (case-insensitive).")] = None,
     fetch: Annotated[bool, typer.Option("--fetch", help="Fetch upstream first.")] = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
 ) -> int:
     """How far behind upstream the fork is, and what is left (stores a history snapshot)."""
+    wanted = _dispositions(only)
+    commits = commits or wanted is not None or grep is not None
     ctx = open_context(repo, store)
     if fetch:
         ctx.repo.fetch(ctx.config.upstream_remote, ctx.config.upstream_branch)
     ledger = build_ledger(ctx)
     record_snapshot(ctx, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    keep = _row_filter(wanted, grep)
     if json_out:
-        print_json(status_dict(ledger, with_commits=commits))
+        doc = status_dict(ledger, with_commits=commits)
+        if commits:
+            doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
+        print_json(doc)
     else:
-        _render_status(ledger, commits)
+        _render_status(ledger, commits, keep)
     return 0
 
 
-def _render_status(ledger: Ledger, commits: bool) -> None:
+def _dispositions(only: list[str] | None) -> set[Disposition] | None:
+    if not only:
+        return None
+    names = [n.strip().upper() for item in only for n in item.split(",") if n.strip()]
+    bad = [n for n in names if n not in Disposition.__members__]
+    if bad:
+        raise UserError(f"--only {bad[0]} is not a disposition; use {', '.join(Disposition.__members__)}")
+    return {Disposition[n] for n in names}
+
+
+def _row_filter(wanted: set[Disposition] | None, grep: str | None) -> Callable[[LedgerEntry], bool]:
+    needle = grep.lower() if grep else None
+
+    def keep(e: LedgerEntry) -> bool:
+        if wanted is not None and e.disposition not in wanted:
+            return False
+        return needle is None or needle in e.commit.subject.lower() or e.commit.sha.startswith(needle)
+    return keep
+
+
+def _render_status(ledger: Ledger, commits: bool, keep: Callable[[LedgerEntry], bool] = lambda e: True) -> None:
     d = status_dict(ledger)
     t = Table(title="forkflow status", show_header=False, box=None)
     t.add_row("fork point", short(ledger.fork_point))
@@ -71,6 +103,8 @@ def _render_status(ledger: Ledger, commits: bool) -> None:
               f"{d['ingestion_point']['date']}  ({how})")
     t.add_row("days behind upstream", f"[bold]{ledger.days_behind}[/]")
     t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
+    t.add_row("deferred", _by_decider(d["decisions"]["deferred"]))
+    t.add_row("skipped", _by_decider(d["decisions"]["skipped"]))
     t.add_row("counts", "  ".join(f"{k}={v}" for k, v in d["counts"].items()))
     t.add_row("out-of-order picks", str(d["out_of_order_picks"]))
     console.print(t)
@@ -80,12 +114,21 @@ def _render_status(ledger: Ledger, commits: bool) -> None:
         ct = Table(title="upstream commits after the fork point")
         for col in ("sha", "pr", "date", "subject", "disposition", "fork sha(s)", "evidence"):
             ct.add_column(col, overflow="fold")
-        for e in ledger.entries:
+        for e in filter(keep, ledger.entries):
             ct.add_row(short(e.commit.sha), f"#{e.pr}" if e.pr else "", iso(e.commit.date)[:10],
                        escape(e.commit.subject[:70]), e.disposition.value,
                        " ".join(short(s) for s in e.fork_shas),
                        escape("; ".join(x.describe() for x in e.evidence) or e.reason))
         console.print(ct)
+
+
+def _by_decider(counts: dict[str, int]) -> str:
+    """'12 (3 by a person, 9 automatic: conflicts)'."""
+    words = {"person": "by a person", "auto": "automatic", "message": "in the fork's messages",
+             "opt-out": "opted out upstream", "upstream-revert": "reverted upstream"}
+    total = sum(counts.values())
+    parts = [f"{n} {words.get(k, k)}" for k, n in counts.items()]
+    return f"[bold]{total}[/]" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _parse_date(value: str) -> datetime:

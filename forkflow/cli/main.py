@@ -14,10 +14,10 @@ from pathlib import Path
 import click
 import typer
 
-try:  # Typer 0.2x ships its own copy of click; older ones raise click's own exceptions
-    from typer._click.exceptions import ClickException as _TyperClickException
-except ImportError:  # pragma: no cover
-    _TyperClickException = click.ClickException  # type: ignore[misc,assignment]
+# Typer 0.2x ships its own copy of click; older ones raise click's own exceptions.  Its
+# ClickException is found through the public typer.BadParameter, never a private module.
+_TyperClickException: type[BaseException] = next(
+    (c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), click.ClickException)
 
 _EXITS: tuple[type[BaseException], ...] = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
 _ABORTS: tuple[type[BaseException], ...] = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
@@ -33,13 +33,14 @@ app = typer.Typer(
     help="Keep a downstream fork close to its upstream, and prove every step safe.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,  # forkflow --install-completion [bash|zsh|fish|powershell]
 )
 
 # Each module has `register(app)` and mounts the commands listed here; a subsystem adds its
 # line.  Only the invoked command's module is imported (tests/test_cli_startup.py checks the list).
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "forkflow.cli.ledger_cmds": ("init", "status", "history"),
+    "forkflow.cli.decide_cmds": ("decide", "decisions"),
     "forkflow.cli.ingest_cmds": ("plan", "ingest", "conflicts", "demo"),
     "forkflow.cli.tiers_cmds": ("validate", "nightly", "l3"),
     "forkflow.cli.regress_cmds": ("detect", "bisect"),

@@ -27,8 +27,9 @@ from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import fork_lock
-from forkflow.landing.message import Member, bundle_message, single_message
+from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions, UnitPick
+from forkflow.ledger.decisions import decider_of
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
@@ -154,6 +155,7 @@ class Ingestor:
         self.settled: set[Sha] = set()  # decided for good (not DEFERRED): no candidate of them can land
         self.order: list[Sha] = []
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
+        self.person_decided: dict[Sha, Decided] = {}
         self.run_id = 0
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
@@ -244,6 +246,7 @@ class Ingestor:
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
+        self.person_decided = {e.commit.sha: Decided(e.commit.sha, e.commit.subject, e.disposition is Disposition.DEFERRED, e.reason) for e in ledger.entries if decider_of(e) == "person"}  # noqa: E501
         if self.writes:
             self._close_settled_conflicts(ledger)
         if self.writes and start_run:
@@ -649,7 +652,7 @@ class Ingestor:
             raw, encoding = self.picker.raw_message(applied[0])
             return single_message(applied[0], raw), self.picker.author(applied[0]), encoding
         members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
-        return bundle_message(members).encode("utf-8"), None, None
+        return bundle_message(members, decided_between(applied, self.order, self.person_decided)).encode("utf-8"), None, None
 
 
 def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = None,

@@ -27,13 +27,52 @@ def single_message(sha: Sha, raw: bytes) -> bytes:
     return b"\n".join(lines) + f"\n\n{TRAILER_KEY}: {sha}\n".encode()
 
 
-def bundle_message(members: Sequence[Member]) -> str:
-    """`Cherry-pick N upstream (#a #b ...)`, one line per upstream commit, one trailer each."""
-    prs = " ".join(f"#{m.pr}" for m in members if m.pr is not None)
-    title = f"Cherry-pick {len(members)} upstream" + (f" ({prs})" if prs else " commits")
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """An upstream commit inside a bundle's range that a decision kept out of it."""
+
+    sha: Sha
+    subject: str
+    deferred: bool
+    reason: str
+
+
+SUBJECT_MAX = 72  # issue 12: bundle subjects ran to 330 characters
+
+
+def bundle_title(members: Sequence[Member]) -> str:
+    """`Cherry-pick N upstream (#a #b ...)`, cut to SUBJECT_MAX with '+K more' (the body lists all)."""
+    prs = [f"#{m.pr}" for m in members if m.pr is not None]
+    head = f"Cherry-pick {len(members)} upstream"
+    if not prs:
+        return head + " commits"
+    for n in range(len(prs), 0, -1):
+        more = f" +{len(prs) - n} more" if n < len(prs) else ""
+        title = f"{head} ({' '.join(prs[:n])}{more})"
+        if len(title) <= SUBJECT_MAX:
+            return title
+    return head + " commits"
+
+
+def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = ()) -> str:
+    """The title, one line per upstream commit, the decisions in its range by section, one trailer each."""
     body = "\n".join(f"- {m.sha[:12]} {_one_line(m.subject)}" for m in members)
+    for deferred, header in ((True, "Deferred"), (False, "Skipped")):
+        rows = [d for d in decided if d.deferred is deferred]
+        if rows:  # the ledger reads these lists back as decisions, never as picks
+            body += f"\n\n{header} ({len(rows)}):\n" + "\n".join(
+                f"- {d.sha[:12]} {_one_line(d.subject)[:80]}: {_one_line(d.reason)[:160]}" for d in rows)
     trailers = "\n".join(f"{TRAILER_KEY}: {m.sha}" for m in members)
-    return f"{title}\n\n{body}\n\n{trailers}\n"
+    return f"{bundle_title(members)}\n\n{body}\n\n{trailers}\n"
+
+
+def decided_between(applied: Sequence[Sha], order: Sequence[Sha], decided: dict[Sha, Decided]) -> list[Decided]:
+    """The decisions on upstream commits between a bundle's first and last member, in upstream order."""
+    where = {sha: i for i, sha in enumerate(order)}
+    spots = [where[s] for s in applied if s in where]
+    if not spots:
+        return []
+    return [decided[s] for s in order[min(spots):max(spots) + 1] if s in decided and s not in applied]
 
 
 def _one_line(text: str) -> str:

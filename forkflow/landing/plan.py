@@ -17,7 +17,7 @@ from forkflow.landing.shapes import ShapeReader, read_shapes
 from forkflow.landing.touches import TouchReader
 from forkflow.ledger import evidence as ev
 from forkflow.ledger.classify import ShaIndex
-from forkflow.models import Disposition, Ledger, LedgerEntry, Sha
+from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
 from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
 from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
@@ -33,7 +33,8 @@ def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntr
     if until is not None:
         cut = ledger.index_of(until)
         entries = entries[: cut + 1]
-    return [e for e in entries if e.disposition in (Disposition.PENDING, Disposition.DEFERRED)]
+    return [e for e in entries if e.disposition in (Disposition.PENDING, Disposition.DEFERRED)
+            and not (e.evidence and e.evidence[0].kind is EvidenceKind.DECIDED)]  # a person's deferral
 
 
 def resolve_until(ctx: Context, ledger: Ledger, until: str | None) -> Sha | None:

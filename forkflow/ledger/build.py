@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from datetime import datetime, timezone
 from dataclasses import asdict
 
 from forkflow import __version__
@@ -80,7 +81,10 @@ def _cache_key(fork_tip: Sha, upstream_tip: Sha, fork_point: Sha, point: Sha | N
     h = hashlib.sha256()
     parts = [__version__, fork_tip, upstream_tip, fork_point, point or "-",
              repr(config.ledger), repr(config.section("upstream").get("first_parent", False))]
-    parts += sorted(f"{r.sha}:{r.disposition.value}:{r.reason}:{','.join(r.fork_shas)}" for r in recorded)
+    parts += sorted(f"{r.sha}:{r.disposition.value}:{r.reason}:{','.join(r.fork_shas)}:{r.source.value}:"
+                    f"{r.verdict}:{r.until}:{r.task}:{r.decided_by}" for r in recorded)
+    if any(r.until for r in recorded):  # a deferral lapses at midnight: the key changes with the day
+        parts.append(_today())
     for p in parts:
         h.update(p.encode("utf-8", "surrogateescape") + b"\0")
     return h.hexdigest()
@@ -92,11 +96,11 @@ def _compute(ctx: Context, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
     first_parent = bool(config.section("upstream").get("first_parent", False))
     upstream = repo.log(f"{fork_point}..{upstream_tip}", first_parent=first_parent)
     fork_commits = repo.log(fork_tip, f"^{upstream_tip}")
-    builder = LedgerBuilder(upstream, config.ledger.markers)
+    builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out)
     builder.add_fork_commits(fork_commits)
     _match_patch_ids(ctx, builder)
     builder.add_title_matches()
-    entries = builder.entries(recorded)
+    entries = builder.entries(recorded, today=_today())
     notes: list[str] = []
     point, inferred = _ingestion_point(entries, recorded_point, config.ledger.infer_threshold)
     if recorded_point is not None and point is None:
@@ -118,6 +122,10 @@ def _compute(ctx: Context, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
         computed_at=int(time.time()),
         notes=tuple(notes),
     )
+
+
+def _today() -> str:
+    return datetime.now(timezone.utc).date().isoformat()
 
 
 def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> None:

@@ -6,23 +6,64 @@
 from __future__ import annotations
 
 import bisect
+import enum
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from forkflow.ledger import evidence as ev
+from forkflow.ledger import sections
 from forkflow.models import Commit, Disposition, Evidence, EvidenceKind, LedgerEntry, Sha
+
+
+class Decider(str, enum.Enum):
+    """Who took a recorded decision: forkflow itself (a conflict, an empty pick) or a person."""
+
+    AUTO = "auto"
+    PERSON = "person"
+
+
+class Verdict(str, enum.Enum):
+    """A person's decision on an upstream commit (`forkflow decide`)."""
+
+    SKIP = "skip"
+    DEFER = "defer"
+    WONT_PORT = "wont-port"
+
+    @property
+    def disposition(self) -> Disposition:
+        return Disposition.DEFERRED if self is Verdict.DEFER else Disposition.SKIPPED
 
 
 @dataclass(frozen=True, slots=True)
 class RecordedDecision:
-    """A decision forkflow stored for an upstream commit (it wins over PENDING only)."""
+    """A decision stored for an upstream commit (it wins over PENDING only)."""
 
     sha: Sha
     disposition: Disposition
     reason: str
     fork_shas: tuple[Sha, ...] = ()
+    source: Decider = Decider.AUTO
+    verdict: Verdict | None = None
+    until: str | None = None  # ISO date: a person's deferral lapses after it
+    task: str = ""
+    decided_by: str = ""
+    decided_at: str = field(default="", compare=False)
+
+    def is_active(self, today: str) -> bool:
+        """False once a deferral's `until` date has passed (the commit is pending again)."""
+        return self.until is None or today <= self.until
+
+    def describe(self) -> str:
+        """'decided by a person: wont-port: reason (until ..., task ...)'."""
+        if self.source is not Decider.PERSON:
+            return self.reason or self.disposition.value.lower()
+        extra = [f"until {self.until}" if self.until else "", f"task {self.task}" if self.task else "",
+                 f"by {self.decided_by}" if self.decided_by else ""]
+        tail = ", ".join(x for x in extra if x)
+        kind = self.verdict.value if self.verdict else self.disposition.value.lower()
+        return f"decided by a person: {kind}: {self.reason}" + (f" ({tail})" if tail else "")
 
 
 class ShaIndex:
@@ -49,8 +90,9 @@ class ShaIndex:
 class LedgerBuilder:
     """Collect pick and revert events from fork commits, then decide each disposition."""
 
-    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str]) -> None:
+    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str], opt_out: Sequence[str] = ()) -> None:
         self.upstream = list(upstream)
+        self.opt_out = [re.compile(m) for m in opt_out]
         self.by_sha = {c.sha: c for c in self.upstream}
         self.index = ShaIndex(self.by_sha)
         self.patterns = [re.compile(m) for m in markers]
@@ -65,6 +107,10 @@ class LedgerBuilder:
         self.reverted: dict[Sha, Sha] = {}  # upstream sha -> fork revert sha (while reverted)
         self.fork_picks: dict[Sha, list[Sha]] = {}  # fork sha -> upstream shas it picked
         self.unmatched: list[Commit] = []  # fork commits with no message evidence
+        self.decided_in: dict[Sha, tuple[Disposition, Evidence]] = {}  # deferred/skipped lists
+        self.by_diff: dict[str, Sha] = {}  # review number (D123) -> fork commit
+        self.by_subject: dict[str, Sha] = {}
+        self.fork_revert_of: dict[Sha, Sha] = {}  # fork revert -> the fork pick it reverted
 
     def unique_pr(self, pr: int) -> Sha | None:
         hits = self.by_pr.get(pr, [])
@@ -77,9 +123,25 @@ class LedgerBuilder:
         for c in fork_commits:
             fork_index[c.sha] = c
             message = c.message
-            target = ev.revert_target(message)
-            if target is not None and self._apply_fork_revert(c, target, fork_index):
+            diff = sections.DIFF_REVISION.search(message)
+            if diff and not sections.is_fork_revert(c.subject):  # a revert names the diff it reverts
+                self.by_diff[diff.group(1)] = c.sha
+            source_id = sections.SOURCE_ID.search(message)
+            if source_id:
+                self.by_diff[source_id.group(1)[:12]] = c.sha
+            self.by_subject[c.subject] = c.sha
+            target = self._fork_revert_target(c, message, fork_index)
+            if target is not None and target in self.fork_revert_of:  # a revert of a revert: reland
+                original = self.fork_revert_of[target]
+                for u in list(self.fork_picks.get(original, [])):
+                    self._pick(u, c.sha, Evidence(EvidenceKind.MARKER, c.sha,
+                                                  f"reverts the revert {target[:12]} of {original[:12]}"))
                 continue
+            if target is not None:
+                self._apply_fork_revert(c, target)
+                continue
+            if sections.is_fork_revert(c.subject):
+                continue  # a revert of something that picked nothing: never a pick itself
             found = self._message_picks(c, message)
             if found:
                 kind, shas, detail = found
@@ -88,31 +150,86 @@ class LedgerBuilder:
             else:
                 self.unmatched.append(c)
 
+    def _resolve_all(self, tokens: Iterable[str]) -> list[Sha]:
+        return list(dict.fromkeys(s for s in (self.index.resolve(t) for t in tokens) if s))
+
     def _message_picks(self, c: Commit, message: str) -> tuple[EvidenceKind, list[Sha], str] | None:
-        resolved = [s for s in (self.index.resolve(t) for t in ev.trailers(message)) if s]
+        refs = self._read_decisions(c, message)
+        declined = set(self._resolve_all(refs.deferred_shas + refs.skipped_shas)) if refs else set()
+        resolved = [s for s in self._resolve_all(ev.trailers(message)) if s not in declined]
         if resolved:
             return EvidenceKind.TRAILER, resolved, "Upstream-Commit trailer"
-        resolved = [s for s in (self.index.resolve(t) for t in ev.markers(message, self.patterns)) if s]
-        if resolved:
-            return EvidenceKind.MARKER, resolved, "pick marker in the message"
-        refs = ev.bundle_refs(c.subject, message)
-        if refs is not None:
-            shas = [s for s in (self.index.resolve(t) for t in refs.shas) if s]
-            shas += [s for s in (self.unique_pr(p) for p in refs.prs) if s]
-            shas = list(dict.fromkeys(shas))
-            if shas:
-                what = f"squashed pick listing {len(refs.prs)} PRs and {len(refs.shas)} SHAs"
-                return EvidenceKind.BUNDLE, shas, what
+        marked = [s for s in self._resolve_all(ev.markers(message, self.patterns)) if s not in declined]
+        listed = self._listed_picks(c, message, refs) if refs is not None else []
+        listed = [s for s in listed if s not in declined and s not in marked]
+        if listed:
+            # one revision marker never hides a bundle's member list (issue 12)
+            what = f"pick commit listing {len(listed) + len(marked)} upstream commits"
+            for s in marked:
+                self._pick(s, c.sha, Evidence(EvidenceKind.MARKER, c.sha, "pick marker in the message"))
+            return EvidenceKind.BUNDLE, listed, what
+        if marked:
+            return EvidenceKind.MARKER, marked, "pick marker in the message"
         return None
 
-    def _apply_fork_revert(self, c: Commit, target: str, fork_index: dict[Sha, Commit]) -> bool:
-        full = next((s for s in fork_index if s.startswith(target)), None)
-        if full is None or full not in self.fork_picks:
-            return False
+    def _read_decisions(self, c: Commit, message: str) -> sections.MessageRefs | None:
+        """Sections of a pick commit's message; its deferred and skipped lists become decisions."""
+        if not ev.BUNDLE_TITLE.search(c.subject):
+            return None
+        body = ev.unquoted(message.split("\n", 1)[1] if "\n" in message else "")
+        refs = sections.read_sections(body)
+        for disposition, shas, prs, what in (
+                (Disposition.DEFERRED, refs.deferred_shas, refs.deferred_prs, "deferred"),
+                (Disposition.SKIPPED, refs.skipped_shas, refs.skipped_prs, "skipped")):
+            for u in self._resolve_all(shas) + [s for s in (self.unique_pr(p) for p in prs) if s]:
+                self.decided_in[u] = (disposition, Evidence(
+                    EvidenceKind.MESSAGE, c.sha, f"listed as {what} in fork commit {c.sha[:12]}"))
+        return refs
+
+    def _listed_picks(self, c: Commit, message: str, refs: sections.MessageRefs) -> list[Sha]:
+        """Upstream commits a pick commit's message lists as picked (see ledger/sections.py)."""
+        body = ev.unquoted(message.split("\n", 1)[1] if "\n" in message else "")
+        shas = self._resolve_all(refs.picked_shas)
+        prs = refs.picked_prs
+        if not refs.has_picked_section:
+            prs = sections.subject_prs(c.subject)
+            truncated = "..." in c.subject or c.subject.rstrip().endswith("\u2026")
+            if not prs or truncated:
+                backport = [int(x) for x in sections.BACKPORT_OF.findall(body)]
+                if backport and not prs:
+                    prs = backport
+                else:
+                    more, hexes = sections.mentioned(body, refs)
+                    prs = prs + more
+                    shas += self._resolve_all(hexes)
+        shas += [s for s in (self.unique_pr(p) for p in prs) if s]
+        return list(dict.fromkeys(shas))
+
+    def _fork_revert_target(self, c: Commit, message: str, fork_index: dict[Sha, Commit]) -> Sha | None:
+        """The earlier fork pick this commit reverts: by sha, by review number, or by title."""
+        target = ev.revert_target(message)
+        if target is not None:
+            full = next((s for s in fork_index if s.startswith(target)), None)
+            if full is not None and (full in self.fork_picks or full in self.fork_revert_of):
+                return full
+        if not sections.is_fork_revert(c.subject):
+            return None
+        for m in (sections.REVERTED_CHANGESET.search(message), sections.REVERTED_DIFF.search(message)):
+            full = self.by_diff.get(m.group(1)[:12]) if m else None
+            if full is not None and (full in self.fork_picks or full in self.fork_revert_of):
+                return full
+        title = sections.FORK_REVERT.sub("", c.subject).rstrip('"').strip()
+        for sha in (self.by_subject.get(title), next(
+                (s for subj, s in self.by_subject.items() if subj.startswith(title) and len(title) > 30), None)):
+            if sha is not None and sha != c.sha and (sha in self.fork_picks or sha in self.fork_revert_of):
+                return sha
+        return None
+
+    def _apply_fork_revert(self, c: Commit, full: Sha) -> None:
+        self.fork_revert_of[c.sha] = full
         for u in self.fork_picks[full]:
             self.reverted[u] = c.sha
             self.evidence[u].append(Evidence(EvidenceKind.FORK_REVERT, c.sha, f"reverts fork commit {full[:12]}"))
-        return True
 
     def _pick(self, upstream_sha: Sha, fork_sha: Sha, evidence: Evidence) -> None:
         if fork_sha not in self.picked_by[upstream_sha]:
@@ -145,17 +262,20 @@ class LedgerBuilder:
     def add_title_matches(self) -> None:
         """The weakest signal: same title and a PR number that names one upstream commit."""
         for c in self.unmatched:
-            pr = ev.pr_number(c.subject)
-            u = self.unique_pr(pr) if pr is not None else None
-            if u is None or u in self.picked_by:
+            if sections.is_fork_revert(c.subject):
                 continue
-            if ev.normalized_title(self.by_sha[u].subject) == ev.normalized_title(c.subject):
-                self._pick(u, c.sha, Evidence(EvidenceKind.TITLE_PR, c.sha, f"same title and PR #{pr}"))
+            # "Fix x (#8121) (#735)": the fork's review number follows upstream's PR number
+            for pr in sections.subject_prs(c.subject)[-1:] or [p for p in [ev.pr_number(c.subject)] if p]:
+                u = self.unique_pr(pr)
+                if u is None or u in self.picked_by:
+                    continue
+                if ev.normalized_title(self.by_sha[u].subject) == ev.normalized_title(c.subject):
+                    self._pick(u, c.sha, Evidence(EvidenceKind.TITLE_PR, c.sha, f"same title and PR #{pr}"))
 
     # -- phase 3: decide ---------------------------------------------------
-    def entries(self, recorded: Iterable[RecordedDecision] = ()) -> list[LedgerEntry]:
+    def entries(self, recorded: Iterable[RecordedDecision] = (), today: str = "9999-12-31") -> list[LedgerEntry]:
         """Every upstream commit with its disposition, in upstream order."""
-        recorded_by = {r.sha: r for r in recorded}
+        recorded_by = {r.sha: r for r in recorded if r.is_active(today)}
         cancelled = self._cancelled_upstream()
         out: list[LedgerEntry] = []
         for c in self.upstream:
@@ -172,8 +292,15 @@ class LedgerBuilder:
                 out.append(LedgerEntry(c, pr, Disposition.SKIPPED, (), (e,), "reverted upstream"))
             elif c.sha in recorded_by:
                 r = recorded_by[c.sha]
-                e = Evidence(EvidenceKind.RECORDED, None, r.reason or r.disposition.value.lower())
-                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.reason))
+                kind = EvidenceKind.DECIDED if r.source is Decider.PERSON else EvidenceKind.RECORDED
+                e = Evidence(kind, None, r.describe())
+                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.describe()))
+            elif c.sha in self.decided_in:
+                disposition, e = self.decided_in[c.sha]
+                out.append(LedgerEntry(c, pr, disposition, (), (e,), e.detail))
+            elif (hit := next((p.pattern for p in self.opt_out if p.search(c.message)), None)) is not None:
+                e = Evidence(EvidenceKind.OPT_OUT, None, f"upstream message matches [ledger] opt_out {hit!r}")
+                out.append(LedgerEntry(c, pr, Disposition.SKIPPED, (), (e,), e.detail))
             else:
                 out.append(LedgerEntry(c, pr, Disposition.PENDING))
         return out

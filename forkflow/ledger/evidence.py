@@ -11,7 +11,9 @@ PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
 PR_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
 PR_ANY = re.compile(r"(?<![\w/])#(\d{1,7})\b")
 HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])")
-BUNDLE_TITLE = re.compile(r"cherry[- ]?pick|backport|upstream|bundle|ingest|sync", re.I)
+# a title that says the commit picks: "upstream" alone does not ("Align x with upstream #10358")
+BUNDLE_TITLE = re.compile(r"cherry[- ]?pick|\[pick\]|backport|bundle|reactor|ingest", re.I)
+QUOTED_TITLE = re.compile(r"(?:^|\s)'(.+)'(?=\s|$)")
 _TITLE_PREFIX = re.compile(r"^\s*(\[?(cherry[- ]?pick(ed)?|backport|upstream|pick)\]?\s*[:\-]?\s*)+", re.I)
 
 
@@ -74,7 +76,9 @@ def bundle_refs(subject: str, message: str) -> BundleRefs | None:
 
 
 def normalized_title(subject: str) -> str:
-    """A subject without pick prefixes and its PR suffix, for the title+PR match."""
-    s = _TITLE_PREFIX.sub("", subject)
-    s = PR_SUFFIX.sub("", s)
+    """A subject without pick prefixes, quotes and its PR suffixes, for the title+PR match."""
+    quoted = QUOTED_TITLE.search(subject)
+    s = quoted.group(1) if quoted else _TITLE_PREFIX.sub("", subject)
+    while PR_SUFFIX.search(s):
+        s = PR_SUFFIX.sub("", s)
     return " ".join(s.split()).lower()

@@ -4,6 +4,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from forkflow.ledger.decisions import decider_of, decision_counts
 from forkflow.models import Disposition, Ledger
 from forkflow.store.queries import Snapshot
 
@@ -27,6 +28,8 @@ def status_dict(ledger: Ledger, *, with_commits: bool = False) -> dict[str, Any]
         "days_behind": ledger.days_behind,
         "backlog_commits": len(ledger.backlog),
         "counts": {d.value.lower(): counts[d] for d in Disposition},
+        # who decided the SKIPPED / DEFERRED commits: person, auto (a conflict), message, opt-out
+        "decisions": decision_counts(ledger),
         "out_of_order_picks": len(ledger.out_of_order_picks),
         "upstream_commits": len(ledger.entries),
         "notes": list(ledger.notes),
@@ -42,6 +45,7 @@ def status_dict(ledger: Ledger, *, with_commits: bool = False) -> dict[str, Any]
                 "fork_shas": list(e.fork_shas),
                 "evidence": [x.describe() for x in e.evidence],
                 "reason": e.reason,
+                "decided_by": decider_of(e),
             }
             for e in ledger.entries
         ]

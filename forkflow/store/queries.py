@@ -11,7 +11,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from forkflow.ledger.classify import RecordedDecision
+from forkflow.ledger.classify import Decider, RecordedDecision, Verdict
 from forkflow.models import Better, Disposition, MetricPoint, Sha
 from forkflow.store.schema import (
     CommitFactRow,
@@ -42,7 +42,10 @@ def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
     rows = s.scalars(select(DispositionRow).where(DispositionRow.fork_id == fid)).all()
     return [
         RecordedDecision(Sha(r.upstream_sha), Disposition(r.disposition), r.reason,
-                         tuple(Sha(x) for x in json.loads(r.fork_shas)))
+                         tuple(Sha(x) for x in json.loads(r.fork_shas)),
+                         source=Decider(r.source or "auto"), verdict=Verdict(r.verdict) if r.verdict else None,
+                         until=r.until, task=r.task or "", decided_by=r.decided_by or "",
+                         decided_at=r.decided_at.isoformat() if r.decided_at else "")
         for r in rows
     ]
 
@@ -58,6 +61,21 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
     row.reason = decision.reason
     row.fork_shas = json.dumps(list(decision.fork_shas))
     row.decided_at = datetime.now(timezone.utc)
+    row.source = decision.source.value
+    row.verdict = decision.verdict.value if decision.verdict else ""
+    row.until = decision.until
+    row.task = decision.task
+    row.decided_by = decision.decided_by
+
+
+def forget_decision(s: Session, fid: int, sha: Sha) -> bool:
+    """Remove the decision on one upstream commit; False when there was none."""
+    row = s.scalar(select(DispositionRow).where(
+        DispositionRow.fork_id == fid, DispositionRow.upstream_sha == sha))
+    if row is None:
+        return False
+    s.delete(row)
+    return True
 
 
 def commit_facts(s: Session, shas: Iterable[Sha]) -> dict[Sha, tuple[str | None, tuple[str, ...] | None]]:

@@ -63,6 +63,12 @@ class DispositionRow(Base):
     reason: Mapped[str] = mapped_column(Text, default="")
     fork_shas: Mapped[str] = mapped_column(Text, default="[]")  # JSON list
     decided_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+    # who decided: "auto" (forkflow: a conflict, an empty pick) or "person" (`forkflow decide`)
+    source: Mapped[str] = mapped_column(String(16), default="auto", server_default="auto")
+    verdict: Mapped[str] = mapped_column(String(16), default="", server_default="")  # skip/defer/wont-port
+    until: Mapped[str | None] = mapped_column(String(32), nullable=True)  # ISO date a deferral ends
+    task: Mapped[str] = mapped_column(Text, default="", server_default="")
+    decided_by: Mapped[str] = mapped_column(String(200), default="", server_default="")
 
 
 class SnapshotRow(Base):

@@ -106,7 +106,7 @@ class Store:
         """Open the store at `url`, creating and migrating it when needed."""
         engine = _make_engine(url, create=create)
         store = cls(engine, url)
-        store.migrate()
+        store.migrate(create=create)
         return store
 
     @contextmanager
@@ -127,7 +127,7 @@ class Store:
         finally:
             session.close()
 
-    def migrate(self) -> None:
+    def migrate(self, create: bool = True) -> None:
         """Bring the schema to every head; refuse a store written by a newer forkflow."""
         known, heads = _script_revisions()
         try:
@@ -138,6 +138,9 @@ class Store:
                     # finds the schema current (issue 13, item 4)
                     conn.execute(text("SELECT pg_advisory_xact_lock(:ns, 0)"), {"ns": LOCK_NAMESPACE})
                 current = _current_revisions(conn)
+                if not current and not create:
+                    raise UserError(f"no forkflow store at {redact(self.url)} (the database is empty); check "
+                                    "--store, FORKFLOW_STORE or [store] url, or create it with forkflow init")
                 newer = current - known
                 if newer:
                     raise UserError(
@@ -174,9 +177,10 @@ def _make_engine(url: str, *, create: bool) -> Engine:
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
             p = Path(path)
+            if not create and not p.exists():
+                raise UserError(f"no forkflow store at {p}; check --store, FORKFLOW_STORE or [store] url, "
+                                "or create it with forkflow init --upstream URL --store URL")
             if not p.parent.exists():
-                if not create:
-                    raise UserError(f"no store at {p}; run: forkflow init --upstream URL")
                 p.parent.mkdir(parents=True, exist_ok=True)
         kwargs["connect_args"] = {"timeout": timeout}
         if path in ("", ":memory:"):

@@ -13,12 +13,33 @@ Bad configuration (a suite command that does not exist...) raises UserError as u
 """
 from __future__ import annotations
 
+from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.landing.gate import GateResult
 from forkflow.models import Sha
 from forkflow.tiers import queries as q
+from forkflow.tiers.selection import matches
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, validate
+
+
+def untested_paths(config: Config) -> tuple[str, ...]:
+    """`[ingest] untested_paths`: globs of files no test covers on purpose (docs, CI files...)."""
+    value = config.section("ingest").get("untested_paths", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise config_error(config.path, config.text, "ingest.untested_paths",
+                           f"must be a list of path globs, not {value!r}")
+    return tuple(value)
+
+
+def ran_nothing_verdict(changed: list[str], untested: tuple[str, ...]) -> tuple[bool, str]:
+    """A gate that selected no suite passes only when every changed file is declared test-free."""
+    uncovered = [p for p in changed if not matches(p, untested)]
+    if not uncovered:
+        return True, "no suite selected; every changed file is in [ingest] untested_paths"
+    more = f" and {len(uncovered) - 3} more" if len(uncovered) > 3 else ""
+    return False, (f"ran nothing: no L1 suite's paths cover {', '.join(uncovered[:3])}{more}; add a suite "
+                   "whose paths match, or list them in [ingest] untested_paths if no test can cover them")
 
 
 class TierGate:
@@ -32,6 +53,10 @@ class TierGate:
                                                  trigger="gate"), self.reporter)
         result = GateResult(passed=out.status == q.PASS, summary=f"L1 {out.status}: {out.summary}",
                             run_id=out.run_id, infra=out.status == q.INFRA)
+        if out.status == q.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
+            changed = [p for p in self.ctx.repo.git("diff", "--name-only", "-z", base, rev).split("\0") if p]
+            passed, why = ran_nothing_verdict(changed, untested_paths(self.ctx.config))
+            return GateResult(passed, f"L1: {why}", out.run_id)
         if out.status != q.FAIL or out.run_id is None:
             return result
         return self._not_this_units_fault(result, out.run_id, base)

@@ -53,9 +53,11 @@ def short(sha: str | None) -> str:
     return (sha or "-")[:12]
 
 
-def when(value: datetime | int | float | None) -> str:
+def when(value: datetime | int | float | str | None) -> str:
     if value is None:
         return "-"
+    if isinstance(value, str):  # ISO 8601, as the JSON documents carry dates
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if isinstance(value, (int, float)):
         value = datetime.fromtimestamp(value, tz=timezone.utc)
     return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M")

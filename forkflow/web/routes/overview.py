@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from forkflow.ledger.report import iso
 from forkflow.models import Disposition, Ledger
 from forkflow.regress import records as regress_records
 from forkflow.store import queries
@@ -26,14 +27,15 @@ def _ledger_doc(ledger: Ledger) -> dict[str, Any]:
     counts = ledger.counts()
     return {
         "fork_point": ledger.fork_point, "fork_tip": ledger.fork_tip,
-        "upstream_tip": {"sha": ledger.upstream_tip.sha, "date": ledger.upstream_tip.date},
-        "ingestion_point": {"sha": ledger.ingestion_point.sha, "date": ledger.ingestion_point.date,
+        # dates are ISO 8601 in UTC, as in `status --json` (issue 12: these were Unix seconds)
+        "upstream_tip": {"sha": ledger.upstream_tip.sha, "date": iso(ledger.upstream_tip.date)},
+        "ingestion_point": {"sha": ledger.ingestion_point.sha, "date": iso(ledger.ingestion_point.date),
                             "inferred": ledger.ingestion_point_inferred},
         "days_behind": ledger.days_behind, "backlog": len(ledger.backlog),
         "upstream_commits": len(ledger.entries),
         "counts": {d.value: counts[d] for d in Disposition},
         "out_of_order_picks": len(ledger.out_of_order_picks),
-        "computed_at": ledger.computed_at, "notes": list(ledger.notes),
+        "computed_at": iso(ledger.computed_at), "notes": list(ledger.notes),
     }
 
 
@@ -45,7 +47,7 @@ def _snapshot_doc(snap: queries.Snapshot) -> dict[str, Any]:
         "days_behind": snap.days_behind, "backlog": snap.backlog,
         "upstream_commits": sum(snap.counts.values()),
         "counts": {d.value: int(snap.counts.get(d.value, 0)) for d in Disposition},
-        "out_of_order_picks": None, "computed_at": int(snap.taken_at.timestamp()), "notes": [],
+        "out_of_order_picks": None, "computed_at": iso(int(snap.taken_at.timestamp())), "notes": [],
     }
 
 

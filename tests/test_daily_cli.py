@@ -1,0 +1,94 @@
+"""Smaller points of issue 12: status filters, plan progress, conflicts grouped with an owner."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from forkflow.cli.ingest_cmds import _codeowners_globs, group_conflicts
+from forkflow.conflicts.records import ConflictInfo
+from forkflow.demo import build_sample, demo_config
+from forkflow.models import Sha
+from forkflow.tiers.selection import matches
+from forkflow.testing.gitrepo import ForkBuilder
+
+
+def test_status_commits_filter_by_disposition_and_text(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"README": "hello\n"}, "Initial")
+    builder.branch_fork()
+    a = builder.upstream_commit({"lib/a.py": "A = 1\n"}, "Add a (#1)")
+    builder.upstream_commit({"lib/b.py": "B = 1\n"}, "Tune b (#2)")
+    builder.upstream_commit({"lib/c.py": "C = 1\n"}, "Tune c (#3)")
+    builder.pick(a)
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    doc = cli("status", "--json", "--only", "pending", repo=fork).json()
+    assert [c["subject"] for c in doc["commits"]] == ["Tune b (#2)", "Tune c (#3)"]
+    doc = cli("status", "--json", "--only", "PICKED,PENDING", "--grep", "TUNE C", repo=fork).json()
+    assert [c["subject"] for c in doc["commits"]] == ["Tune c (#3)"]
+    assert doc["counts"]["pending"] == 2  # the summary still counts everything
+    r = cli("status", "--only", "LATER", repo=fork)
+    assert r.rc == 1 and "not a disposition" in r.err
+    assert "Tune b" not in cli("status", "--grep", "add a", repo=fork).out
+
+
+def test_plan_reports_progress_and_keeps_json_clean(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.context import open_context
+    from forkflow.landing.plan import make_plan
+    from forkflow.landing.settings import ingest_settings
+    from forkflow.ledger.build import build_ledger
+
+    sample = build_sample(tmp_path / "sample")
+    assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
+    with (sample.fork / "forkflow.toml").open("a") as f:
+        f.write(demo_config(sys.executable))
+    ctx = open_context(sample.fork)
+    seen: list[str] = []
+    make_plan(ctx, build_ledger(ctx), ingest_settings(ctx.config), progress=lambda what, d, t: seen.append(what))
+    assert "reading changes" in seen and "probing bundles" in seen
+    r = cli("plan", "--json", repo=sample.fork)
+    assert r.rc == 0 and json.loads(r.out)["units"]
+
+
+def test_conflicts_grouped_per_commit_with_owner(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    sample = build_sample(tmp_path / "sample")
+    assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
+    with (sample.fork / "forkflow.toml").open("a") as f:
+        f.write(demo_config(sys.executable))
+    (sample.fork / "CODEOWNERS").write_text("* @fork-maintainers\n/mini/ @compiler-team\n")
+    cli("ingest", "--land", repo=sample.fork)
+    listed = cli("conflicts", "--json", repo=sample.fork).json()["conflicts"]
+    assert listed and {c["owner"] for c in listed} <= {"@compiler-team", "@kernels-team"}
+    out = cli("conflicts", repo=sample.fork).out
+    assert "by upstream commit" in out and len({c["upstream_sha"] for c in listed}) <= out.count("\n")
+
+
+def test_group_conflicts_and_codeowners_globs() -> None:
+    def info(i: int, sha: str, path: str) -> ConflictInfo:
+        from datetime import datetime, timezone
+        return ConflictInfo(i, Sha(sha * 40), "s", path, "content", "", Sha("0" * 40), "", "", (), "open", 1,
+                            datetime.now(timezone.utc))
+    groups = group_conflicts([info(1, "a", "x"), info(2, "b", "y"), info(3, "a", "z")])
+    assert [[g.id for g in grp] for grp in groups] == [[1, 3], [2]]
+    assert matches("deep/dir/setup.py", _codeowners_globs("setup.py"))
+    assert matches("mini/ops.py", _codeowners_globs("/mini/"))
+    assert not matches("other/mini/ops.py", _codeowners_globs("/mini/"))
+    assert matches("lib/x/y.cpp", _codeowners_globs("lib/x"))
+
+
+def test_requires_python_matches_what_runs() -> None:
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    meta = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    low = tuple(int(x) for x in re.match(r">=\s*(\d+)\.(\d+)", meta["requires-python"]).groups())  # type: ignore[union-attr]
+    uses_tomllib = any("import tomllib" in p.read_text() for p in (root / "forkflow").rglob("*.py"))
+    assert not uses_tomllib or low >= (3, 11), "tomllib is Python 3.11+: raise requires-python or add tomli"
+
+
+def test_cli_completion_on_and_no_private_typer_import(cli) -> None:  # type: ignore[no-untyped-def]
+    root = Path(__file__).resolve().parent.parent
+    assert "typer._" not in (root / "forkflow" / "cli" / "main.py").read_text()
+    r = cli("--help")
+    assert r.rc == 0 and "--install-completion" in r.out
