@@ -9,7 +9,7 @@ import hashlib
 import shlex
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -101,6 +101,13 @@ def points(ctx: Context, request: Request) -> list[Point]:
     now = request.now or int(time.time())
     times = step_times(request.since, request.until, request.every, now=now,
                        fork_point_date=repo.commit_date(fork_point))
+    moved = repo.git("rev-list", "--first-parent", "--count", f"--since={request.since - request.every}",
+                     f"--until={request.until}", config.fork_ref, f"^{upstream_tip}").strip()
+    if moved == "0":
+        newest = iso_day(repo.commit_date(fork_tip))
+        raise UserError(f"fork branch '{config.fork_branch}' has no commit of its own between {iso_day(request.since - request.every)} "
+                        f"and {iso_day(request.until)} (its newest is from {newest}): nothing to compare; pass a "
+                        "window in which the fork moved")
     out = []
     for t in times:
         fork = _at(ctx, config.fork_ref, t)
@@ -206,7 +213,8 @@ class Replay:
         fork_tip, upstream_tip = check_repo(repo, config)
         set_state(self.scratch, config, fork_tip, upstream_tip)
         ledger = self.engine.status(self.engine.context("replay:takes"), fork_tip, upstream_tip)
-        return takes_of(ledger, self.scratch.repo.commit_date)
+        dates: dict[str, int] = {c.sha: c.date for c in repo.log(fork_tip, f"^{ledger.fork_point}")}
+        return takes_of(ledger, dates)
 
     def annotate(self, step: Step, takes: Takes) -> Step:
         """Each landed commit with the fork's real pick of it, and whether the changes agree."""
@@ -245,16 +253,14 @@ class Replay:
         return out
 
 
-def takes_of(ledger: Ledger, date_of: Any) -> Takes:
+def takes_of(ledger: Ledger, dates: Mapping[str, int]) -> Takes:
+    """The fork commit that took each picked upstream commit (its first, when several did)."""
     by_upstream: dict[str, tuple[str, int]] = {}
     by_fork: dict[str, list[str]] = {}
-    dates: dict[str, int] = {}
     for e in ledger.entries:
-        if e.disposition is not Disposition.PICKED or not e.fork_shas:
+        if e.disposition is not Disposition.PICKED or not e.fork_shas or e.fork_shas[0] not in dates:
             continue
         f = e.fork_shas[0]
-        if f not in dates:
-            dates[f] = int(date_of(f))
         by_upstream[e.commit.sha] = (f, dates[f])
         by_fork.setdefault(f, []).append(e.commit.sha)
     return Takes(by_upstream, {f: tuple(u) for f, u in by_fork.items()})

@@ -57,7 +57,7 @@ class Outcome:
 def state_of(ledger: Ledger) -> State:
     counts = ledger.counts()
     return State(round(ledger.days_behind, 2), len(ledger.backlog), counts[Disposition.PENDING],
-                 ledger.ingestion_point.sha, ledger.ingestion_point_inferred)
+                 counts[Disposition.PENDING] + counts[Disposition.DEFERRED], ledger.ingestion_point.sha, ledger.ingestion_point_inferred)
 
 
 class Engine:
@@ -129,7 +129,7 @@ class Engine:
         ours = repo.get(tree)
         assert isinstance(ours, pygit2.Tree)
         paths: set[str] = set()
-        for diff in [repo.diff(commit.parents[0].tree, commit.tree)] + [
+        for diff in [repo.diff(str(commit.parents[0].tree_id), str(commit.tree_id))] + [
                 repo.diff(self.picker.mainline_tree(u), self.picker.commit_tree(u)) for u in upstream]:
             for d in diff.deltas:
                 paths |= {d.old_file.path, d.new_file.path}

@@ -71,6 +71,7 @@ class State:
     days_behind: float
     backlog: int
     pending: int
+    open: int = 0  # not taken yet: pending + deferred (the backlog counts only those before the point)
     ingestion_point: str = ""
     inferred: bool = True
 
