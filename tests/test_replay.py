@@ -84,9 +84,9 @@ def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> N
     assert page.count("<svg") == 3 and "days behind upstream" in page and "<script" not in page
 
 
-def test_replay_rerun_takes_every_step_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
     args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json")
-    first = cli(*args, repo=sample.fork)
+    first = cli(*args, "--jobs", "2", repo=sample.fork)  # steps computed by two worker processes
     assert first.rc == 0, first.err
     again = cli(*args, repo=sample.fork)
     assert again.rc == 0, again.err

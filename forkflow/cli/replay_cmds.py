@@ -36,6 +36,7 @@ def replay(
     every: Annotated[str, typer.Option("--every", help="Step length: day, week, 2w, 3d, 12h.")] = "week",
     gate: Annotated[str, typer.Option("--gate", help="L1 command each landing unit must pass (default: "
                                       "none, merge-ability only).")] = "",
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Steps computed at once, one process each.")] = 1,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
     json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
 ) -> int:
@@ -47,7 +48,7 @@ def replay(
     ctx = open_context(repo, store)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True, disable=json_out) as bar:
-        report = run_replay(ctx, request, _BarReporter(bar))
+        report = run_replay(ctx, request, _BarReporter(bar), jobs=jobs)
     if html is not None:
         from forkflow.replay.html import render_html
 

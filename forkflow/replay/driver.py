@@ -9,12 +9,13 @@ import hashlib
 import shlex
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from forkflow import __version__
+from forkflow.config import Config
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import check_repo
@@ -133,13 +134,14 @@ class Replay:
     """One replay; each public method is one step of it."""
 
     def __init__(self, ctx: Context, request: Request, reporter: Reporter | None = None,
-                 scratch: Scratch | None = None) -> None:
-        self.ctx, self.request = ctx, request
+                 scratch: Scratch | None = None, jobs: int = 1) -> None:
+        self.ctx, self.request, self.jobs = ctx, request, jobs
         self.reporter = reporter or QuietReporter()
         self.scratch = scratch or open_scratch(ctx.repo, ctx.config)
         self.engine = Engine(self.scratch.repo, ctx.config, self.scratch.store, request.gate,
                              log_dir=self.scratch.root / "logs")
         self.notes: list[str] = []
+        self._pids: dict[Sha, str] = {}
         self._settings_key = repr(self.engine.settings)
 
     def run(self) -> Report:
@@ -154,8 +156,8 @@ class Replay:
         takes = self.takes()
         self.reporter.start(len(pts))
         steps: list[Step] = []
-        for p in pts:
-            step = self.annotate(self.step(p), takes)
+        for raw in self.steps(pts):
+            step = self.annotate(raw, takes)
             steps.append(step)
             self.reporter.step_done(step)
         self.reporter.phase("comparing with the fork's hand-resolved picks")
@@ -189,23 +191,20 @@ class Replay:
         with self.ctx.store.session_scope() as s:
             records.save(s, key, kind, payload)
 
-    def step(self, p: Point) -> Step:
-        """The state at p, forkflow's ingest on it, and the state after (cached by the two SHAs)."""
-        key = self._key("step", p.fork, p.upstream)
-        hit = self._cached(key)
-        if hit is not None:
-            return replace(Step.from_json(hit), at=p.at, cached=True)
-        began = time.monotonic()
-        set_state(self.scratch, self.ctx.config, p.fork, p.upstream)
-        ctx = self.engine.context(f"replay:{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}")
-        real = self.engine.status(ctx, p.fork, p.upstream)
-        outcome = self.engine.ingest(ctx, p.upstream)
-        step = Step(p.at, p.fork, p.upstream, self.scratch.repo.commit_date(p.fork),
-                    real.upstream_tip.date, state_of(real), outcome.after, landed_of(outcome),
-                    outcome.skipped, outcome.deferred, outcome.waiting, outcome.units,
-                    round(time.monotonic() - began, 1), False, outcome.notes)
-        self._save(key, "step", step.to_json())
-        return step
+    def steps(self, pts: Sequence[Point]) -> Iterator[Step]:
+        """Each step, from the cache where it is there; the others computed (by `jobs` processes)."""
+        keys = {p.at: self._key("step", p.fork, p.upstream) for p in pts}
+        hits = {p.at: self._cached(keys[p.at]) for p in pts}
+        todo = [p for p in pts if hits[p.at] is None]
+        fresh = iter(compute_steps(self, todo, self.jobs))
+        for p in pts:
+            hit = hits[p.at]
+            if hit is not None:
+                yield replace(Step.from_json(hit), at=p.at, cached=True)
+                continue
+            step = next(fresh)
+            self._save(keys[p.at], "step", step.to_json())
+            yield step
 
     def takes(self) -> Takes:
         """Which fork commit took each upstream commit, as of the fork's current tip."""
@@ -219,6 +218,7 @@ class Replay:
     def annotate(self, step: Step, takes: Takes) -> Step:
         """Each landed commit with the fork's real pick of it, and whether the changes agree."""
         out = []
+        self._patch_ids([takes.by_upstream[x.sha][0] for x in step.landed if x.sha in takes.by_upstream], takes)
         for x in step.landed:
             fork_sha, taken_at = takes.by_upstream.get(x.sha, ("", 0))
             same = ""
@@ -227,11 +227,19 @@ class Replay:
             out.append(replace(x, fork_sha=fork_sha, taken_at=taken_at, same=same))
         return replace(step, landed=tuple(out))
 
+    def _patch_ids(self, fork_shas: Sequence[str], takes: Takes) -> None:
+        """Patch-ids of the single picks not compared yet, in one git call (not one per pick)."""
+        need = [f for f in set(fork_shas) if len(takes.by_fork[f]) == 1 and f not in self._pids
+                and self._cached(self._key("compare", f, "False", *takes.by_fork[f])) is None]
+        shas = [Sha(x) for f in need for x in (f, takes.by_fork[f][0])]
+        self._pids.update(self.scratch.repo.patch_ids(shas))
+
     def compare(self, fork_sha: Sha, upstream: Sequence[str], *, resolve: bool) -> str:
         key = self._key("compare", fork_sha, str(resolve), *upstream)
         hit = self._cached(key)
         if hit is None:
-            hit = self.engine.compare_pick(fork_sha, [Sha(u) for u in upstream], resolve=resolve)
+            hit = self.engine.compare_pick(fork_sha, [Sha(u) for u in upstream], resolve=resolve,
+                                           patch_ids=self._pids)
             self._save(key, "compare", hit)
         return str(hit)
 
@@ -266,9 +274,32 @@ def takes_of(ledger: Ledger, dates: Mapping[str, int]) -> Takes:
     return Takes(by_upstream, {f: tuple(u) for f, u in by_fork.items()})
 
 
-def replay(ctx: Context, request: Request, reporter: Reporter | None = None) -> Report:
+def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point) -> Step:
+    """The state at p, forkflow's ingest on it, and the state after."""
+    began = time.monotonic()
+    set_state(scratch, config, p.fork, p.upstream)
+    ctx = engine.context(f"replay:{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}")
+    real = engine.status(ctx, p.fork, p.upstream)
+    outcome = engine.ingest(ctx, p.upstream)
+    return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,
+                state_of(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
+                outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes)
+
+
+def compute_steps(run: Replay, todo: Sequence[Point], jobs: int) -> Iterator[Step]:
+    """The steps in order: in this process, or spread over `jobs` worker processes."""
+    if jobs <= 1 or len(todo) <= 1:
+        for p in todo:
+            yield compute_step(run.engine, run.scratch, run.ctx.config, p)
+        return
+    from forkflow.replay.pool import map_steps
+
+    yield from map_steps(run.ctx.repo.path, run.ctx.config.root, run.request.gate, todo, jobs)
+
+
+def replay(ctx: Context, request: Request, reporter: Reporter | None = None, jobs: int = 1) -> Report:
     """Replay the window on the fork of `ctx`; see `Replay`."""
-    return Replay(ctx, request, reporter).run()
+    return Replay(ctx, request, reporter, jobs=jobs).run()
 
 
 def lag_days(step: Step, taken_at: int) -> float:

@@ -8,7 +8,7 @@ planner changes (dependency-exact chains, #11), this module is the one that foll
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,7 +104,8 @@ class Engine:
             units=len(report.results), notes=report.notes)
 
     # -- the fork's own picks ------------------------------------------------------
-    def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool) -> str:
+    def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,
+                     patch_ids: Mapping[Sha, str] | None = None) -> str:
         """How `upstream`, picked by forkflow onto the fork commit's parent, compares with that commit.
 
         Returns `patch-id` (one commit, the same patch), `post-image` (the files either side touched
@@ -114,7 +115,7 @@ class Engine:
         if not isinstance(commit, pygit2.Commit) or len(commit.parents) != 1 or not upstream:
             return "differs"
         if len(upstream) == 1 and not resolve:
-            ids = self.repo.patch_ids([fork_sha, upstream[0]])
+            ids = patch_ids if patch_ids and fork_sha in patch_ids else self.repo.patch_ids([fork_sha, upstream[0]])
             if ids.get(fork_sha) and ids.get(fork_sha) == ids.get(upstream[0]):
                 return "patch-id"
         base = str(commit.parents[0].tree_id)

@@ -27,10 +27,11 @@ def scratch_root(config: Config) -> Path:
     return config.root / STATE_DIR / "replay"
 
 
-def open_scratch(user: Repo, config: Config) -> Scratch:
-    """The scratch repository under `.forkflow/replay/`, created on first use."""
+def open_scratch(user: Repo, config: Config, slot: int = 0) -> Scratch:
+    """The scratch repository under `.forkflow/replay/`, created on first use; one per worker `slot`."""
     root = scratch_root(config)
-    path = root / "repo.git"
+    name = "" if slot == 0 else f"-{slot}"
+    path = root / f"repo{name}.git"
     if not (path / "HEAD").exists():
         path.mkdir(parents=True, exist_ok=True)
         run_git("init", "-q", "--bare", str(path), cwd=root)
@@ -40,7 +41,7 @@ def open_scratch(user: Repo, config: Config) -> Scratch:
     objects = (common if common.is_absolute() else user.path / common).resolve() / "objects"
     (path / "objects" / "info").mkdir(parents=True, exist_ok=True)
     (path / "objects" / "info" / "alternates").write_text(f"{objects}\n", encoding="utf-8")
-    store = Store.open(f"sqlite:///{root / 'scratch.db'}")
+    store = Store.open(f"sqlite:///{root / f'scratch{name}.db'}")
     return Scratch(root, Repo(path), store)
 
 
