@@ -32,7 +32,7 @@ from forkflow.replay.model import (
     step_times,
     summarize,
 )
-from forkflow.replay.scratch import Scratch, open_scratch, set_state
+from forkflow.replay.scratch import Scratch, forget_objects, open_scratch, set_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +278,7 @@ def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point) -> 
     """The state at p, forkflow's ingest on it, and the state after."""
     began = time.monotonic()
     set_state(scratch, config, p.fork, p.upstream)
+    forget_objects(scratch)  # after the refs moved: none of them names a scratch object any more
     ctx = engine.context(f"replay:{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}")
     real = engine.status(ctx, p.fork, p.upstream)
     outcome = engine.ingest(ctx, p.upstream)

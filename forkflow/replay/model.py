@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timezone
@@ -134,6 +135,7 @@ class Summary:
     not_taken: int  # landed by forkflow, not taken by the fork by the window's end
     clean_compared: int  # landed cleanly and taken by the fork
     clean_same: int
+    clean_kinds: dict[str, int]  # patch-id | post-image | differs | conflict (the fork resolved it on its base)
     resolved_compared: int  # the fork's hand-resolved picks forkflow also faced
     resolved_same: int
     resolved_by_forkflow: int  # ... of them, ones forkflow's resolvers settled (the rest it defers)
@@ -209,6 +211,7 @@ def summarize(steps: Sequence[Step], resolved: Sequence[ResolvedPick] = ()) -> S
         not_taken=sum(1 for _, x in firsts.values() if not x.fork_sha),
         clean_compared=len(compared),
         clean_same=sum(1 for x in compared if x.same in ("patch-id", "post-image")),
+        clean_kinds=dict(sorted(Counter(x.same for x in compared).items())),
         resolved_compared=len(resolved),
         resolved_same=sum(1 for r in resolved if r.forkflow == "same"),
         resolved_by_forkflow=sum(1 for r in resolved if r.forkflow != "unresolved"),

@@ -6,6 +6,7 @@ in it.  Its store keeps the ledger, touch and patch-id caches between runs.
 """
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,21 @@ def open_scratch(user: Repo, config: Config, slot: int = 0) -> Scratch:
     (path / "objects" / "info" / "alternates").write_text(f"{objects}\n", encoding="utf-8")
     store = Store.open(f"sqlite:///{root / f'scratch{name}.db'}")
     return Scratch(root, Repo(path), store)
+
+
+def forget_objects(scratch: Scratch) -> None:
+    """Drop what earlier steps wrote (packs and loose objects of picked trees and candidates).
+
+    Everything the scratch repository holds itself is a by-product of a finished step: the
+    commits a step starts from are the user's (borrowed), and results live in the store.
+    Without this every landing unit leaves a pack, and object lookups slow down step after step."""
+    objects = scratch.repo.path / "objects"
+    for sub in objects.iterdir():
+        if sub.name == "pack":
+            for f in sub.iterdir():
+                f.unlink(missing_ok=True)
+        elif len(sub.name) == 2 and sub.is_dir():
+            shutil.rmtree(sub, ignore_errors=True)
 
 
 def set_state(scratch: Scratch, config: Config, fork: Sha, upstream: Sha) -> None:
