@@ -25,6 +25,7 @@ def _report() -> Report:
 def test_replay_page_shows_the_stored_curves_and_steps(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ff.db'}"
     store = Store.open(url)
+    assert {"replay_runs", "replay_cache"} <= set(store.table_names())  # the migration made them
     with store.session_scope() as s:
         fid = queries.fork_id(s, "triton:main")
         run = records.start_run(s, fid, "2026-01-05", "2026-01-26", 604_800, "")
