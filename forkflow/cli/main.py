@@ -47,6 +47,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "forkflow.cli.triage_cmds": ("triage", "trunk", "issues"),
     "forkflow.cli.web_cmds": ("serve",),
     "forkflow.cli.workloads_cmds": ("workloads",),
+    "forkflow.cli.replay_cmds": ("replay",),
 }
 
 

@@ -1,0 +1,307 @@
+"""`forkflow replay`: the fork's own history, step by step, with and without forkflow.
+
+The loop only gathers states and hands them to the engine; every step's result is cached by the
+two SHAs it starts from, so a re-run (or a run after an interruption) recomputes nothing it has.
+"""
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from forkflow import __version__
+from forkflow.config import Config
+from forkflow.context import Context
+from forkflow.errors import UserError
+from forkflow.ledger.build import check_repo
+from forkflow.models import Disposition, Ledger, Sha
+from forkflow.replay import records
+from forkflow.replay.engine import ENGINE_VERSION, Engine, landed_of, state_of
+from forkflow.replay.model import (
+    DAY,
+    DEFAULT_GATE_NOTE,
+    Report,
+    ResolvedPick,
+    Step,
+    iso_day,
+    step_times,
+    summarize,
+)
+from forkflow.replay.scratch import Scratch, forget_objects, open_scratch, set_state
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    since: int
+    until: int
+    every: int
+    gate: str = ""
+    now: int = 0  # 0: the clock
+
+
+class Reporter(Protocol):
+    def phase(self, text: str) -> None: ...
+    def start(self, total: int) -> None: ...
+    def step_done(self, step: Step) -> None: ...
+
+
+class QuietReporter:
+    def phase(self, text: str) -> None:
+        pass
+
+    def start(self, total: int) -> None:
+        pass
+
+    def step_done(self, step: Step) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    at: int
+    fork: Sha
+    upstream: Sha
+
+
+@dataclass(frozen=True, slots=True)
+class Takes:
+    """The fork's real picks as of its current tip: which fork commit took each upstream commit."""
+
+    by_upstream: dict[str, tuple[str, int]]  # upstream sha -> (fork sha, its date)
+    by_fork: dict[str, tuple[str, ...]]  # fork sha -> upstream shas it took, upstream order
+
+
+def check_gate(command: str) -> None:
+    """A gate command whose program cannot be found is a one-line error before any step runs."""
+    try:
+        words = shlex.split(command)
+    except ValueError as e:
+        raise UserError(f"--gate {command!r} cannot be parsed ({e})") from None
+    program = words[0] if words else ""
+    if not program or (shutil.which(program) is None and not Path(program).is_file()
+                       and program not in _SHELL_WORDS):
+        raise UserError(f"--gate: command {program or command!r} not found; pass a command on PATH "
+                        "(it runs in a work tree of each landing unit, exit 0 passes)")
+
+
+_SHELL_WORDS = {"true", "false", "test", "[", "exit", "cd", ":", "set", "export"}
+
+
+def points(ctx: Context, request: Request) -> list[Point]:
+    """The fork and upstream SHAs of each step, or a UserError for a window that cannot be replayed."""
+    repo, config = ctx.repo, ctx.config
+    fork_tip, upstream_tip = check_repo(repo, config)  # a shallow clone, a missing branch: one line
+    fork_point = repo.merge_base(fork_tip, upstream_tip)
+    if fork_point is None:
+        raise UserError(f"fork branch '{config.fork_branch}' and upstream share no history; check --upstream")
+    now = request.now or int(time.time())
+    times = step_times(request.since, request.until, request.every, now=now,
+                       fork_point_date=repo.commit_date(fork_point))
+    moved = repo.git("rev-list", "--first-parent", "--count", f"--since={request.since - request.every}",
+                     f"--until={request.until}", config.fork_ref, f"^{upstream_tip}").strip()
+    if moved == "0":
+        newest = iso_day(repo.commit_date(fork_tip))
+        raise UserError(f"fork branch '{config.fork_branch}' has no commit of its own between {iso_day(request.since - request.every)} "
+                        f"and {iso_day(request.until)} (its newest is from {newest}): nothing to compare; pass a "
+                        "window in which the fork moved")
+    out = []
+    for t in times:
+        fork = _at(ctx, config.fork_ref, t)
+        upstream = _at(ctx, config.upstream_ref, t)
+        if fork is None:
+            first = repo.git("log", "--first-parent", "--reverse", "--format=%cs", config.fork_ref).split()
+            raise UserError(f"fork branch '{config.fork_branch}' has no commit dated on or before {iso_day(t)} "
+                            f"(its history starts {first[0] if first else 'nowhere'}); pass a later --since")
+        if upstream is None or repo.merge_base(fork, upstream) is None:
+            raise UserError(f"upstream has no commit shared with the fork on or before {iso_day(t)}; "
+                            "pass a later --since")
+        out.append(Point(t, fork, upstream))
+    return out
+
+
+def _at(ctx: Context, ref: str, t: int) -> Sha | None:
+    """The newest first-parent commit of `ref` dated <= t (committer date)."""
+    out = ctx.repo.git("rev-list", "--first-parent", "-1", f"--before={t}", ref, check=False).strip()
+    return Sha(out) if out else None
+
+
+class Replay:
+    """One replay; each public method is one step of it."""
+
+    def __init__(self, ctx: Context, request: Request, reporter: Reporter | None = None,
+                 scratch: Scratch | None = None, jobs: int = 1) -> None:
+        self.ctx, self.request, self.jobs = ctx, request, jobs
+        self.reporter = reporter or QuietReporter()
+        self.scratch = scratch or open_scratch(ctx.repo, ctx.config)
+        self.engine = Engine(self.scratch.repo, ctx.config, self.scratch.store, request.gate,
+                             log_dir=self.scratch.root / "logs")
+        self.notes: list[str] = []
+        self._pids: dict[Sha, str] = {}
+        self._settings_key = repr(self.engine.settings)
+
+    def run(self) -> Report:
+        start = time.monotonic()
+        if self.request.gate:
+            check_gate(self.request.gate)
+        else:
+            self.notes.append(DEFAULT_GATE_NOTE)
+        pts = points(self.ctx, self.request)
+        run_id = self.start_run()
+        self.reporter.phase("reading the fork's own picks")
+        takes = self.takes()
+        self.reporter.start(len(pts))
+        steps: list[Step] = []
+        for raw in self.steps(pts):
+            step = self.annotate(raw, takes)
+            steps.append(step)
+            self.reporter.step_done(step)
+        self.reporter.phase("comparing with the fork's hand-resolved picks")
+        resolved = self.resolved_picks(takes, pts)
+        report = Report(self.request.since, self.request.until, self.request.every, self.request.gate,
+                        tuple(steps), summarize(steps, resolved), tuple(r.to_json() for r in resolved),
+                        tuple(self.notes), time.monotonic() - start)
+        with self.ctx.store.session_scope() as s:
+            records.finish_run(s, run_id, report.to_json())
+        return report
+
+    def start_run(self) -> int:
+        r = self.request
+        args = (iso_day(r.since), iso_day(r.until), r.every, r.gate)
+        with self.ctx.store.session_scope() as s:
+            if records.interrupted(s, self.ctx.fork_id, *args):
+                self.notes.append("resumed an interrupted replay of this window: finished steps come from the cache")
+            return records.start_run(s, self.ctx.fork_id, *args)
+
+    def _key(self, *parts: str) -> str:
+        h = hashlib.sha256()
+        for p in (__version__, ENGINE_VERSION, self.request.gate, self._settings_key, *parts):
+            h.update(p.encode("utf-8", "surrogateescape") + b"\0")
+        return h.hexdigest()
+
+    def _cached(self, key: str) -> Any:
+        with self.ctx.store.session_scope() as s:
+            return records.cached(s, key)
+
+    def _save(self, key: str, kind: str, payload: Any) -> None:
+        with self.ctx.store.session_scope() as s:
+            records.save(s, key, kind, payload)
+
+    def steps(self, pts: Sequence[Point]) -> Iterator[Step]:
+        """Each step, from the cache where it is there; the others computed (by `jobs` processes)."""
+        keys = {p.at: self._key("step", p.fork, p.upstream) for p in pts}
+        hits = {p.at: self._cached(keys[p.at]) for p in pts}
+        todo = [p for p in pts if hits[p.at] is None]
+        fresh = iter(compute_steps(self, todo, self.jobs))
+        for p in pts:
+            hit = hits[p.at]
+            if hit is not None:
+                yield replace(Step.from_json(hit), at=p.at, cached=True)
+                continue
+            step = next(fresh)
+            self._save(keys[p.at], "step", step.to_json())
+            yield step
+
+    def takes(self) -> Takes:
+        """Which fork commit took each upstream commit, as of the fork's current tip."""
+        repo, config = self.ctx.repo, self.ctx.config
+        fork_tip, upstream_tip = check_repo(repo, config)
+        set_state(self.scratch, config, fork_tip, upstream_tip)
+        ledger = self.engine.status(self.engine.context("replay:takes"), fork_tip, upstream_tip)
+        dates: dict[str, int] = {c.sha: c.date for c in repo.log(fork_tip, f"^{ledger.fork_point}")}
+        return takes_of(ledger, dates)
+
+    def annotate(self, step: Step, takes: Takes) -> Step:
+        """Each landed commit with the fork's real pick of it, and whether the changes agree."""
+        out = []
+        self._patch_ids([takes.by_upstream[x.sha][0] for x in step.landed if x.sha in takes.by_upstream], takes)
+        for x in step.landed:
+            fork_sha, taken_at = takes.by_upstream.get(x.sha, ("", 0))
+            same = ""
+            if fork_sha and x.outcome == "applied":
+                same = self.compare(Sha(fork_sha), takes.by_fork[fork_sha], resolve=False)
+            out.append(replace(x, fork_sha=fork_sha, taken_at=taken_at, same=same))
+        return replace(step, landed=tuple(out))
+
+    def _patch_ids(self, fork_shas: Sequence[str], takes: Takes) -> None:
+        """Patch-ids of the single picks not compared yet, in one git call (not one per pick)."""
+        need = [f for f in set(fork_shas) if len(takes.by_fork[f]) == 1 and f not in self._pids
+                and self._cached(self._key("compare", f, "False", *takes.by_fork[f])) is None]
+        shas = [Sha(x) for f in need for x in (f, takes.by_fork[f][0])]
+        self._pids.update(self.scratch.repo.patch_ids(shas))
+
+    def compare(self, fork_sha: Sha, upstream: Sequence[str], *, resolve: bool) -> str:
+        key = self._key("compare", fork_sha, str(resolve), *upstream)
+        hit = self._cached(key)
+        if hit is None:
+            hit = self.engine.compare_pick(fork_sha, [Sha(u) for u in upstream], resolve=resolve,
+                                           patch_ids=self._pids)
+            self._save(key, "compare", hit)
+        return str(hit)
+
+    def resolved_picks(self, takes: Takes, pts: Sequence[Point]) -> list[ResolvedPick]:
+        """The fork's picks in the window that conflict on their own parent, and what forkflow makes of them."""
+        if not pts:
+            return []
+        first_at = pts[0].at
+        out = []
+        for fork_sha, ups in takes.by_fork.items():
+            when = next((d for f, d in takes.by_upstream.values() if f == fork_sha), 0)
+            if when <= first_at or when > self.request.until + self.request.every:
+                continue
+            if self.compare(Sha(fork_sha), ups, resolve=False) != "conflict":
+                continue
+            verdict = self.compare(Sha(fork_sha), ups, resolve=True)
+            out.append(ResolvedPick(fork_sha, tuple(ups), "same" if verdict in ("post-image", "patch-id")
+                                    else verdict))
+        return out
+
+
+def takes_of(ledger: Ledger, dates: Mapping[str, int]) -> Takes:
+    """The fork commit that took each picked upstream commit (its first, when several did)."""
+    by_upstream: dict[str, tuple[str, int]] = {}
+    by_fork: dict[str, list[str]] = {}
+    for e in ledger.entries:
+        if e.disposition is not Disposition.PICKED or not e.fork_shas or e.fork_shas[0] not in dates:
+            continue
+        f = e.fork_shas[0]
+        by_upstream[e.commit.sha] = (f, dates[f])
+        by_fork.setdefault(f, []).append(e.commit.sha)
+    return Takes(by_upstream, {f: tuple(u) for f, u in by_fork.items()})
+
+
+def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point) -> Step:
+    """The state at p, forkflow's ingest on it, and the state after."""
+    began = time.monotonic()
+    set_state(scratch, config, p.fork, p.upstream)
+    forget_objects(scratch)  # after the refs moved: none of them names a scratch object any more
+    ctx = engine.context(f"replay:{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}")
+    real = engine.status(ctx, p.fork, p.upstream)
+    outcome = engine.ingest(ctx, p.upstream)
+    return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,
+                state_of(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
+                outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes)
+
+
+def compute_steps(run: Replay, todo: Sequence[Point], jobs: int) -> Iterator[Step]:
+    """The steps in order: in this process, or spread over `jobs` worker processes."""
+    if jobs <= 1 or len(todo) <= 1:
+        for p in todo:
+            yield compute_step(run.engine, run.scratch, run.ctx.config, p)
+        return
+    from forkflow.replay.pool import map_steps
+
+    yield from map_steps(run.ctx.repo.path, run.ctx.config.root, run.request.gate, todo, jobs)
+
+
+def replay(ctx: Context, request: Request, reporter: Reporter | None = None, jobs: int = 1) -> Report:
+    """Replay the window on the fork of `ctx`; see `Replay`."""
+    return Replay(ctx, request, reporter, jobs=jobs).run()
+
+
+def lag_days(step: Step, taken_at: int) -> float:
+    return (taken_at - step.at) / DAY

@@ -1,0 +1,177 @@
+"""The one place replay calls forkflow's ledger, planner and picker (see #15).
+
+Everything replay needs from the ingestion pipeline goes through `Engine`: the status of a
+(fork, upstream) state, what `forkflow ingest --land` does on it in a scratch repository, and
+how an upstream change picked onto a fork commit's parent compares with that commit.  When the
+planner changes (dependency-exact chains, #11), this module is the one that follows.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from forkflow.config import Config
+from forkflow.conflicts.engine import resolve_case
+from forkflow.conflicts.records import lookup_resolution
+from forkflow.conflicts.resolvers.agent import Attempt
+from forkflow.context import Context
+from forkflow.git.repo import Repo
+from forkflow.landing.casework import build_case, build_resolvers
+from forkflow.landing.gate import CommandGate, Gate, GateResult
+from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitResult, UnitStatus
+from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
+from forkflow.landing.settings import IngestSettings, ingest_settings
+from forkflow.ledger.build import build_ledger
+from forkflow.models import Disposition, Ledger, Sha
+from forkflow.replay.model import Landed, State
+from forkflow.store import queries
+from forkflow.store.session import Store
+
+ENGINE_VERSION = "1"  # part of every cache key: bump when what a step computes changes
+
+
+class MergeabilityGate:
+    """The default gate of a replay: a unit that picked without conflict passes (no tests run)."""
+
+    def check(self, rev: Sha, base: Sha) -> GateResult:
+        return GateResult(True, "merge-ability only (no gate command)")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """forkflow's work on one state, before the fork's real picks are looked up."""
+
+    after: State
+    landed: tuple[tuple[str, str, str, str], ...]  # (sha, subject, applied|resolved, resolver)
+    skipped: int
+    deferred: int
+    waiting: int
+    units: int
+    notes: tuple[str, ...]
+
+
+def state_of(ledger: Ledger) -> State:
+    counts = ledger.counts()
+    return State(round(ledger.days_behind, 2), len(ledger.backlog), counts[Disposition.PENDING],
+                 counts[Disposition.PENDING] + counts[Disposition.DEFERRED], ledger.ingestion_point.sha, ledger.ingestion_point_inferred)
+
+
+class Engine:
+    """forkflow's pipeline on a scratch repository whose refs a replay sets step by step."""
+
+    def __init__(self, repo: Repo, config: Config, store: Store, gate_command: str = "",
+                 log_dir: Path | None = None) -> None:
+        self.repo, self.config, self.store = repo, config, store
+        self.settings: IngestSettings = ingest_settings(config)
+        self.gate: Gate = (CommandGate(repo, gate_command, self.settings.l1_timeout, log_dir=log_dir)
+                           if gate_command else MergeabilityGate())
+        self._picker: MemoryPicker | None = None
+
+    @property
+    def picker(self) -> MemoryPicker:
+        if self._picker is None:
+            self._picker = MemoryPicker(self.repo.path)
+        return self._picker
+
+    def context(self, name: str) -> Context:
+        """A fresh fork in the scratch store: no decision of another step leaks into this one."""
+        with self.store.session_scope() as s:
+            fid = queries.fork_id(s, name)
+        return Context(self.repo, self.config, self.store, fid)
+
+    def status(self, ctx: Context, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
+        return build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip, use_recorded_point=recorded)
+
+    def ingest(self, ctx: Context, upstream_tip: Sha) -> Outcome:
+        """`forkflow ingest --land` on the scratch fork branch; the state it leaves."""
+        ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
+        report = ingestor.run()
+        after = self.status(ctx, report.tip, upstream_tip, recorded=True)
+        subjects = {e.commit.sha: e.commit.subject for e in after.entries}
+        landed: list[tuple[str, str, str, str]] = []
+        for r in report.results:
+            if r.status is UnitStatus.LANDED:
+                landed += [(sha, subjects.get(sha, ""), *_how(r, sha)) for sha in r.picked]
+        return Outcome(
+            after=state_of(after), landed=tuple(landed),
+            skipped=sum(len(r.skipped) for r in report.results),
+            deferred=sum(len(r.deferred) for r in report.results if r.status is not UnitStatus.WAITING),
+            waiting=sum(len(r.deferred) for r in report.results if r.status is UnitStatus.WAITING),
+            units=len(report.results), notes=report.notes)
+
+    # -- the fork's own picks ------------------------------------------------------
+    def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,
+                     patch_ids: Mapping[Sha, str] | None = None) -> str:
+        """How `upstream`, picked by forkflow onto the fork commit's parent, compares with that commit.
+
+        Returns `patch-id` (one commit, the same patch), `post-image` (the files either side touched
+        end up the same), `differs`, `conflict` (no resolver: the pick needs a person) or, with
+        `resolve`, `unresolved` when forkflow's resolvers leave a conflict."""
+        commit = self.picker.repo.get(fork_sha)
+        if not isinstance(commit, pygit2.Commit) or len(commit.parents) != 1 or not upstream:
+            return "differs"
+        if len(upstream) == 1 and not resolve:
+            ids = patch_ids if patch_ids and fork_sha in patch_ids else self.repo.patch_ids([fork_sha, upstream[0]])
+            if ids.get(fork_sha) and ids.get(fork_sha) == ids.get(upstream[0]):
+                return "patch-id"
+        base = str(commit.parents[0].tree_id)
+        fix = self._resolver() if resolve else None
+        pick = self.picker.pick_sequence(base, upstream, resolve=fix)
+        if pick.conflicted:
+            return "unresolved" if resolve else "conflict"
+        return "post-image" if self._same_files(pick.tree, commit, upstream) else "differs"
+
+    def _same_files(self, tree: str, commit: pygit2.Commit, upstream: Sequence[Sha]) -> bool:
+        repo = self.picker.repo
+        ours = repo.get(tree)
+        assert isinstance(ours, pygit2.Tree)
+        paths: set[str] = set()
+        for diff in [repo.diff(str(commit.parents[0].tree_id), str(commit.tree_id))] + [
+                repo.diff(self.picker.mainline_tree(u), self.picker.commit_tree(u)) for u in upstream]:
+            for d in diff.deltas:
+                paths |= {d.old_file.path, d.new_file.path}
+        return all(_entry(ours, p) == _entry(commit.tree, p) for p in paths)
+
+    def _resolver(self) -> Callable[[PickStep, str], Resolutions | None]:
+        def lookup(key: str) -> tuple[list[str], str] | None:
+            with self.store.session_scope() as s:
+                return lookup_resolution(s, key)
+
+        resolvers = build_resolvers(self.settings.resolvers, lookup, self.settings.agent, _no_log,
+                                    dict(os.environ), with_agent=True)
+
+        def fix(step: PickStep, onto_tree: str) -> Resolutions | None:
+            out: dict[str, bytes | None] = {}
+            for conflict in step.conflicts:
+                outcome = resolve_case(build_case(self.repo, self.picker, step.sha, conflict), resolvers)
+                if not outcome.resolved:
+                    return None
+                out[conflict.path] = outcome.content
+            return out
+
+        return fix
+
+
+def _no_log(attempt: Attempt) -> None:
+    pass
+
+
+def _entry(tree: pygit2.Tree, path: str) -> tuple[str, int] | None:
+    try:
+        obj = tree[path]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return str(obj.id), int(obj.filemode)
+
+
+def _how(r: UnitResult, sha: str) -> tuple[str, str]:
+    resolver = next((v for k, v in r.resolved_by.items() if k.startswith(sha[:12])), "")
+    return ("resolved", resolver) if resolver else ("applied", "")
+
+
+def landed_of(outcome: Outcome) -> tuple[Landed, ...]:
+    return tuple(Landed(sha, subject, how, resolver) for sha, subject, how, resolver in outcome.landed)

@@ -1,0 +1,69 @@
+"""The scratch repository and store a replay works in: the user's checkout and store stay as they are.
+
+The scratch repository is bare and borrows the user's objects (`objects/info/alternates`), so it
+costs no copy; what forkflow writes while replaying (picked trees, candidate commits, refs) lands
+in it.  Its store keeps the ledger, touch and patch-id caches between runs.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from forkflow.config import STATE_DIR, Config
+from forkflow.git.repo import Repo
+from forkflow.git.run import run_git
+from forkflow.models import Sha
+from forkflow.store.session import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Scratch:
+    root: Path
+    repo: Repo
+    store: Store
+
+
+def scratch_root(config: Config) -> Path:
+    return config.root / STATE_DIR / "replay"
+
+
+def open_scratch(user: Repo, config: Config, slot: int = 0) -> Scratch:
+    """The scratch repository under `.forkflow/replay/`, created on first use; one per worker `slot`."""
+    root = scratch_root(config)
+    name = "" if slot == 0 else f"-{slot}"
+    path = root / f"repo{name}.git"
+    if not (path / "HEAD").exists():
+        path.mkdir(parents=True, exist_ok=True)
+        run_git("init", "-q", "--bare", str(path), cwd=root)
+        run_git("config", "gc.auto", "0", cwd=path)  # nothing repacks while a replay runs
+        run_git("remote", "add", config.upstream_remote, str(user.path), cwd=path)
+    common = Path(run_git("rev-parse", "--git-common-dir", cwd=user.path).strip())
+    objects = (common if common.is_absolute() else user.path / common).resolve() / "objects"
+    (path / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (path / "objects" / "info" / "alternates").write_text(f"{objects}\n", encoding="utf-8")
+    store = Store.open(f"sqlite:///{root / f'scratch{name}.db'}")
+    return Scratch(root, Repo(path), store)
+
+
+def forget_objects(scratch: Scratch) -> None:
+    """Drop what earlier steps wrote (packs and loose objects of picked trees and candidates).
+
+    Everything the scratch repository holds itself is a by-product of a finished step: the
+    commits a step starts from are the user's (borrowed), and results live in the store.
+    Without this every landing unit leaves a pack, and object lookups slow down step after step."""
+    objects = scratch.repo.path / "objects"
+    for sub in objects.iterdir():
+        if sub.name == "pack":
+            for f in sub.iterdir():
+                f.unlink(missing_ok=True)
+        elif len(sub.name) == 2 and sub.is_dir():
+            shutil.rmtree(sub, ignore_errors=True)
+
+
+def set_state(scratch: Scratch, config: Config, fork: Sha, upstream: Sha) -> None:
+    """Point the scratch fork branch and upstream branch at a step's SHAs; forget forkflow's refs."""
+    lines = [f"update {config.fork_ref} {fork}", f"update {config.upstream_ref} {upstream}"]
+    refs = scratch.repo.git("for-each-ref", "--format=%(refname)", "refs/forkflow/").split()
+    lines += [f"delete {ref}" for ref in refs]
+    scratch.repo.git("update-ref", "--stdin", input="\n".join(lines) + "\n")

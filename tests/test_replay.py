@@ -1,0 +1,161 @@
+"""`forkflow replay` end to end on a generated fork, and its bad inputs."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from forkflow.context import open_context
+from forkflow.git.run import run_git
+from forkflow.models import Sha
+from forkflow.replay.driver import Request, Replay
+from forkflow.replay.model import DAY, Step, iso
+from forkflow.testing.gitrepo import ForkBuilder
+
+
+@dataclass
+class Sample:
+    fork: Path
+    since: str  # the first step: after u2, before the fork took it
+    until: str
+    u2: Sha
+    u3: Sha
+    u4: Sha
+    pick2: Sha
+
+
+def _date(repo: Path, rev: str) -> int:
+    return int(run_git("show", "-s", "--format=%ct", rev, cwd=repo).strip())
+
+
+@pytest.fixture
+def sample(builder: ForkBuilder, cli) -> Sample:  # type: ignore[no-untyped-def]
+    """A fork that carries its own change, and takes upstream commits days after they land."""
+    b = builder
+    b.upstream_commit({"k.py": "x = 1\n", "f.py": "a = 1\n"}, "Base (#1)")
+    fork = b.branch_fork().path
+    b.fork_commit({"f.py": "a = 1\nfork = True\n"}, "Fork feature")
+    b.tick(DAY)
+    u2 = b.upstream_commit({"k.py": "x = 2\n"}, "Two (#2)")
+    b.tick(DAY)
+    u3 = b.upstream_commit({"g.py": "g = 1\n"}, "Three (#3)")
+    b.tick(DAY)
+    pick2 = b.pick(u2, "trailer")
+    b.tick(DAY)
+    u4 = b.upstream_commit({"f.py": "a = 2\n"}, "Four, where the fork changed f.py (#4)")
+    b.tick(DAY)
+    b.pick(u3, "cherry")
+    b.tick(DAY)
+    b.fork_commit({"f.py": "a = 2\nfork = True\n"}, "Four (#4), resolved by hand", f"Upstream-Commit: {u4}")
+    b.tick(DAY)
+    b.fetch()
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    since = _date(fork, u2) + 3600
+    return Sample(fork, iso(since), iso(since + 5 * DAY), u2, u3, u4, pick2)
+
+
+def _refs(repo: Path) -> str:
+    return run_git("for-each-ref", "--format=%(refname) %(objectname)", cwd=repo)
+
+
+def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    before = _refs(sample.fork)
+    html = tmp_path / "r.html"
+    r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
+            "--html", str(html), repo=sample.fork)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    steps = doc["steps"]
+    assert len(steps) == 6
+    first = steps[0]
+    assert first["real"]["pending"] >= 1 and first["after"]["days_behind"] == 0
+    landed = {x["sha"]: x for x in first["landed"]}
+    assert sample.u2 in landed  # forkflow lands it at once; the fork took it two days later
+    x = landed[sample.u2]
+    assert x["fork_sha"] == sample.pick2 and x["same"] == "patch-id" and x["taken_at"] > first["at"]
+    m = doc["summary"]
+    assert m["lag_saved_count"] >= 2 and m["lag_saved_median"] > 0
+    assert m["clean_same"] == m["clean_compared"] >= 2
+    assert m["resolved_compared"] == 1  # the fork resolved u4 by hand
+    assert any("merge-ability only" in n for n in doc["notes"])
+    assert _refs(sample.fork) == before  # the user's branches and refs are untouched
+    page = html.read_text()
+    assert page.count("<svg") == 3 and "days behind upstream" in page and "<script" not in page
+
+
+def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json")
+    first = cli(*args, "--jobs", "2", repo=sample.fork)  # steps computed by two worker processes
+    assert first.rc == 0, first.err
+    again = cli(*args, repo=sample.fork)
+    assert again.rc == 0, again.err
+    assert all(s["cached"] for s in again.json()["steps"])
+    strip = [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in again.json()["steps"]]
+    assert strip == [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in first.json()["steps"]]
+
+
+class _Interrupt:
+    def phase(self, text: str) -> None:
+        pass
+
+    def start(self, total: int) -> None:
+        pass
+
+    def step_done(self, step: Step) -> None:
+        raise KeyboardInterrupt
+
+
+def test_replay_interrupted_then_resumed(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.replay.model import parse_day, parse_every
+
+    ctx = open_context(sample.fork)
+    request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
+    with pytest.raises(KeyboardInterrupt):
+        Replay(ctx, request, _Interrupt()).run()
+    r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
+            repo=sample.fork)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert doc["steps"][0]["cached"] and not doc["steps"][1]["cached"]
+    assert any("resumed" in n for n in doc["notes"])
+
+
+def test_replay_with_a_failing_gate_lands_nothing(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d", "--gate", "false", "--json",
+            repo=sample.fork)
+    assert r.rc == 0, r.err
+    step = r.json()["steps"][0]
+    assert step["landed"] == [] and step["deferred"] >= 1
+
+
+@pytest.mark.parametrize("args, text", [
+    (("--since", "2023-11-20", "--until", "2023-11-18"), "is after --until"),
+    (("--since", "2001-01-01", "--until", "2023-11-18"), "before the fork point"),
+    (("--since", "2023-11-16", "--until", "2999-01-01"), "in the future"),
+    (("--since", "2023-11-16", "--until", "2023-11-18", "--every", "fortnightly"), "is not a duration"),
+    (("--since", "2023-11-16", "--until", "2023-11-18", "--every", "0d"), "is not a duration"),
+    (("--since", "16/11/2023", "--until", "2023-11-18"), "is not a date"),
+    (("--since", "2023-11-16", "--until", "2023-11-18", "--gate", "no-such-gate-xyz --fast"), "not found"),
+])
+def test_replay_bad_input_is_one_line(cli, sample: Sample, args: tuple[str, ...], text: str) -> None:  # type: ignore[no-untyped-def]
+    r = cli("replay", *args, repo=sample.fork)
+    assert r.rc == 1 and text in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+def test_replay_window_where_the_fork_never_moved(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    r = cli("replay", "--since", "2025-01-01", "--until", "2025-03-01", repo=sample.fork)
+    assert r.rc == 1 and "has no commit" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_replay_refuses_a_shallow_clone(cli, sample: Sample, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    shallow = tmp_path / "shallow"
+    run_git("clone", "-q", str(sample.fork), str(shallow), cwd=tmp_path)
+    url = run_git("remote", "get-url", "upstream", cwd=sample.fork).strip()
+    run_git("remote", "add", "upstream", url, cwd=shallow)
+    run_git("fetch", "-q", "upstream", cwd=shallow)
+    assert cli("init", "--upstream", "upstream", repo=shallow).rc == 0
+    run_git("fetch", "-q", "--depth", "1", "origin", cwd=shallow)  # the history is cut after init
+    r = cli("replay", "--since", sample.since, "--until", sample.until, repo=shallow)
+    assert r.rc == 1 and "shallow" in r.err and len(r.err.strip().splitlines()) == 1, r.err
