@@ -263,3 +263,13 @@ def test_structural_is_in_ingests_default_chain() -> None:
     chain = build_resolvers(DEFAULT_ORDER, lambda key: None, AgentSettings(), lambda a: None, {})
     assert [r.name for r in chain] == ["recorded", "trivial", "structural"]  # no agent configured
     assert [r.name for r in deterministic_resolvers(History())] == ["history", "trivial", "structural"]
+
+
+def test_structural_says_when_one_side_moved_code_the_other_edited(tmp_path: Path) -> None:
+    block = "def helper(x):\n    y = x + 1\n    z = y * 2\n    return z\n"
+    rest = "".join(f"\n\ndef f{i}():\n    return helper({i})\n" for i in range(6))
+    base = "import os\n\n\n" + block + rest
+    ours = "import os\n" + rest + "\n\n" + block  # the fork moved helper to the end
+    theirs = base.replace("z = y * 2", "z = y * 3")  # upstream edited it in place
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "the fork moved this code" in why

@@ -79,6 +79,11 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
     kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
     if kept is not None:
         return kept
+    for who, side, other, side_file in (("the fork", r.ours, r.theirs, ours_file),
+                                        ("upstream", r.theirs, r.ours, theirs_file)):
+        if _moved_away(r.base, side, other, side_file):
+            raise Declined(f"{who} moved this code and the other side edited it: the edit must follow "
+                           "the move, outside the conflict")
     raise Declined("both sides changed the same lines differently")
 
 
@@ -252,6 +257,16 @@ def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list
     lines = _code(side_file)
     n = len(other)
     return any(lines[i:i + n] == other for i in range(len(lines) - n + 1) if lines[i] == other[0])
+
+
+def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list[str]) -> bool:
+    """Whether this side removed the region's code, which it has elsewhere, while the other edited it."""
+    gone = [x for x in _code(base_text.splitlines()) if x not in set(_code(side_text.splitlines()))]
+    if len(gone) < 3 or _code(other_text.splitlines()) == _code(base_text.splitlines()):
+        return False
+    lines = _code(side_file)
+    at = [i for i, x in enumerate(lines) if x == gone[0]]
+    return any(lines[i:i + len(gone)] == gone for i in at)
 
 
 def _declines_file(case: ConflictCase) -> str | None:
