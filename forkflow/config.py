@@ -35,7 +35,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
                "split_max_gate_runs", "pin_files", "push_remote", "chain", "agent", "land",
                "untested_paths", "review"),
     "ingest.chain": ("name", "owner", "paths", "symbols"),
-    "ingest.agent": ("command", "url", "model", "api_key_env", "timeout", "max_bytes"),
+    "ingest.agent": ("command", "url", "model", "api_key_env", "timeout", "max_bytes", "autoland"),
     "ingest.review": ("sink", "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
                       "gitlab_token_env", "remote", "branch_prefix"),
     "suite": (),

@@ -221,7 +221,7 @@ def test_conflicts_show_and_status_print_no_terminal_escapes(cli, builder: ForkB
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
         f.write('\n[ingest]\nl1_command = "true"\n')
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc == 4  # units wait on a person (docs/automation.md)
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     outputs = [cli("conflicts", "show", str(c["id"]), repo=fork),
                cli("conflicts", "show", str(c["id"]), "--json", repo=fork),
@@ -576,7 +576,7 @@ def test_dashboard_approval_needs_the_token(cli, builder: ForkBuilder, tmp_path:
     from forkflow.web.app import create_app
 
     fork, mark = _agent_fork(cli, builder, tmp_path)
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc == 4  # units wait on a person (docs/automation.md)
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     token = "operator-token-0123456789"
     with TestClient(create_app(open_context(fork), token, actions_log=tmp_path / "actions.log")) as client:
@@ -618,7 +618,7 @@ def test_conflicts_resolve_reads_a_bounded_file(cli, builder: ForkBuilder) -> No
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
         f.write('\n[ingest]\nl1_command = "true"\n')
-    assert cli("ingest", "--land", repo=fork).rc == 0
+    assert cli("ingest", "--land", repo=fork).rc == 4  # units wait on a person (docs/automation.md)
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     r = cli("conflicts", "resolve", str(c["id"]), "--file", "/dev/zero", repo=fork)

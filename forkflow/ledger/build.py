@@ -98,10 +98,14 @@ def _compute(ctx: Context, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
     fork_commits = repo.log(fork_tip, f"^{upstream_tip}")
     builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out)
     builder.add_fork_commits(fork_commits)
-    _match_patch_ids(ctx, builder)
+    unreadable = _match_patch_ids(ctx, builder)
     builder.add_title_matches()
     entries = builder.entries(recorded, today=_today())
     notes: list[str] = []
+    if unreadable:
+        notes.append(f"{len(unreadable)} commit(s) have no patch-id: their blobs are missing from this clone "
+                     f"and could not be fetched (first: {unreadable[0][:12]}); they were matched by markers "
+                     "and titles only")
     point, inferred = _ingestion_point(entries, recorded_point, config.ledger.infer_threshold)
     if recorded_point is not None and point is None:
         notes.append(f"the recorded ingestion point {recorded_point[:12]} is not an upstream commit "
@@ -128,11 +132,13 @@ def _today() -> str:
     return datetime.now(timezone.utc).date().isoformat()
 
 
-def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> None:
-    """Patch-id matching, computing patch-ids only where changed-file sets collide (as git does)."""
+def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> list[Sha]:
+    """Patch-id matching, computing patch-ids only where changed-file sets collide (as git does).
+
+    Returns the commits whose patch-id could not be computed (blobs missing from a partial clone)."""
     fork_side = [c for c in builder.unmatched if not c.is_merge]
     if not fork_side:
-        return
+        return []
     upstream_side = [s for s in builder.unpicked_upstream() if not builder.by_sha[s].is_merge]
     repo = ctx.repo
     with ctx.store.session_scope() as s:
@@ -152,7 +158,8 @@ def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> None:
     cand_keys = {files_of(u) for u in candidates}
     fork_cands = [c.sha for c in fork_side if files_of(c.sha) in cand_keys]
     need_pid = [sha for sha in fork_cands + candidates if facts[sha][0] is None]
-    for sha, pid in repo.patch_ids(need_pid).items():
+    pids = repo.patch_ids(need_pid)
+    for sha, pid in pids.items():
         new_facts[sha] = (pid, facts[sha][1])
         facts[sha] = new_facts[sha]
     if new_facts:
@@ -162,6 +169,7 @@ def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> None:
         {sha: facts[sha][0] or "" for sha in fork_cands},
         {sha: facts[sha][0] or "" for sha in candidates},
     )
+    return [sha for sha in need_pid if sha not in pids]
 
 
 def _ingestion_point(entries: list[LedgerEntry], recorded: Sha | None,
