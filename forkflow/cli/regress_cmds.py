@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,9 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.bisect.bisector import Candidate, Mode, RoundRecord, Status
-from forkflow.bisect.probes import CommandProbe, Measurement
+from forkflow.bisect.probes import CommandProbe, Measurement, Probe
 from forkflow.bisect.verdict import VerdictPolicy
-from forkflow.bisect.workflow import BisectReport, bisect_fork
+from forkflow.bisect.workflow import (
+    PER_RUN_POLICY,
+    BisectReport,
+    RunMedians,
+    bisect_fork,
+    measurement_suite,
+    suite_command,
+)
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
@@ -21,7 +29,7 @@ from forkflow.regress import records
 from forkflow.regress.alerts import Direction
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert
-from forkflow.regress.service import detect_alerts
+from forkflow.regress.service import detect_alerts, detect_config_changes
 from forkflow.store import queries
 
 
@@ -43,6 +51,7 @@ def detect(
     cfg = DetectConfig(max_pvalue=max_pvalue, min_magnitude=min_magnitude)
     with ctx.store.session_scope() as s:
         names, found = detect_alerts(s, ctx.fork_id, metric, cfg)
+        configs = detect_config_changes(s, ctx.fork_id, metric)
     if not names:
         raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
                         "--metric with a glob of stored names")
@@ -52,9 +61,16 @@ def detect(
             found = [records.alert(s, ctx.fork_id, a.id) or a for a in found]
     if json_out:
         print_json({"metrics": len(names), "alerts": [_alert_dict(a) for a in found],
-                    "bisections": bisections})
+                    "bisections": bisections,
+                    "config_changes": [{"metric": c.metric, "good": c.good_rev, "bad": c.bad_rev,
+                                        "before_config": c.before_config, "after_config": c.after_config,
+                                        "before": c.before, "after": c.after} for c in configs]})
         return 0
     console.print(f"{len(names)} metric(s) examined, {len(found)} alert(s)")
+    for c in configs:
+        console.print(f"config change on {escape(c.metric)} after {short(c.good_rev)} .. at {short(c.bad_rev)}: "
+                      f"{escape(c.before_config or '(none recorded)')} -> {escape(c.after_config or '(none recorded)')} "
+                      f"({c.before:.4g} -> {c.after:.4g}; not an alert: the series restarts)")
     for a in found:
         _render_alert(a)
     for b in bisections:
@@ -91,13 +107,7 @@ def _measurement_command(ctx: Context, metric: str, command: str | None) -> tupl
 
     with ctx.store.session_scope() as s:
         newest = queries.latest_metric_point(s, ctx.fork_id, metric)
-    suites = {x.name: x for x in load_suites(ctx.config)}
-    suite = suites.get(newest.suite) if newest else None
-    if suite is None:
-        raise UserError(f"no measurement command for {metric!r}; pass --command CMD, set `command` under "
-                        "[bisect] in forkflow.toml, or measure it with an L2 [[suite]]")
-    return (suite.command.replace("{report}", '"$FORKFLOW_METRICS_OUT"').replace("{tests}", ""),
-            dict(suite.env))
+    return suite_command(measurement_suite(load_suites(ctx.config), metric, newest.suite if newest else None))
 
 
 def _alert_dict(a: Alert) -> dict[str, Any]:
@@ -161,6 +171,8 @@ def bisect(
     max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
     reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
+    per_run: Annotated[bool, typer.Option("--per-run", help="Count each run once (its median): for "
+                                          "GPU metrics, whose noise is between processes.")] = False,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -172,6 +184,9 @@ def bisect(
         raise UserError(f"--timeout must be more than 0 seconds, not {timeout:g}")
     policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
                            reruns=reruns)
+    if per_run:
+        policy = replace(PER_RUN_POLICY, max_repeats=min(max_repeats, PER_RUN_POLICY.max_repeats),
+                         min_repeats=min(PER_RUN_POLICY.min_repeats, max_repeats), reruns=reruns)
     if test is not None:
         return _bisect_test(test, suite, good, bad, (metric, alert_id, command), policy, parallel,
                             json_out, repo, store)
@@ -186,16 +201,19 @@ def bisect(
     else:
         cmd, env = _measurement_command(ctx, metric, command)
     report, doc = _bisect_metric(ctx, metric, good, bad, better, alert_id, cmd, env, pass_fail=pass_fail,
-                                 policy=policy, parallel=parallel, timeout=timeout, quiet=json_out)
+                                 policy=policy, parallel=parallel, timeout=timeout, quiet=json_out,
+                                 per_run=per_run)
     return _finish(report, doc, json_out)
 
 
 def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Better | None,
                    alert_id: int | None, cmd: str, env: dict[str, str], *, pass_fail: bool,
                    policy: VerdictPolicy, parallel: int, timeout: float,
-                   quiet: bool) -> tuple[BisectReport, dict[str, Any]]:
+                   quiet: bool, per_run: bool = False) -> tuple[BisectReport, dict[str, Any]]:
     """Run one metric (or pass/fail) bisection with a measurement command and store it."""
-    probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
+    probe: Probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
+    if per_run and not pass_fail:
+        probe = RunMedians(probe)
     try:
         report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(quiet),
                              mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,

@@ -265,7 +265,11 @@ def _metric(item: object, i: int) -> Metric | str:
     if not isinstance(samples, list) or not all(
             isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in samples):
         return f"metric '{name}': samples must be a list of finite numbers"
-    return Metric(name, float(value), unit, better, tuple(float(x) for x in samples))
+    context = item.get("context", {})
+    if not isinstance(context, dict) or not all(isinstance(v, (str, int, float)) for v in context.values()):
+        return f"metric '{name}': context must be an object of strings and numbers"
+    return Metric(name, float(value), unit, better, tuple(float(x) for x in samples),
+                  tuple(sorted((str(k), str(v)) for k, v in context.items())))
 
 
 def parse_metrics(path: Path) -> ParsedReport:
