@@ -147,3 +147,56 @@ def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> Non
     store.dispose()
     report.write_text(json.dumps({"metrics": [{"name": "m", "value": 1.5, "context": ["x"]}]}))
     assert "context must be an object" in parse_metrics(report).problem
+
+
+def test_detect_reports_a_config_change_and_no_alert(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.context import open_context
+    from forkflow.git.repo import Repo
+    from forkflow.store import queries
+
+    builder.upstream_commit({"a.txt": "0\n"}, "base (#1)")
+    builder.branch_fork()
+    for i in range(16):
+        builder.fork_commit({"a.txt": f"{i}\n"}, f"fork: {i}")
+    _init(cli, builder.f.path)
+    commits = Repo.open(builder.f.path).log("HEAD", first_parent=True)
+    pts = [MetricPoint("mm.tflops", c.sha, 600.0 if k < 8 else 640.0, "TFLOP/s", Better.HIGHER,
+                       commit_date=c.date, context=(("config", "A" if k < 8 else "B"),))
+           for k, c in enumerate(commits)]
+    ctx = open_context(builder.f.path)
+    with ctx.store.session_scope() as s:
+        queries.add_metric_points(s, ctx.fork_id, pts)
+    r = cli("detect", "--json", repo=builder.f.path)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert doc["alerts"] == []
+    (c,) = doc["config_changes"]
+    assert (c["before_config"], c["after_config"], c["bad"]) == ("A", "B", commits[8].sha)
+    text = " ".join(cli("detect", repo=builder.f.path).out.split())
+    assert "config change on mm.tflops" in text and "A -> B" in text
+
+
+def test_the_l2_metric_page_shows_config_context_and_changes(tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    from forkflow.store import queries
+    from forkflow.store.session import Store
+    from forkflow.web.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    store = Store.open(url)
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "triton:main")
+        queries.add_metric_points(s, fid, [
+            MetricPoint("mm.tflops", Sha(f"{i:040x}"), 600.0 + (40 if i >= 4 else 0), "TFLOP/s", Better.HIGHER,
+                        commit_date=1000 + i, context=(("config", "A<b>" if i < 4 else "B"), ("driver", "580.159.04")))
+            for i in range(8)])
+    store.dispose()
+    with TestClient(create_app(url)) as c:
+        html = c.get("/l2/metrics/mm.tflops").text
+        doc = c.get("/l2/metrics/mm.tflops", headers={"accept": "application/json"}).json()
+    assert "measured with" in html and "580.159.04" in html and "config changes" in html
+    assert "A&lt;b&gt;" in html and "A<b>" not in html  # escaped
+    assert doc["measured_with"] == {"config": "B", "driver": "580.159.04"}
+    assert [(c["before_config"], c["after_config"]) for c in doc["config_changes"]] == [("A<b>", "B")]
+    assert [p["config"] for p in doc["points"]][:2] == ["A<b>", "A<b>"]
