@@ -200,3 +200,30 @@ def test_the_l2_metric_page_shows_config_context_and_changes(tmp_path: Path) -> 
     assert doc["measured_with"] == {"config": "B", "driver": "580.159.04"}
     assert [(c["before_config"], c["after_config"]) for c in doc["config_changes"]] == [("A<b>", "B")]
     assert [p["config"] for p in doc["points"]][:2] == ["A<b>", "A<b>"]
+
+
+def test_gpu_metrics_are_bisected_run_by_run(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.bisect.workflow import runs_are_the_unit
+    from forkflow.context import open_context
+    from forkflow.store import queries
+
+    assert runs_are_the_unit((("device", "NVIDIA H200"),)) and not runs_are_the_unit((("device", "CPU"),))
+    assert not runs_are_the_unit(())
+    good, bad, ups = _fork(builder)
+    (tmp_path / "measure.py").write_text(MEASURE)
+    cmd = f"python3 {tmp_path / 'measure.py'}"
+    _init(cli, builder.f.path)
+    ctx = open_context(builder.f.path)
+    with ctx.store.session_scope() as s:
+        queries.add_metric_points(s, ctx.fork_id, [MetricPoint("lat", bad, 106.0, "ms", Better.LOWER,
+                                                               context=(("device", "NVIDIA H200"),))])
+    r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command", cmd, "--json", repo=builder.f.path)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    assert doc["verdict_unit"] == "run" and doc["culprit"]["upstream_commit"] == ups[5]
+    ends = doc["stages"][0]["measurements"]
+    assert len(ends[good]) >= 5 and doc["measurements"] == sum(len(v) for st in doc["stages"]
+                                                               for v in st["measurements"].values())
+    r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command", cmd, "--per-sample", "--json",
+            repo=builder.f.path)
+    assert r.json()["verdict_unit"] == "sample"

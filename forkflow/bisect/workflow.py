@@ -120,6 +120,13 @@ class RunMedians:
         self.inner.close()
 
 
+def runs_are_the_unit(context: Sequence[tuple[str, str]]) -> bool:
+    """Whether a metric measured with this context should be bisected run by run (`RunMedians`):
+    when it was measured on a GPU (its context names a device other than the CPU)."""
+    device = dict(context).get("device", "")
+    return bool(device) and device != "CPU"
+
+
 class _ConflictAware:
     """A probe that answers UNTESTABLE for bundle prefixes that could not be replayed."""
 

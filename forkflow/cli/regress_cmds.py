@@ -18,6 +18,7 @@ from forkflow.bisect.workflow import (
     BisectReport,
     RunMedians,
     bisect_fork,
+    runs_are_the_unit,
     measurement_suite,
     suite_command,
 )
@@ -88,13 +89,31 @@ def _bisect_new_alerts(ctx: Context, found: Sequence[Alert], parallel: int,
             continue
         metric = a.worst.metric
         cmd, env = _measurement_command(ctx, metric, None)
+        per_run = _per_run_for(ctx, metric, None)
         report, doc = _bisect_metric(ctx, metric, a.good_rev, a.bad_rev, a.worst.better, a.id, cmd, env,
-                                     pass_fail=False, policy=VerdictPolicy(), parallel=parallel,
-                                     timeout=1800.0, quiet=quiet)
+                                     pass_fail=False, policy=_policy(32, 2, per_run), parallel=parallel,
+                                     timeout=1800.0, quiet=quiet, per_run=per_run)
         culprit = report.culprit
         out.append({"alert": a.id, "id": doc["id"], "status": report.status.value,
                     "culprit": culprit.fork_sha if culprit is not None else None})
     return out
+
+
+def _per_run_for(ctx: Context, metric: str, flag: bool | None) -> bool:
+    """--per-run / --per-sample, else by the newest stored point: runs when it ran on a GPU."""
+    if flag is not None:
+        return flag
+    with ctx.store.session_scope() as s:
+        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+    return newest is not None and runs_are_the_unit(newest.context)
+
+
+def _policy(max_repeats: int, reruns: int, per_run: bool) -> VerdictPolicy:
+    if per_run:
+        return replace(PER_RUN_POLICY, max_repeats=min(max_repeats, PER_RUN_POLICY.max_repeats),
+                       min_repeats=min(PER_RUN_POLICY.min_repeats, max_repeats), reruns=reruns)
+    return VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
+                         reruns=reruns)
 
 
 def _measurement_command(ctx: Context, metric: str, command: str | None) -> tuple[str, dict[str, str]]:
@@ -171,8 +190,9 @@ def bisect(
     max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
     reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
-    per_run: Annotated[bool, typer.Option("--per-run", help="Count each run once (its median): for "
-                                          "GPU metrics, whose noise is between processes.")] = False,
+    per_run: Annotated[bool | None, typer.Option("--per-run/--per-sample", help="Judge runs (each its "
+                                                 "median) or samples; default: runs when the metric's "
+                                                 "stored points ran on a GPU.")] = None,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -182,11 +202,7 @@ def bisect(
         raise UserError("--parallel and --reruns must be at least 1 and --max-repeats at least 2")
     if not timeout > 0:
         raise UserError(f"--timeout must be more than 0 seconds, not {timeout:g}")
-    policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
-                           reruns=reruns)
-    if per_run:
-        policy = replace(PER_RUN_POLICY, max_repeats=min(max_repeats, PER_RUN_POLICY.max_repeats),
-                         min_repeats=min(PER_RUN_POLICY.min_repeats, max_repeats), reruns=reruns)
+    policy = _policy(max_repeats, reruns, False)
     if test is not None:
         return _bisect_test(test, suite, good, bad, (metric, alert_id, command), policy, parallel,
                             json_out, repo, store)
@@ -200,9 +216,10 @@ def bisect(
         env: dict[str, str] = {}
     else:
         cmd, env = _measurement_command(ctx, metric, command)
+    runs = not pass_fail and _per_run_for(ctx, metric, per_run)
     report, doc = _bisect_metric(ctx, metric, good, bad, better, alert_id, cmd, env, pass_fail=pass_fail,
-                                 policy=policy, parallel=parallel, timeout=timeout, quiet=json_out,
-                                 per_run=per_run)
+                                 policy=_policy(max_repeats, reruns, runs), parallel=parallel,
+                                 timeout=timeout, quiet=json_out, per_run=runs)
     return _finish(report, doc, json_out)
 
 
@@ -221,6 +238,7 @@ def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Bette
     finally:
         probe.close()
     doc = report.to_dict()
+    doc["verdict_unit"] = "pass/fail" if pass_fail else "run" if per_run else "sample"
     with ctx.store.session_scope() as s:
         doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
     return report, doc
