@@ -37,6 +37,7 @@ WORKLOAD = Workload(
     requires=("torch",),
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
+    metrics=("compile.*",),
 )
 
 SIZES = {"tiny": (64, 2, 16), "small": (512, 8, 256)}  # d_model, heads, sequence

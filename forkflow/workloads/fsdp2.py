@@ -38,6 +38,7 @@ WORKLOAD = Workload(
     requires=("torch",),
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
+    metrics=("fsdp2.*",),
 )
 
 REFERENCE = Path(__file__).with_name("fsdp2_reference.json")
