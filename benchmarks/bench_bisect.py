@@ -1,7 +1,8 @@
 """Simulation study of performance bisection, and `git bisect run` on a real repository.
 
     python benchmarks/bench_bisect.py [--trials 200] [--git-trials 20]
-    python benchmarks/bench_bisect.py --triton-e2e DIR    # on a GPU machine (H200)
+    python benchmarks/bench_bisect.py --triton-e2e DIR [--e2e-trials 5] [--shift 0.02]  # on a GPU
+    python benchmarks/bench_bisect.py --l2-sim [--sim-trials 200] [--between 0.0062] [--shift 0.02]
 
 128 commits, 3 % noise, a 5 % slowdown at a random commit.  Compared side by side:
   forkflow K=1 / K=4  statistical verdicts (interleaved repeats, Mann-Whitney U + KS)
@@ -45,7 +46,8 @@ class SimProbe:
 
 
 def forkflow_trials(trials: int, k: int) -> dict[str, float]:
-    right, rounds, meas, per_round = 0, [], [], []
+    right, rounds, meas = 0, [], []
+    per_round: list[int] = []
     for t in range(trials):
         rng = np.random.default_rng(t)
         culprit = int(rng.integers(1, N + 1))
@@ -164,6 +166,76 @@ def _env() -> dict[str, str]:
     return dict(os.environ)
 
 
+# -- the nightly series, detect, then bisect (simulated at measured GPU noise) -----------------
+class RunProbe:
+    """One bench run per measurement: a process offset (between-process noise) shared by its
+    `samples` samples, each with within-process noise on top."""
+
+    def __init__(self, culprit: int, shift: float, between: float, within: float, samples: int,
+                 rng: np.random.Generator) -> None:
+        self.culprit, self.shift, self.between, self.within = culprit, shift, between, within
+        self.samples, self.rng = samples, rng
+
+    def value(self, idx: int) -> tuple[float, ...]:
+        level = 1.0 * (1 + self.shift * (idx >= self.culprit)) * (1 + self.between * self.rng.standard_normal())
+        return tuple(level * (1 + self.within * self.rng.standard_normal(self.samples)))
+
+    def measure(self, rev: Sha) -> Measurement:
+        return Measurement(MeasureStatus.OK, self.value(int(rev)), unit="ms", better=Better.LOWER)
+
+    def close(self) -> None:
+        pass
+
+
+def l2_trials(trials: int, n: int, shift: float, between: float, within: float,
+              samples: int = 8, per_run: bool = False) -> dict[str, float]:
+    """Per trial: a nightly series of n commits (one bench run each), detect, then bisect the
+    alert's span; right = the alert holds the culprit and bisect names it."""
+    from forkflow.regress.detect import detect_change_points
+
+    alerted = held = right = 0
+    runs: list[int] = []
+    rounds: list[int] = []
+    for t in range(trials):
+        rng = np.random.default_rng(10_000 + t)
+        culprit = int(rng.integers(1, n))
+        probe = RunProbe(culprit, shift, between, within, samples, rng)
+        series = [float(np.median(probe.value(i))) for i in range(n + 4)]  # 4 nights after the tip
+        cps = [c for c in detect_change_points(series) if c.after > c.before]
+        if not cps:
+            continue
+        alerted += 1
+        c = max(cps, key=lambda c: c.magnitude)
+        first, last = c.span
+        good, bad = first - 1, last
+        if not good < culprit <= bad:
+            continue
+        held += 1
+        from forkflow.bisect.workflow import PER_RUN_POLICY, RunMedians
+        from forkflow.bisect.verdict import VerdictPolicy
+
+        out = Bisector([Candidate(Sha(str(i))) for i in range(good, bad + 1)],
+                       RunMedians(probe) if per_run else probe,
+                       policy=PER_RUN_POLICY if per_run else VerdictPolicy()).run()
+        right += out.culprit is not None and good + out.culprit == culprit
+        runs.append(out.measurements)
+        rounds.append(len(out.rounds))
+    return {"alerted": alerted / trials, "held": held / trials, "right": right / trials,
+            "runs": float(np.mean(runs)) if runs else 0.0, "rounds": float(np.mean(rounds)) if rounds else 0.0}
+
+
+def l2_sim(trials: int, between: float, within: float, shifts: Sequence[float]) -> None:
+    print(f"nightly series of 64 commits (+4 nights), one bench run per point and per bisection step "
+          f"(8 samples), between-process noise {between:.2%}, within {within:.2%}; {trials} trials each")
+    print(f"{'shift':>6} {'verdict unit':>13} {'alerted':>8} {'span holds':>10} {'named':>7} {'runs':>6} "
+          f"{'rounds':>7}")
+    for shift in shifts:
+        for per_run in (False, True):
+            r = l2_trials(trials, 64, shift, between, within, per_run=per_run)
+            print(f"{shift:>6.1%} {'run (median)' if per_run else 'sample':>13} {r['alerted']:>8.1%} "
+                  f"{r['held']:>10.1%} {r['right']:>7.1%} {r['runs']:>6.1f} {r['rounds']:>7.1f}", flush=True)
+
+
 def row(name: str, trials: int, r: dict[str, float]) -> None:
     secs = f"{r['seconds']:.1f}" if "seconds" in r else "-"
     print(f"{name:<34} {trials:>6} {r['right']:>8.1%} {r['max_rounds']:>6} {r['mean_rounds']:>6.2f} "
@@ -175,12 +247,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--git-trials", type=int, default=20)
     ap.add_argument("--triton-e2e", type=Path, default=None, help="run the GPU end-to-end study here")
+    ap.add_argument("--e2e-trials", type=int, default=5, help="seeded end-to-end trials")
+    ap.add_argument("--e2e-first-seed", type=int, default=1)
+    ap.add_argument("--shift", type=float, default=0.02, help="end to end: the hidden slowdown")
+    ap.add_argument("--l2-sim", action="store_true", help="simulate nightly series + detect + bisect")
+    ap.add_argument("--sim-trials", type=int, default=200)
+    ap.add_argument("--between", type=float, default=0.0062, help="between-process CV (measured: 0.62%%)")
+    ap.add_argument("--within", type=float, default=0.003, help="within-process CV of one sample")
+    ap.add_argument("--shifts", default="0.02,0.01")
     args = ap.parse_args(argv)
+    if args.l2_sim:
+        l2_sim(args.sim_trials, args.between, args.within, [float(x) for x in args.shifts.split(",")])
+        return
     if args.triton_e2e is not None:
         sys.path.insert(0, str(Path(__file__).parent))
-        from bench_bisect_e2e import run_e2e  # type: ignore[import-not-found]
+        from bench_bisect_e2e import run_e2e
 
-        run_e2e(args.triton_e2e)
+        run_e2e(args.triton_e2e, args.e2e_trials, args.shift, args.e2e_first_seed)
         return
     print(f"{N} commits, noise {NOISE:.0%}, shift {SHIFT:.0%}; bounds: serial log2(N)+2 = "
           f"{math.log2(N) + 2:.0f} rounds, K=4 ceil(log5 N)+2 = {math.ceil(math.log(N, 5)) + 2} rounds")

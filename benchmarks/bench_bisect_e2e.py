@@ -1,34 +1,56 @@
-"""End to end on a GPU: a fork of a small Triton-kernel repository hides a slowdown in one
-upstream commit inside a bundle; forkflow stores the L2 series, `detect` opens the alert and
-`bisect --alert` names the upstream commit.
+"""End to end on a GPU: seeded trials of a small slowdown hidden in a Triton kernel library.
 
-    python benchmarks/bench_bisect.py --triton-e2e /tmp/e2e
+    python benchmarks/bench_bisect.py --triton-e2e DIR [--trials 5] [--shift 0.02]
+
+Each trial (seed t) builds an upstream Triton kernel library of 64 commits; one of them, at a
+seeded position, pads the matmul's K loop with masked tiles: about `--shift` more work, the
+result unchanged.  A fork takes them as single picks and bundles of 4 (with fork commits
+between).  The L2 suite (declared in forkflow.toml with `metrics = ["matmul/*"]`) is the
+library's bench.py, which times the matmul with forkflow's harness on a config tuned once and
+stored (forkflow.workloads.tuning): a bench run is one process and a few seconds.
+
+Then, as a nightly would: every fork commit is measured once (in one process, as a nightly
+history fill), the points are stored, `forkflow detect` must open a regression alert over a
+range holding the culprit, and `forkflow bisect --alert N --per-run` (no --command: it uses the L2 suite
+that declares the metric) must name the culprit upstream commit.  Per trial it prints the
+alert, the culprit named, rounds, bench runs and seconds; the summary goes to $OUT/e2e.json.
+
+Without a GPU the library's bench reports a simulated time (1 % process noise), a dry run of
+the pipeline.
 """
 from __future__ import annotations
 
 import importlib
 import json
 import os
+import random
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-CONFIGS_FAST = ('MATMUL = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3)\n'
-                'SOFTMAX = dict(num_warps=8)\n')
-CONFIGS_SLOW = ('# retuned for small GPUs\n'
-                'MATMUL = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=1)\n'
-                'SOFTMAX = dict(num_warps=8)\n')
+N_UPSTREAM = 64
+
+CONFIGS = '''# Candidate configs of the matmul; bench.py tunes once per device and software version.
+MATMUL = [
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3),
+    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=4),
+    dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3),
+]
+'''
 
 MATMUL = '''import torch
 import triton
 import triton.language as tl
 
-from kernels.configs import MATMUL
+PAD_SHARE = 0.0  # extra K tiles, as a share of the real ones
+REVISION = 0
 
 
 @triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn, PAD,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -45,7 +67,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     a_ptrs = a_ptr + rm[:, None] * sam + rk[None, :] * sak
     b_ptrs = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
+    for k in range(0, tl.cdiv(K, BLOCK_K) + PAD):
         a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BLOCK_K, other=0.0)
         b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BLOCK_K, other=0.0)
         acc = tl.dot(a, b, acc)
@@ -57,109 +79,123 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c_ptrs, acc.to(tl.float16), mask=(cm[:, None] < M) & (cn[None, :] < N))
 
 
-def matmul(a, b):
+def matmul(a, b, cfg, c=None):
     M, K = a.shape
     _, N = b.shape
-    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
-    cfg = MATMUL
+    if c is None:
+        c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    tiles = triton.cdiv(K, cfg["BLOCK_K"])
+    pad = round(PAD_SHARE * tiles)
     grid = (triton.cdiv(M, cfg["BLOCK_M"]) * triton.cdiv(N, cfg["BLOCK_N"]),)
     matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
+                        c.stride(0), c.stride(1), pad, BLOCK_M=cfg["BLOCK_M"], BLOCK_N=cfg["BLOCK_N"],
                         BLOCK_K=cfg["BLOCK_K"], GROUP_M=cfg["GROUP_M"], num_warps=cfg["num_warps"],
                         num_stages=cfg["num_stages"])
     return c
 '''
 
-SOFTMAX = '''import torch
-import triton
-import triton.language as tl
-
-from kernels.configs import SOFTMAX
-
-
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    x = tl.load(in_ptr + row * stride + cols, mask=cols < n_cols, other=-float("inf"))
-    x = x - tl.max(x, axis=0)
-    num = tl.exp(x)
-    tl.store(out_ptr + row * stride + cols, num / tl.sum(num, axis=0), mask=cols < n_cols)
-
-
-def softmax(x):
-    out = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](out, x, x.stride(0), x.shape[1],
-                                  BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=SOFTMAX["num_warps"])
-    return out
-'''
-
-BENCH = '''"""L2 benchmark: prints (or writes to $FORKFLOW_METRICS_OUT) the metrics JSON."""
+BENCH = '''"""L2 benchmark: writes the metrics JSON to --report, $FORKFLOW_METRICS_OUT, or stdout."""
 import json
 import os
+import random
 import sys
 
-import torch
-import triton.testing
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels.matmul import matmul  # noqa: E402
-from kernels.softmax import softmax  # noqa: E402
+NAME = "matmul/4096x4096x6400/ms"
 
 
-def cases():
-    for n in (1024, 2048, 4096):
-        a = torch.randn((n, n), device="cuda", dtype=torch.float16)
-        b = torch.randn((n, n), device="cuda", dtype=torch.float16)
-        yield f"matmul/{n}x{n}x{n}/ms", (lambda a=a, b=b: matmul(a, b)), (a, b)
-    x = torch.randn((4096, 4096), device="cuda", dtype=torch.float32)
-    yield "softmax/4096x4096/ms", (lambda x=x: softmax(x)), (x,)
+def measure(samples=8):
+    import torch
 
+    if not torch.cuda.is_available():  # a dry run of the pipeline: a simulated time
+        src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "matmul.py")).read()
+        share = float(src.split("PAD_SHARE = ")[1].split()[0])
+        base = 0.33 * (1 + share) * (1 + 0.01 * random.gauss(0, 1))
+        vals = sorted(base * (1 + 0.001 * random.gauss(0, 1)) for _ in range(samples))
+        return [{"name": NAME, "value": vals[len(vals) // 2], "unit": "ms", "better": "lower",
+                 "samples": vals, "context": {"config": "simulated"}}]
+    import functools
 
-def measure(only=None, samples=10, rep=20):
-    out = []
-    for name, fn, args in cases():
-        if only and name != only:
-            continue
-        if name.startswith("matmul"):
-            ref = args[0].float() @ args[1].float()
-            assert torch.allclose(fn().float(), ref, atol=1.0, rtol=0.05), "matmul is wrong"
-        vals = [float(triton.testing.do_bench(fn, warmup=5, rep=rep)) for _ in range(samples)]
-        vals.sort()
-        out.append({"name": name, "value": vals[len(vals) // 2], "unit": "ms", "better": "lower",
-                    "samples": vals})
-    return out
+    import triton
+    from forkflow.workloads.device import environment
+    from forkflow.workloads.harness import measure as harness
+    from forkflow.workloads.tuning import TuneKey, TuneStore, software_version, stored_or_tuned
+    from kernels.configs import MATMUL
+    from kernels.matmul import matmul
+
+    m, n, k = 4096, 4096, 6400  # 100 K tiles of 64: the padding commit adds whole tiles
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn((m, k), device="cuda", dtype=torch.float16, generator=g)
+    b = torch.randn((k, n), device="cuda", dtype=torch.float16, generator=g)
+    c = torch.empty((m, n), device="cuda", dtype=torch.float16)
+    # a second operand set: calls alternate, so none finds its inputs in L2 (60 MB on an H200)
+    a2, b2, c2 = a.clone(), b.clone(), torch.empty_like(c)
+    env = environment()
+    key = TuneKey("library-matmul", f"{m}x{n}x{k}", "fp16", env.get("device", ""),
+                  software_version(torch.__version__, triton.__version__))
+    tune = lambda cfg: harness([functools.partial(matmul, a, b, dict(cfg), c)], repeats=8, target_ms=20,
+                               warmup_ms=100, max_warmup_ms=500).median_ms
+    choice, source = stored_or_tuned(TuneStore(), key, MATMUL, tune)
+    cfg = dict(choice.params)
+    ref = a[:256].float() @ b.float()
+    assert torch.allclose(matmul(a, b, cfg, c)[:256].float(), ref, atol=1.0, rtol=0.05), "matmul is wrong"
+    t = harness([functools.partial(matmul, a, b, cfg, c), functools.partial(matmul, a2, b2, cfg, c2)],
+                repeats=samples, target_ms=40, warmup_ms=300,
+                max_warmup_ms=1500)
+    ctx = {**env, "config": choice.label, "config_source": source, "timer": t.method}
+    return [{"name": NAME, "value": t.median_ms, "unit": "ms", "better": "lower",
+             "samples": list(t.samples_ms), "context": ctx}]
 
 
 if __name__ == "__main__":
-    doc = json.dumps({"metrics": measure(os.environ.get("FORKFLOW_METRIC") or None)})
-    target = os.environ.get("FORKFLOW_METRICS_OUT")
+    doc = json.dumps({"metrics": measure()})
+    target = sys.argv[sys.argv.index("--report") + 1] if "--report" in sys.argv else os.environ.get("FORKFLOW_METRICS_OUT")
     if target:
         open(target, "w").write(doc)
     else:
         print(doc)
 '''
 
-CULPRIT_AT = 47  # upstream commit index that slows matmul down
+SUITE = '''
+[[suite]]
+name = "l2-kernels"
+tier = "L2"
+command = "python3 bench.py --report {report}"
+report = "metrics"
+metrics = ["matmul/*"]
+resources = { cpus = 1, gpus = 1 }
+timeout = "10m"
+'''
 
 
-def build_fork(root: Path) -> tuple[Path, list[str], str]:
-    """Upstream with 76 commits, a fork landing them as picks and bundles of 4 with trailers."""
+def build_fork(root: Path, culprit_at: int, shift: float, seed: int) -> tuple[Path, list[str], str]:
+    """Upstream with N_UPSTREAM commits (one slows the matmul down by `shift`), landed in a fork as
+    single picks and bundles of 4, with fork commits between."""
     from forkflow.testing.gitrepo import ForkBuilder
 
+    rng = random.Random(seed)
     b = ForkBuilder(root / "repos")
-    b.upstream_commit({"kernels/__init__.py": "", "kernels/configs.py": CONFIGS_FAST,
-                       "kernels/matmul.py": MATMUL, "kernels/softmax.py": SOFTMAX, "bench.py": BENCH},
+    b.upstream_commit({"kernels/__init__.py": "", "kernels/configs.py": CONFIGS,
+                       "kernels/matmul.py": MATMUL, "bench.py": BENCH},
                       "Triton kernels and their benchmark (#1000)")
     b.branch_fork()
     b.fork_commit({"FORK.md": "fork notes\n"}, "fork: notes")
     ups = []
-    for i in range(1, 77):
-        files: dict[str, str | bytes | None] = {f"notes/{i:03d}.md": f"change {i}\n"}
-        subject = f"docs: note {i} (#{1000 + i})"
-        if i == CULPRIT_AT:
-            files = {"kernels/configs.py": CONFIGS_SLOW}
-            subject = f"matmul: retune block sizes for small GPUs (#{1000 + i})"
+    matmul_src = MATMUL
+    for i in range(1, N_UPSTREAM + 1):
+        kind = rng.random()
+        if i == culprit_at:
+            matmul_src = matmul_src.replace("PAD_SHARE = 0.0", f"PAD_SHARE = {shift}")
+            files: dict[str, str | bytes | None] = {"kernels/matmul.py": matmul_src}
+            subject = f"matmul: pad the K loop to whole split-K tiles (#{1000 + i})"
+        elif kind < 0.25:  # harmless edits to the kernel file itself
+            old = matmul_src.split("REVISION = ")[1].split("\n")[0]
+            matmul_src = matmul_src.replace(f"REVISION = {old}\n", f"REVISION = {i}\n")
+            files = {"kernels/matmul.py": matmul_src}
+            subject = f"matmul: tidy (#{1000 + i})"
+        else:
+            files = {f"notes/{i:03d}.md": f"change {i}\n"}
+            subject = f"docs: note {i} (#{1000 + i})"
         ups.append(b.upstream_commit(files, subject))
     b.fetch()
     i = 0
@@ -175,26 +211,27 @@ def build_fork(root: Path) -> tuple[Path, list[str], str]:
         i += len(group)
         if i % 10 == 0:
             b.fork_commit({"FORK.md": f"fork notes {i}\n"}, f"fork: own change {i}")
-    return b.f.path, ups, ups[CULPRIT_AT - 1]
+    for night in range(1, 5):  # the nights after: a change at the tip needs points after it
+        b.fork_commit({"FORK.md": f"fork notes, night {night}\n"}, f"fork: own change, night {night}")
+    return b.f.path, [str(u) for u in ups], str(ups[culprit_at - 1])
 
 
-def forkflow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    # the CLI imports only the invoked command's group (init: ledger, detect and bisect: regress)
+def forkflow(*args: str, cwd: Path, show: bool = True) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "forkflow", *args]
-    print("$ forkflow " + " ".join(args), flush=True)
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    print(p.stdout + p.stderr, flush=True)
+    if show:
+        print("$ forkflow " + " ".join(args), flush=True)
+        print((p.stdout + p.stderr)[-4000:], flush=True)
     return p
 
 
-def measure_series(fork: Path, trees: Path) -> list[tuple[str, int, list[dict[str, object]]]]:
-    """Measure every fork commit in one process (the nightly L2 run over history)."""
+def measure_series(fork: Path, trees: Path) -> list[tuple[str, int, list[dict[str, Any]]]]:
+    """Measure every first-parent fork commit, in one process (a nightly history fill)."""
     from forkflow.git.repo import Repo
 
     repo = Repo.open(fork)
-    commits = repo.log("HEAD", first_parent=True)
-    out = []
-    for c in commits:
+    out: list[tuple[str, int, list[dict[str, Any]]]] = []
+    for c in repo.log("HEAD", first_parent=True):
         tree = trees / c.sha[:12]
         tree.mkdir(parents=True)
         archive = subprocess.run(["git", "archive", c.sha], cwd=fork, capture_output=True, check=True).stdout
@@ -204,20 +241,21 @@ def measure_series(fork: Path, trees: Path) -> list[tuple[str, int, list[dict[st
         sys.path.insert(0, str(tree))
         bench = importlib.import_module("bench")
         sys.path.remove(str(tree))
-        out.append((c.sha, c.date, bench.measure(samples=3, rep=15)))
+        out.append((c.sha, c.date, bench.measure()))
     return out
 
 
-def run_e2e(root: Path) -> None:
+def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
     t0 = time.time()
-    root.mkdir(parents=True, exist_ok=True)
-    fork, ups, culprit = build_fork(root)
-    print(f"fork at {fork}; hidden slowdown: upstream {culprit[:12]} (upstream commit #{CULPRIT_AT})")
-    print(subprocess.run(["git", "log", "--oneline", "--first-parent", "-8"], cwd=fork, capture_output=True,
-                         text=True).stdout, flush=True)
-    forkflow("init", "--upstream", "upstream", cwd=fork)
-    series = measure_series(fork, root / "trees")
-    print(f"measured {len(series)} fork commits x 4 metrics in {time.time() - t0:.0f} s", flush=True)
+    rng = random.Random(seed)
+    culprit_at = rng.randint(2, N_UPSTREAM)
+    fork, ups, culprit = build_fork(root / f"trial{seed}", culprit_at, shift, seed)
+    forkflow("init", "--upstream", "upstream", cwd=fork, show=False)
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + SUITE)
+    t1 = time.time()
+    series = measure_series(fork, root / f"trial{seed}" / "trees")
+    t_series = time.time() - t1
     from forkflow.context import open_context
     from forkflow.models import Better, MetricPoint, Sha
     from forkflow.store import queries
@@ -225,31 +263,67 @@ def run_e2e(root: Path) -> None:
     ctx = open_context(fork)
     with ctx.store.session_scope() as s:
         queries.add_metric_points(s, ctx.fork_id, [
-            MetricPoint(m["name"], Sha(sha), float(m["value"]), "ms", Better.LOWER,  # type: ignore[arg-type]
-                        tuple(m["samples"]), suite="l2-kernels", commit_date=date)  # type: ignore[arg-type]
+            MetricPoint(m["name"], Sha(sha), float(m["value"]), "ms", Better.LOWER, tuple(m["samples"]),
+                        suite="l2-kernels", commit_date=date,
+                        context=tuple(sorted((k, str(v)) for k, v in m.get("context", {}).items())))
             for sha, date, metrics in series for m in metrics])
-    for name in ("matmul/4096x4096x4096/ms", "softmax/4096x4096/ms"):
-        vals = [next(float(m["value"]) for m in ms if m["name"] == name) for _, _, ms in series]  # type: ignore[arg-type]
-        print(f"{name}: " + " ".join(f"{v:.3f}" for v in vals), flush=True)
-    forkflow("detect", cwd=fork)
-    alerts = json.loads(forkflow("detect", "--json", cwd=fork).stdout)["alerts"]
+    vals = [float(ms[0]["value"]) for _, _, ms in series]
+    configs = sorted({ms[0].get("context", {}).get("config", "") for _, _, ms in series})
+    print(f"trial {seed}: culprit upstream #{culprit_at} {culprit[:12]}; {len(series)} fork commits measured "
+          f"in {t_series:.0f} s; config {configs}", flush=True)
+    print("  series (ms, oldest first): " + " ".join(f"{v:.4f}" for v in vals), flush=True)
+    out: dict[str, Any] = {"seed": seed, "culprit_at": culprit_at, "culprit": culprit, "shift": shift,
+                           "fork_commits": len(series), "series_seconds": round(t_series, 1),
+                           "configs": configs}
+    p = forkflow("detect", "--json", cwd=fork, show=False)
+    alerts = json.loads(p.stdout)["alerts"] if p.returncode == 0 else []
     regressions = [a for a in alerts if a["direction"] == "regression"]
+    out["alerts"] = [{k: a[k] for k in ("id", "good", "bad", "direction")} | {
+        "magnitude": a["members"][0]["magnitude"]} for a in alerts]
     if not regressions:
-        print("no regression alert")
-        return
+        out.update(alerted=False, right=False)
+        print(f"  no regression alert ({len(alerts)} alert(s))", flush=True)
+        return out
     a = regressions[0]
-    p = forkflow("bisect", "--alert", str(a["id"]), "--command", f"{sys.executable} bench.py", "--json",
-                 cwd=fork)
-    doc = json.loads(p.stdout)
+    in_range = subprocess.run(["git", "rev-list", f"{a['good']}..{a['bad']}"], cwd=fork, capture_output=True,
+                              text=True).stdout.split()
+    has_culprit = any(culprit in subprocess.run(["git", "log", "-1", "--format=%B", r], cwd=fork,
+                                                capture_output=True, text=True).stdout for r in in_range)
+    out["alerted"] = True
+    out["alert_holds_culprit"] = has_culprit
+    t2 = time.time()
+    p = forkflow("bisect", "--alert", str(a["id"]), "--per-run", "--json", cwd=fork, show=False)
+    t_bisect = time.time() - t2
+    try:
+        doc = json.loads(p.stdout)
+    except json.JSONDecodeError:
+        print(p.stdout[-2000:] + p.stderr[-2000:], flush=True)
+        doc = {}
     named = (doc.get("culprit") or {}).get("upstream_commit")
-    print(f"bisect --alert named upstream {str(named)[:12]}; hidden culprit {culprit[:12]}: "
-          f"{'RIGHT' if named == culprit else 'WRONG'} ({time.time() - t0:.0f} s so far)", flush=True)
-    if time.time() - t0 < 90:  # and over the whole history, when the budget allows
-        first = subprocess.run(["git", "rev-list", "--max-parents=0", "HEAD"], cwd=fork, capture_output=True,
-                               text=True).stdout.split()[0]
-        p = forkflow("bisect", "--metric", "matmul/4096x4096x4096/ms", "--good", first, "--bad", "HEAD",
-                     "--command", f"{sys.executable} bench.py", "--parallel", "4", cwd=fork)
-    print(f"total {time.time() - t0:.0f} s", flush=True)
-    out = os.environ.get("OUT")
-    if out:
-        Path(out, "bisect_alert.json").write_text(json.dumps(doc, indent=1))
+    out.update(named=named, right=named == culprit, rounds=doc.get("rounds"), runs=doc.get("measurements"),
+               bisect_seconds=round(t_bisect, 1), trial_seconds=round(time.time() - t0, 1),
+               magnitude=a["members"][0]["magnitude"], message=doc.get("message"))
+    print(f"  alert {a['id']}: {a['members'][0]['magnitude']:+.2%}, range holds the culprit: {has_culprit}; "
+          f"bisect named {str(named)[:12]}: {'RIGHT' if out['right'] else 'WRONG'} in {out['rounds']} rounds, "
+          f"{out['runs']} bench runs, {t_bisect:.0f} s; trial {out['trial_seconds']:.0f} s", flush=True)
+    return out
+
+
+def run_e2e(root: Path, trials: int = 5, shift: float = 0.02, first_seed: int = 1) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("FORKFLOW_TUNE_STORE", str(root / "tuning.json"))
+    results = []
+    t0 = time.time()
+    for seed in range(first_seed, first_seed + trials):
+        results.append(trial(root, seed, shift))
+        doc = {"shift": shift, "trials": results}
+        out = os.environ.get("OUT")
+        if out:
+            Path(out, f"e2e_{first_seed}.json").write_text(json.dumps(doc, indent=1))
+    right = sum(r.get("right", False) for r in results)
+    alerted = sum(r.get("alerted", False) for r in results)
+    bis = [r["bisect_seconds"] for r in results if "bisect_seconds" in r]
+    print(f"\n{trials} trial(s) at {shift:.1%}: alerted {alerted}, culprit named {right}; "
+          f"rounds {[r.get('rounds') for r in results]}, runs {[r.get('runs') for r in results]}, "
+          f"bisect seconds median {statistics.median(bis) if bis else 0:.0f}; total {time.time() - t0:.0f} s",
+          flush=True)

@@ -1,7 +1,8 @@
 """Triton matmul vs cuBLAS per shape, and timing-harness noise, in one run on one GPU.
 
 For each shape (bf16 by default):
-  1. Triton (forkflow.workloads.kernels.matmul, autotuned) and cuBLAS (torch.matmul), both timed
+  1. Triton (forkflow.workloads.kernels.matmul, with the config the sweep stores for the shape:
+     tuned once, then reused, see forkflow.workloads.tuning) and cuBLAS (torch.matmul), both timed
      with forkflow's harness: TFLOP/s and the Triton/cuBLAS ratio.
   2. Harness noise: 20 repeated measurements of the Triton kernel with forkflow's harness,
      triton.testing.do_bench and triton.testing.do_bench_cudagraph, interleaved, each returning a
@@ -43,12 +44,15 @@ def main() -> int:
         rotations_needed,
     )
     from forkflow.workloads.kernels.matmul import matmul
+    from forkflow.workloads.device import environment
     from forkflow.workloads.matmul_sweep import (
         _operands,
         bytes_per_call,
+        choose_config,
         cublas_call,
         parse_shapes,
     )
+    from forkflow.workloads.tuning import TuneStore
 
     if not torch.cuda.is_available():
         print("bench_gpu_matmul: skipped: no CUDA GPU here")
@@ -57,8 +61,10 @@ def main() -> int:
     l2 = int(getattr(props, "L2_cache_size", 50 << 20))
     print(f"# {props.name}, torch {torch.__version__}, triton {triton.__version__}, "
           f"L2 {l2 >> 20} MiB, dtype {args.dtype}", flush=True)
+    env = environment()
+    store = TuneStore()
     results: dict[str, object] = {"device": props.name, "torch": torch.__version__,
-                                  "triton": triton.__version__, "dtype": args.dtype}
+                                  "triton": triton.__version__, "dtype": args.dtype, "environment": env}
 
     print("\n## Triton vs cuBLAS (forkflow harness: CUDA graph, cold L2, 30 samples of 40 ms "
           "in 3 alternating rounds, median)")
@@ -68,17 +74,20 @@ def main() -> int:
     for shape in parse_shapes(args.shapes):
         rot = rotations_needed(bytes_per_call(shape, args.dtype), l2)
         sets = _operands(shape, args.dtype, rot)
+        cfg, choice, source = choose_config(shape, args.dtype, sets, env, store)
         both = measure_interleaved(
-            {"triton": [lambda s=s: matmul(s[0], s[1], config=None, c=s[2]) for s in sets],
+            {"triton": [lambda s=s: matmul(s[0], s[1], config=cfg, c=s[2]) for s in sets],
              "cublas": [lambda s=s: cublas_call(s[0], s[1], s[3]) for s in sets]})
         t, c = both["triton"], both["cublas"]
         tf_t = shape.flops / t.median_ms / 1e9
         tf_c = shape.flops / c.median_ms / 1e9
         rows.append({"shape": shape.label, "triton_tflops": tf_t, "cublas_tflops": tf_c,
                      "ratio": tf_t / tf_c, "triton_us": t.median_ms * 1e3,
-                     "triton_iqr_rel": t.iqr_ms / t.median_ms, "method": t.method})
+                     "triton_iqr_rel": t.iqr_ms / t.median_ms, "method": t.method,
+                     "config": choice.label, "config_source": source})
         print(f"{shape.label:>18} {tf_t:15.1f} {tf_c:15.1f} {tf_t / tf_c:7.1%} "
-              f"{t.median_ms * 1e3:10.1f} {t.iqr_ms / t.median_ms:6.2%} {t.method:>10}", flush=True)
+              f"{t.median_ms * 1e3:10.1f} {t.iqr_ms / t.median_ms:6.2%} {t.method:>10} {choice.label} ({source})",
+              flush=True)
         del sets
         torch.cuda.empty_cache()
     results["triton_vs_cublas"] = rows
@@ -90,12 +99,13 @@ def main() -> int:
     for shape in parse_shapes(args.noise_shapes):
         rot = rotations_needed(bytes_per_call(shape, args.dtype), l2)
         sets = _operands(shape, args.dtype, rot)
-        fn = functools.partial(matmul, sets[0][0], sets[0][1], config=None, c=sets[0][2])
+        cfg, _, _ = choose_config(shape, args.dtype, sets, env, store)
+        fn = functools.partial(matmul, sets[0][0], sets[0][1], config=cfg, c=sets[0][2])
         fn()
         ff, db, cg = [], [], []
         t0 = time.perf_counter()
         for _ in range(args.noise_reps):  # interleaved: all three see the same GPU state
-            ff.append(measure([lambda s=s: matmul(s[0], s[1], config=None, c=s[2]) for s in sets]).median_ms)
+            ff.append(measure([lambda s=s: matmul(s[0], s[1], config=cfg, c=s[2]) for s in sets]).median_ms)
             db.append(float(do_bench(fn, return_mode="median")))
             cg.append(float(do_bench_cudagraph(fn, return_mode="median")))
         secs = time.perf_counter() - t0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,9 +11,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.bisect.bisector import Candidate, Mode, RoundRecord, Status
-from forkflow.bisect.probes import CommandProbe, Measurement
+from forkflow.bisect.probes import CommandProbe, Measurement, Probe
 from forkflow.bisect.verdict import VerdictPolicy
-from forkflow.bisect.workflow import BisectReport, bisect_fork
+from forkflow.bisect.workflow import (
+    PER_RUN_POLICY,
+    BisectReport,
+    RunMedians,
+    bisect_fork,
+    runs_are_the_unit,
+    measurement_suite,
+    suite_command,
+)
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
@@ -21,7 +30,7 @@ from forkflow.regress import records
 from forkflow.regress.alerts import Direction
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert
-from forkflow.regress.service import detect_alerts
+from forkflow.regress.service import detect_alerts, detect_config_changes
 from forkflow.store import queries
 
 
@@ -43,6 +52,7 @@ def detect(
     cfg = DetectConfig(max_pvalue=max_pvalue, min_magnitude=min_magnitude)
     with ctx.store.session_scope() as s:
         names, found = detect_alerts(s, ctx.fork_id, metric, cfg)
+        configs = detect_config_changes(s, ctx.fork_id, metric)
     if not names:
         raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
                         "--metric with a glob of stored names")
@@ -52,9 +62,16 @@ def detect(
             found = [records.alert(s, ctx.fork_id, a.id) or a for a in found]
     if json_out:
         print_json({"metrics": len(names), "alerts": [_alert_dict(a) for a in found],
-                    "bisections": bisections})
+                    "bisections": bisections,
+                    "config_changes": [{"metric": c.metric, "good": c.good_rev, "bad": c.bad_rev,
+                                        "before_config": c.before_config, "after_config": c.after_config,
+                                        "before": c.before, "after": c.after} for c in configs]})
         return 0
     console.print(f"{len(names)} metric(s) examined, {len(found)} alert(s)")
+    for c in configs:
+        console.print(f"config change on {escape(c.metric)} after {short(c.good_rev)} .. at {short(c.bad_rev)}: "
+                      f"{escape(c.before_config or '(none recorded)')} -> {escape(c.after_config or '(none recorded)')} "
+                      f"({c.before:.4g} -> {c.after:.4g}; not an alert: the series restarts)")
     for a in found:
         _render_alert(a)
     for b in bisections:
@@ -72,13 +89,31 @@ def _bisect_new_alerts(ctx: Context, found: Sequence[Alert], parallel: int,
             continue
         metric = a.worst.metric
         cmd, env = _measurement_command(ctx, metric, None)
+        per_run = _per_run_for(ctx, metric, None)
         report, doc = _bisect_metric(ctx, metric, a.good_rev, a.bad_rev, a.worst.better, a.id, cmd, env,
-                                     pass_fail=False, policy=VerdictPolicy(), parallel=parallel,
-                                     timeout=1800.0, quiet=quiet)
+                                     pass_fail=False, policy=_policy(32, 2, per_run), parallel=parallel,
+                                     timeout=1800.0, quiet=quiet, per_run=per_run)
         culprit = report.culprit
         out.append({"alert": a.id, "id": doc["id"], "status": report.status.value,
                     "culprit": culprit.fork_sha if culprit is not None else None})
     return out
+
+
+def _per_run_for(ctx: Context, metric: str, flag: bool | None) -> bool:
+    """--per-run / --per-sample, else by the newest stored point: runs when it ran on a GPU."""
+    if flag is not None:
+        return flag
+    with ctx.store.session_scope() as s:
+        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+    return newest is not None and runs_are_the_unit(newest.context)
+
+
+def _policy(max_repeats: int, reruns: int, per_run: bool) -> VerdictPolicy:
+    if per_run:
+        return replace(PER_RUN_POLICY, max_repeats=min(max_repeats, PER_RUN_POLICY.max_repeats),
+                       min_repeats=min(PER_RUN_POLICY.min_repeats, max_repeats), reruns=reruns)
+    return VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
+                         reruns=reruns)
 
 
 def _measurement_command(ctx: Context, metric: str, command: str | None) -> tuple[str, dict[str, str]]:
@@ -91,13 +126,7 @@ def _measurement_command(ctx: Context, metric: str, command: str | None) -> tupl
 
     with ctx.store.session_scope() as s:
         newest = queries.latest_metric_point(s, ctx.fork_id, metric)
-    suites = {x.name: x for x in load_suites(ctx.config)}
-    suite = suites.get(newest.suite) if newest else None
-    if suite is None:
-        raise UserError(f"no measurement command for {metric!r}; pass --command CMD, set `command` under "
-                        "[bisect] in forkflow.toml, or measure it with an L2 [[suite]]")
-    return (suite.command.replace("{report}", '"$FORKFLOW_METRICS_OUT"').replace("{tests}", ""),
-            dict(suite.env))
+    return suite_command(measurement_suite(load_suites(ctx.config), metric, newest.suite if newest else None))
 
 
 def _alert_dict(a: Alert) -> dict[str, Any]:
@@ -161,6 +190,9 @@ def bisect(
     max_repeats: Annotated[int, typer.Option(help="Most samples per commit.")] = 32,
     reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
+    per_run: Annotated[bool | None, typer.Option("--per-run/--per-sample", help="Judge runs (each its "
+                                                 "median) or samples; default: runs when the metric's "
+                                                 "stored points ran on a GPU.")] = None,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -170,8 +202,7 @@ def bisect(
         raise UserError("--parallel and --reruns must be at least 1 and --max-repeats at least 2")
     if not timeout > 0:
         raise UserError(f"--timeout must be more than 0 seconds, not {timeout:g}")
-    policy = VerdictPolicy(max_repeats=max_repeats, min_repeats=min(VerdictPolicy().min_repeats, max_repeats),
-                           reruns=reruns)
+    policy = _policy(max_repeats, reruns, False)
     if test is not None:
         return _bisect_test(test, suite, good, bad, (metric, alert_id, command), policy, parallel,
                             json_out, repo, store)
@@ -185,17 +216,21 @@ def bisect(
         env: dict[str, str] = {}
     else:
         cmd, env = _measurement_command(ctx, metric, command)
+    runs = not pass_fail and _per_run_for(ctx, metric, per_run)
     report, doc = _bisect_metric(ctx, metric, good, bad, better, alert_id, cmd, env, pass_fail=pass_fail,
-                                 policy=policy, parallel=parallel, timeout=timeout, quiet=json_out)
+                                 policy=_policy(max_repeats, reruns, runs), parallel=parallel,
+                                 timeout=timeout, quiet=json_out, per_run=runs)
     return _finish(report, doc, json_out)
 
 
 def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Better | None,
                    alert_id: int | None, cmd: str, env: dict[str, str], *, pass_fail: bool,
                    policy: VerdictPolicy, parallel: int, timeout: float,
-                   quiet: bool) -> tuple[BisectReport, dict[str, Any]]:
+                   quiet: bool, per_run: bool = False) -> tuple[BisectReport, dict[str, Any]]:
     """Run one metric (or pass/fail) bisection with a measurement command and store it."""
-    probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
+    probe: Probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
+    if per_run and not pass_fail:
+        probe = RunMedians(probe)
     try:
         report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(quiet),
                              mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,
@@ -203,6 +238,7 @@ def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Bette
     finally:
         probe.close()
     doc = report.to_dict()
+    doc["verdict_unit"] = "pass/fail" if pass_fail else "run" if per_run else "sample"
     with ctx.store.session_scope() as s:
         doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
     return report, doc

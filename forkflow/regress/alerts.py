@@ -100,17 +100,52 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
+@dataclass(frozen=True, slots=True)
+class ConfigChange:
+    """The kernel config a metric is measured with changed (the autotuner chose again, after a
+    release bump or a retune): an event of its own, never read as a regression or improvement."""
+
+    metric: str
+    good_rev: Sha         # last commit measured with the old config
+    bad_rev: Sha          # first commit measured with the new one
+    before_config: str
+    after_config: str
+    before: float         # median of the old config's segment
+    after: float          # median of the new config's segment
+
+
+def config_segments(points: Sequence[MetricPoint]) -> list[list[MetricPoint]]:
+    """The series cut wherever the point's `config` differs from the point before."""
+    out: list[list[MetricPoint]] = []
+    for p in points:
+        if out and out[-1][-1].config == p.config:
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def config_changes(points: Sequence[MetricPoint]) -> list[ConfigChange]:
+    """Every change of config along one metric's series, oldest first."""
+    segs = config_segments(points)
+    return [ConfigChange(a[-1].name, a[-1].rev, b[0].rev, a[-1].config, b[0].config,
+                         statistics.median(p.value for p in a), statistics.median(p.value for p in b))
+            for a, b in zip(segs, segs[1:])]
+
+
 def series_changes(points: Sequence[MetricPoint], cfg: DetectConfig = DetectConfig()) -> list[SeriesChange]:
-    """Change points of one metric's stored series."""
-    if not points:
-        return []
-    series = collapse(points)
-    last = points[-1]
-    found = detect_change_points([s.value for s in series], cfg)
-    return [SeriesChange(metric=last.name, unit=last.unit, better=last.better,
-                         good_rev=series[c.index - 1].rev, bad_rev=series[c.index].rev,
-                         before=c.before, after=c.after, magnitude=c.magnitude, pvalue=c.pvalue)
-            for c in found]
+    """Change points of one metric's stored series, looked for inside each stretch measured with
+    one config (a change of config is a `ConfigChange`, not a change point)."""
+    out: list[SeriesChange] = []
+    for seg in config_segments(points):
+        series = collapse(seg)
+        last = seg[-1]
+        found = detect_change_points([s.value for s in series], cfg)
+        out += [SeriesChange(metric=last.name, unit=last.unit, better=last.better,
+                             good_rev=series[c.span[0] - 1].rev, bad_rev=series[c.span[1]].rev,
+                             before=c.before, after=c.after, magnitude=c.magnitude, pvalue=c.pvalue)
+                for c in found]
+    return out
 
 
 def group_changes(changes: Iterable[SeriesChange], order: Mapping[Sha, int]) -> list[AlertDraft]:

@@ -44,6 +44,15 @@ class ChangePoint:
     before: float     # median of the segment before
     after: float      # median of the segment after
     statistic: float  # the E-divisive statistic of the split
+    # where the change may be, given the noise: the first point after it is one of
+    # first..last (inclusive); both default to index
+    first: int = -1
+    last: int = -1
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """(first, last): the indices the first point after the change may have."""
+        return (self.index if self.first < 0 else self.first, self.index if self.last < 0 else self.last)
 
     @property
     def magnitude(self) -> float:
@@ -167,8 +176,33 @@ def detect_change_points(values: Sequence[float], cfg: DetectConfig = DetectConf
     for a, b in _windows(n, cfg.window):
         cands.extend(_segment(x, a, b, cfg, rng))
     merged = _merge(cands, tol=cfg.min_size)
-    return [ChangePoint(int(keep[c.index]), c.pvalue, c.before, c.after, c.statistic)
+    return [ChangePoint(int(keep[c.index]), c.pvalue, c.before, c.after, c.statistic,
+                        int(keep[c.span[0]]), int(keep[c.span[1]]))
             for c in _describe(x, merged, cfg)]
+
+
+def _span(x: Array, idx: int, before: float, after: float, lo: int, hi: int, reach: int) -> tuple[int, int]:
+    """The indices the change may sit at, given the noise.
+
+    A point within `reach` before `idx` that lies within two noise widths of the after level (or
+    past the midpoint) may already be after the change; one after `idx` within two noise widths
+    of the before level may still be before it.  The noise width is the MAD of both segments
+    around their medians.  Bisection then searches the whole span, not one guessed pair: on a
+    GPU series with 0.7% noise a 2% step was placed one commit early, and the bisection between
+    the two guessed commits found nothing.
+    """
+    step = after - before
+    if step == 0:
+        return idx, idx
+    a, b = max(lo - 1, idx - reach), min(hi + 1, idx + reach)
+    resid = np.concatenate([x[a:idx] - before, x[idx:b] - after])
+    sigma = 1.4826 * float(np.median(np.abs(resid))) if resid.size else 0.0
+    f = (x - before) / step  # 0 at the before level, 1 at the after level
+    near_after = (np.abs(x - after) <= 2 * sigma) | (f > 0.5)
+    near_before = (np.abs(x - before) <= 2 * sigma) | (f < 0.5)
+    first = min([j for j in range(max(lo, idx - reach), idx) if near_after[j]], default=idx)
+    last = max([j + 1 for j in range(idx, min(hi, idx + reach)) if near_before[j]], default=idx)
+    return first, last
 
 
 def _describe(x: Array, merged: list[tuple[int, float, float]], cfg: DetectConfig) -> list[ChangePoint]:
@@ -177,8 +211,10 @@ def _describe(x: Array, merged: list[tuple[int, float, float]], cfg: DetectConfi
     for k, (idx, p, q) in enumerate(merged):
         lo = max(bounds[k], idx - cfg.window)
         hi = min(bounds[k + 2], idx + cfg.window)
-        cp = ChangePoint(index=idx, pvalue=p, before=float(np.median(x[lo:idx])),
-                         after=float(np.median(x[idx:hi])), statistic=q)
+        before, after = float(np.median(x[lo:idx])), float(np.median(x[idx:hi]))
+        first, last = _span(x, idx, before, after, bounds[k] + 1, bounds[k + 2] - 1, 2 * cfg.min_size)
+        cp = ChangePoint(index=idx, pvalue=p, before=before, after=after, statistic=q,
+                         first=first, last=last)
         if abs(cp.magnitude) >= cfg.min_magnitude:
             out.append(cp)
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from forkflow.models import MetricPoint, Sha
-from forkflow.regress.alerts import SeriesChange, group_changes, series_changes
+from forkflow.regress.alerts import ConfigChange, SeriesChange, config_changes, group_changes, series_changes
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert, save_alerts
 from forkflow.store import queries
@@ -32,3 +32,10 @@ def detect_alerts(s: Session, fid: int, pattern: str = "*", cfg: DetectConfig = 
         changes.extend(series_changes(points, cfg))
     drafts = group_changes(changes, commit_order(all_series))
     return names, save_alerts(s, fid, drafts)
+
+
+def detect_config_changes(s: Session, fid: int, pattern: str = "*") -> list[ConfigChange]:
+    """Every change of kernel config along the metrics matching `pattern`."""
+    names = queries.metric_names(s, fid, pattern)
+    by_name = queries.metric_series_of(s, fid, names)
+    return [c for n in names for c in config_changes(by_name.get(n, []))]

@@ -172,7 +172,7 @@ def add_metric_points(s: Session, fid: int, points: Iterable[MetricPoint]) -> in
         s.add(MetricPointRow(fork_id=fid, name=p.name, rev=p.rev, value=p.value, unit=p.unit,
                              better=p.better.value, samples=json.dumps(list(p.samples)),
                              suite=p.suite, run_id=p.run_id, measured_at=p.measured_at,
-                             commit_date=p.commit_date))
+                             commit_date=p.commit_date, context=json.dumps(dict(p.context))))
         n += 1
     return n
 
@@ -210,4 +210,5 @@ def metric_series_of(s: Session, fid: int, names: Sequence[str]) -> dict[str, li
 def _metric_point(r: MetricPointRow) -> MetricPoint:
     return MetricPoint(name=r.name, rev=Sha(r.rev), value=r.value, unit=r.unit, better=Better(r.better),
                        samples=tuple(json.loads(r.samples)), suite=r.suite, run_id=r.run_id,
-                       measured_at=r.measured_at, commit_date=r.commit_date)
+                       measured_at=r.measured_at, commit_date=r.commit_date,
+                       context=tuple(sorted(json.loads(r.context or "{}").items())))

@@ -124,3 +124,5 @@ class MetricPointRow(Base):
     run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     measured_at: Mapped[int] = mapped_column(Integer)
     commit_date: Mapped[int] = mapped_column(Integer)
+    # JSON object: what it was measured with (kernel config, device, driver, versions, clocks)
+    context: Mapped[str] = mapped_column(Text, default="{}", server_default="{}")

@@ -355,7 +355,13 @@ def _metric(item: object, i: int) -> Metric | str:
     floats = [_finite(x) for x in samples] if isinstance(samples, list) else [None]
     if any(f is None for f in floats):
         return f"metric '{name}': samples must be a list of finite numbers"
-    return Metric(cap_test_id(name), number, unit, better, tuple(f for f in floats if f is not None))
+    context = item.get("context", {})
+    if not isinstance(context, dict) or len(context) > 64 or not all(
+            isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in context.values()):
+        return f"metric '{name}': context must be an object of at most 64 strings and numbers"
+    # context comes from the run's own report: capped so a hostile value cannot fill the store
+    pairs = tuple(sorted((str(k)[:200], str(v)[:200]) for k, v in context.items()))
+    return Metric(cap_test_id(name), number, unit, better, tuple(f for f in floats if f is not None), pairs)
 
 
 def parse_metrics(path: Path) -> ParsedReport:

@@ -10,6 +10,7 @@
     resources = { cpus = 1, gpus = 0 } # custom labels too, e.g. h200 = 1
     timeout = "20m"
     owners = ["compiler-oncall"]       # who may sign off (L3)
+    metrics = ["matmul.*"]             # L2: the metrics it reports (globs); bisect runs it for them
 
 Placeholders in `command`: `{report}` (where the harness writes its report), `{artifacts}` (a
 folder kept with the job), `{tests}` (the selected tests, shell-quoted; when everything runs it
@@ -71,6 +72,7 @@ class Suite:
     all_tests: str = ""
     count_pattern: str = ""  # regex with one group: the test count the output prints
     env: tuple[tuple[str, str], ...] = ()
+    metrics: tuple[str, ...] = ()  # globs of the metric names it reports (L2)
 
     @property
     def can_select_tests(self) -> bool:
@@ -224,7 +226,7 @@ def _suite(chk: _Checker, raw: Any, index: int) -> Suite:
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise chk.fail(f"{where}.env", "must be a table of strings")
     known = {"name", "tier", "command", "report", "expect_tests", "paths", "resources", "timeout",
-             "owners", "all_tests", "count_pattern", "env"}
+             "owners", "all_tests", "count_pattern", "env", "metrics"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise chk.fail(f"{where}.{unknown[0]}", f"is not a suite key (known: {', '.join(sorted(known))})")
@@ -235,7 +237,7 @@ def _suite(chk: _Checker, raw: Any, index: int) -> Suite:
         paths=chk.strings(raw, "paths", where), resources=_resources(chk, raw, where),
         timeout_s=timeout, owners=chk.strings(raw, "owners", where),
         all_tests=chk.string(raw, "all_tests", where, ""), count_pattern=pattern,
-        env=tuple(sorted(env.items())),
+        env=tuple(sorted(env.items())), metrics=chk.strings(raw, "metrics", where),
     )
     chk.index = None
     return suite

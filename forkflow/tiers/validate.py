@@ -310,7 +310,8 @@ def store_job(ctx: Context, tier: Tier, sha: Sha, commit_date: int, run_id: int,
             store_queries.add_metric_points(s, ctx.fork_id, [
                 MetricPoint(name=m.name, rev=sha, value=m.value, unit=m.unit, better=m.better,
                             samples=m.samples, suite=pj.suite.name, run_id=run_id,
-                            measured_at=now, commit_date=commit_date) for m in j.report.metrics])
+                            measured_at=now, commit_date=commit_date, context=m.context)
+                for m in j.report.metrics])
 
 
 def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[str]) -> str:

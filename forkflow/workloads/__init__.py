@@ -35,6 +35,7 @@ class Workload:
     timeout: str = "20m"
     requires: tuple[str, ...] = ("torch", "triton")  # import names of the `gpu` extra it needs
     paths: tuple[str, ...] = field(default=("**",))
+    metrics: tuple[str, ...] = ()  # globs of the metrics it reports: bisect finds its suite by them
 
     @property
     def command(self) -> str:
@@ -56,6 +57,8 @@ class Workload:
         if self.expect_tests is not None:
             entry["expect_tests"] = self.expect_tests
         entry["paths"] = list(paths if paths is not None else self.paths)
+        if self.metrics:
+            entry["metrics"] = list(self.metrics)
         entry["resources"] = res
         entry["timeout"] = timeout or self.timeout
         return entry

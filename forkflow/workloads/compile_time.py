@@ -20,7 +20,7 @@ from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.models import Metric
-from forkflow.workloads.metrics import MetricsReport, write_metrics
+from forkflow.workloads.metrics import MetricsReport, with_context, write_metrics
 from forkflow.workloads.transformer import build_block
 
 WORKLOAD = Workload(
@@ -37,6 +37,7 @@ WORKLOAD = Workload(
     requires=("torch",),
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
+    metrics=("compile.*",),
 )
 
 SIZES = {"tiny": (64, 2, 16), "small": (512, 8, 256)}  # d_model, heads, sequence
@@ -130,10 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     import statistics
 
-    metrics = (
+    from forkflow.workloads.device import environment
+
+    metrics = with_context((
         Metric(f"compile.{args.size}.cold_s", statistics.median(cold), "s", Better.LOWER, tuple(cold)),
         Metric(f"compile.{args.size}.warm_s", statistics.median(warm), "s", Better.LOWER, tuple(warm)),
-    )
+    ), environment())
     print(f"cold {metrics[0].value:.2f}s  warm {metrics[1].value:.2f}s (median of {args.repeats})")
     if args.report:
         write_metrics(args.report, MetricsReport(metrics, info={"device": device,

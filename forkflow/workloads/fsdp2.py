@@ -22,7 +22,7 @@ from forkflow.errors import UserError
 from forkflow.models import Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.models import Metric
-from forkflow.workloads.metrics import MetricsReport, write_metrics
+from forkflow.workloads.metrics import MetricsReport, with_context, write_metrics
 from forkflow.workloads.transformer import build_block
 
 WORKLOAD = Workload(
@@ -38,6 +38,7 @@ WORKLOAD = Workload(
     requires=("torch",),
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
+    metrics=("fsdp2.*",),
 )
 
 REFERENCE = Path(__file__).with_name("fsdp2_reference.json")
@@ -242,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         record_reference(args.reference, cfg, res["losses"], f"torch {torch.__version__}")
         print(f"recorded reference {cfg.reference_key} in {args.reference}")
     ref = load_reference(args.reference, cfg.reference_key)
-    ms = metrics_of(cfg, res, ref)
+    from forkflow.workloads.device import environment
+
+    ms = list(with_context(metrics_of(cfg, res, ref), environment()))
     for m in ms:
         print(f"{m.name:40} {m.value:14.6g} {m.unit}")
     print("losses: " + " ".join(f"{x:.6f}" for x in res["losses"]))

@@ -35,6 +35,7 @@ WORKLOAD = Workload(
     resources=(("cpus", 4), ("gpus", 1)),
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
+    metrics=("matmul.*",),
 )
 
 # (M, N, K): square large, an MLP projection (8192x4096x14336), mid sizes, and decode (few rows).

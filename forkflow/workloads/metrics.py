@@ -37,3 +37,10 @@ def write_metrics(path: Path, report: MetricsReport) -> None:
         if not math.isfinite(m.value):
             raise ValueError(f"metric {m.name} is {m.value}; refusing to write it")
     write_atomic(path, (json.dumps(report.to_json(), indent=2) + "\n").encode())
+
+
+def with_context(metrics: tuple[Metric, ...] | list[Metric], context: dict[str, str]) -> tuple[Metric, ...]:
+    """The metrics with `context` (device, driver, versions...) added under their own entries."""
+    from dataclasses import replace
+
+    return tuple(replace(m, context=tuple(sorted({**context, **dict(m.context)}.items()))) for m in metrics)

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from forkflow.regress import records
+from forkflow.regress.alerts import config_changes
 from forkflow.regress.records import Alert, BisectionRecord
 from forkflow.store import queries
 from forkflow.web import charts, reads
@@ -110,9 +111,15 @@ def metric(request: Request, name: str) -> Response:
         sr = found[0]
         alerts = [a for a in records.alerts(s, fid) if any(m.metric == name for m in a.members)]
         docs = _alert_docs(s, fid, alerts)
-    points = [{"rev": r, "commit_date": d, "value": v, "measurements": n}
+        stored = queries.metric_series(s, fid, name)
+    config = {p.rev: p.config for p in stored}  # what each commit was measured with (the newest)
+    points = [{"rev": r, "commit_date": d, "value": v, "measurements": n, "config": config.get(r, "")}
               for r, d, v, n in zip(sr.revs, sr.dates, sr.values, sr.counts)]
-    data = {"metric": _metric_doc(sr, alerts), "points": points, "alerts": docs}
+    changes = [{"good": c.good_rev, "bad": c.bad_rev, "before_config": c.before_config,
+                "after_config": c.after_config, "before": c.before, "after": c.after}
+               for c in config_changes(stored)]
+    data = {"metric": _metric_doc(sr, alerts), "points": points, "alerts": docs,
+            "measured_with": dict(stored[-1].context) if stored else {}, "config_changes": changes}
     return page(request, "l2_metric.html", data, charts=lambda: {"series": _series_chart(sr, alerts, False)})
 
 
