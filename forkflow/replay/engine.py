@@ -19,6 +19,7 @@ from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.records import lookup_resolution
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import Context
+from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult
@@ -89,7 +90,14 @@ class Engine:
     def ingest(self, ctx: Context, upstream_tip: Sha) -> Outcome:
         """`forkflow ingest --land` on the scratch fork branch; the state it leaves."""
         ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
-        report = ingestor.run()
+        try:
+            report = ingestor.run()
+        except (pygit2.GitError, KeyError) as e:
+            if "not found" not in str(e):
+                raise
+            # a history that names blobs the object database lacks (a partial clone); see #11
+            raise UserError(f"an object of the fork's history is missing ({e}); fetch it (`git fetch --refetch`) "
+                            "or use a complete clone, then re-run: finished steps are kept") from e
         after = self.status(ctx, report.tip, upstream_tip, recorded=True)
         subjects = {e.commit.sha: e.commit.subject for e in after.entries}
         landed: list[tuple[str, str, str, str]] = []
