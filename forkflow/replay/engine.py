@@ -107,8 +107,8 @@ class Engine:
         return Outcome(
             after=state_of(after), landed=tuple(landed),
             skipped=sum(len(r.skipped) for r in report.results),
-            deferred=sum(len(r.deferred) for r in report.results if r.status is not UnitStatus.WAITING),
-            waiting=sum(len(r.deferred) for r in report.results if r.status is UnitStatus.WAITING),
+            deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
+            waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
             units=len(report.results), notes=report.notes)
 
     # -- the fork's own picks ------------------------------------------------------
@@ -174,6 +174,12 @@ def _entry(tree: pygit2.Tree, path: str) -> tuple[str, int] | None:
     except (KeyError, TypeError, ValueError):
         return None
     return str(obj.id), int(obj.filemode)
+
+
+def _held(r: UnitResult) -> dict[str, str]:
+    """Commits a unit deferred only because they depend on one held back (a planner that tells them apart)."""
+    held: dict[str, str] = getattr(r, "held", {})
+    return {sha: why for sha, why in held.items() if sha in r.deferred}
 
 
 def _how(r: UnitResult, sha: str) -> tuple[str, str]:
