@@ -256,7 +256,7 @@ class Replay:
         first_at = pts[0].at
         out = []
         for fork_sha, ups in takes.by_fork.items():
-            when = next((d for f, d in takes.by_upstream.values() if f == fork_sha), 0)
+            when = takes.by_upstream[ups[0]][1]  # the fork commit's date
             if when <= first_at or when > self.request.until + self.request.every:
                 continue
             if self.compare(Sha(fork_sha), ups, resolve=False) != "conflict":
