@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from forkflow.context import open_context
-from forkflow.git.run import run_git
+from forkflow.git.run import run_git, run_git_bytes
 from forkflow.models import Sha
 from forkflow.replay.driver import Request, Replay
 from forkflow.replay.model import DAY, Step, iso
@@ -159,3 +159,20 @@ def test_replay_refuses_a_shallow_clone(cli, sample: Sample, tmp_path: Path) -> 
     run_git("fetch", "-q", "--depth", "1", "origin", cwd=shallow)  # the history is cut after init
     r = cli("replay", "--since", sample.since, "--until", sample.until, repo=shallow)
     assert r.rc == 1 and "shallow" in r.err and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_replay_of_a_history_with_a_missing_blob(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    """A blob the fork's history names but the object database lacks (a partial clone, a pruned snapshot)."""
+    git = sample.fork / ".git"
+    blob = run_git("rev-parse", "HEAD:f.py", cwd=sample.fork).strip()  # the fork's own change of f.py
+    run_git("repack", "-a", "-d", "-q", cwd=sample.fork)
+    old = list((git / "objects" / "pack").glob("pack-*"))
+    objects = run_git("cat-file", "--batch-all-objects", "--batch-check=%(objectname)", cwd=sample.fork).split()
+    run_git("pack-objects", "-q", str(git / "objects" / "pack" / "pack"), cwd=sample.fork,
+            input="\n".join(o for o in objects if o != blob) + "\n")
+    for f in old:
+        f.unlink()
+    assert run_git_bytes("cat-file", "-e", blob, cwd=sample.fork, check=False)[0] != 0
+    r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", repo=sample.fork)
+    # today a one-line error that says what to do; once the planner reads around missing blobs, a replay
+    assert r.rc == 0 or (r.rc == 1 and "missing" in r.err and len(r.err.strip().splitlines()) == 1), r.err

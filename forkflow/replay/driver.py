@@ -23,7 +23,6 @@ from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
 from forkflow.replay.engine import ENGINE_VERSION, Engine, landed_of, state_of
 from forkflow.replay.model import (
-    DAY,
     DEFAULT_GATE_NOTE,
     Report,
     ResolvedPick,
@@ -102,13 +101,7 @@ def points(ctx: Context, request: Request) -> list[Point]:
     now = request.now or int(time.time())
     times = step_times(request.since, request.until, request.every, now=now,
                        fork_point_date=repo.commit_date(fork_point))
-    moved = repo.git("rev-list", "--first-parent", "--count", f"--since={request.since - request.every}",
-                     f"--until={request.until}", config.fork_ref, f"^{upstream_tip}").strip()
-    if moved == "0":
-        newest = iso_day(repo.commit_date(fork_tip))
-        raise UserError(f"fork branch '{config.fork_branch}' has no commit of its own between {iso_day(request.since - request.every)} "
-                        f"and {iso_day(request.until)} (its newest is from {newest}): nothing to compare; pass a "
-                        "window in which the fork moved")
+    _check_moved(ctx, request, upstream_tip)
     out = []
     for t in times:
         fork = _at(ctx, config.fork_ref, t)
@@ -122,6 +115,19 @@ def points(ctx: Context, request: Request) -> list[Point]:
                             "pass a later --since")
         out.append(Point(t, fork, upstream))
     return out
+
+
+def _check_moved(ctx: Context, request: Request, upstream_tip: Sha) -> None:
+    """A fork with no commit of its own in the window (or the step before it) has nothing to compare."""
+    repo, config = ctx.repo, ctx.config
+    start = request.since - request.every
+    moved = repo.git("rev-list", "--first-parent", "--count", f"--since={start}", f"--until={request.until}",
+                     config.fork_ref, f"^{upstream_tip}").strip()
+    if moved == "0":
+        newest = iso_day(repo.commit_date(config.fork_ref))
+        raise UserError(f"fork branch '{config.fork_branch}' has no commit of its own between {iso_day(start)} "
+                        f"and {iso_day(request.until)} (its newest is from {newest}): nothing to compare; pass a "
+                        "window in which the fork moved")
 
 
 def _at(ctx: Context, ref: str, t: int) -> Sha | None:
@@ -250,7 +256,7 @@ class Replay:
         first_at = pts[0].at
         out = []
         for fork_sha, ups in takes.by_fork.items():
-            when = next((d for f, d in takes.by_upstream.values() if f == fork_sha), 0)
+            when = takes.by_upstream[ups[0]][1]  # the fork commit's date
             if when <= first_at or when > self.request.until + self.request.every:
                 continue
             if self.compare(Sha(fork_sha), ups, resolve=False) != "conflict":
@@ -302,6 +308,3 @@ def replay(ctx: Context, request: Request, reporter: Reporter | None = None, job
     """Replay the window on the fork of `ctx`; see `Replay`."""
     return Replay(ctx, request, reporter, jobs=jobs).run()
 
-
-def lag_days(step: Step, taken_at: int) -> float:
-    return (taken_at - step.at) / DAY

@@ -19,6 +19,7 @@ from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.records import lookup_resolution
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import Context
+from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult
@@ -89,7 +90,14 @@ class Engine:
     def ingest(self, ctx: Context, upstream_tip: Sha) -> Outcome:
         """`forkflow ingest --land` on the scratch fork branch; the state it leaves."""
         ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
-        report = ingestor.run()
+        try:
+            report = ingestor.run()
+        except (pygit2.GitError, KeyError) as e:
+            if "not found" not in str(e):
+                raise
+            # a history that names blobs the object database lacks (a partial clone); see #11
+            raise UserError(f"an object of the fork's history is missing ({e}); fetch it (`git fetch --refetch`) "
+                            "or use a complete clone, then re-run: finished steps are kept") from e
         after = self.status(ctx, report.tip, upstream_tip, recorded=True)
         subjects = {e.commit.sha: e.commit.subject for e in after.entries}
         landed: list[tuple[str, str, str, str]] = []
@@ -99,8 +107,8 @@ class Engine:
         return Outcome(
             after=state_of(after), landed=tuple(landed),
             skipped=sum(len(r.skipped) for r in report.results),
-            deferred=sum(len(r.deferred) for r in report.results if r.status is not UnitStatus.WAITING),
-            waiting=sum(len(r.deferred) for r in report.results if r.status is UnitStatus.WAITING),
+            deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
+            waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
             units=len(report.results), notes=report.notes)
 
     # -- the fork's own picks ------------------------------------------------------
@@ -166,6 +174,12 @@ def _entry(tree: pygit2.Tree, path: str) -> tuple[str, int] | None:
     except (KeyError, TypeError, ValueError):
         return None
     return str(obj.id), int(obj.filemode)
+
+
+def _held(r: UnitResult) -> dict[str, str]:
+    """Commits a unit deferred only because they depend on one held back (a planner that tells them apart)."""
+    held: dict[str, str] = getattr(r, "held", {})
+    return {sha: why for sha, why in held.items() if sha in r.deferred}
 
 
 def _how(r: UnitResult, sha: str) -> tuple[str, str]:

@@ -84,7 +84,7 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
     return [
         f'{m["landed_commits"]} upstream commits landed by forkflow; lag saved per commit the fork took later '
         f'({m["lag_saved_count"]}): median {n(m["lag_saved_median"])} days, p90 {n(m["lag_saved_p90"])} days; '
-        f'{m["not_taken"]} not taken by the fork by the window\'s end',
+        f'{m["not_taken"]} not taken by the fork yet (as of its current tip)',
         f'same change as the fork\'s own pick: {m["clean_same"]} of {m["clean_compared"]} clean landings; the '
         f'fork\'s hand-resolved picks: {m["resolved_same"]} of {m["resolved_compared"]} resolved the same way '
         f'({m["resolved_by_forkflow"]} settled by forkflow\'s resolvers, the rest deferred to a person)',

@@ -85,7 +85,7 @@ class Landed:
     subject: str
     outcome: str  # applied | resolved
     resolver: str = ""  # for resolved: trivial | recorded | agent
-    fork_sha: str = ""  # the fork commit that really took it ("" = not taken by the window's end)
+    fork_sha: str = ""  # the fork commit that really took it ("" = not taken as of the fork's current tip)
     taken_at: int = 0  # that commit's date
     same: str = ""  # patch-id | post-image | differs | conflict | "" (not taken)
 
@@ -132,7 +132,7 @@ class Summary:
     lag_saved_median: float | None
     lag_saved_p90: float | None
     lag_saved_count: int  # of them, taken by the fork within the window (lag known)
-    not_taken: int  # landed by forkflow, not taken by the fork by the window's end
+    not_taken: int  # landed by forkflow, not taken by the fork as of its current tip
     clean_compared: int  # landed cleanly and taken by the fork
     clean_same: int
     clean_kinds: dict[str, int]  # patch-id | post-image | differs | conflict (the fork resolved it on its base)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
 
 from forkflow.config import STATE_DIR, Config
 from forkflow.git.repo import Repo
@@ -43,7 +46,17 @@ def open_scratch(user: Repo, config: Config, slot: int = 0) -> Scratch:
     (path / "objects" / "info").mkdir(parents=True, exist_ok=True)
     (path / "objects" / "info" / "alternates").write_text(f"{objects}\n", encoding="utf-8")
     store = Store.open(f"sqlite:///{root / f'scratch{name}.db'}")
+    # a step writes a landing unit and a decision per commit, each its own transaction: without an
+    # fsync per commit (the scratch store is disposable; a crash costs only cached work)
+    event.listen(store.engine, "connect", _no_sync)
+    store.engine.dispose()
     return Scratch(root, Repo(path), store)
+
+
+def _no_sync(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA synchronous=OFF")
+    cur.close()
 
 
 def forget_objects(scratch: Scratch) -> None:
