@@ -745,3 +745,15 @@ def test_github_sink_moved_or_html_answers_are_user_errors(mode: str, says: str)
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_revision_that_is_a_git_option_is_refused(fork: Path, tmp_path: Path) -> None:
+    from forkflow.errors import UserError
+
+    repo = Repo.open(fork)
+    out = tmp_path / "written"
+    for call in (lambda: repo.resolve(f"--output={out}"), lambda: repo.merge_base("HEAD", f"--output={out}"),
+                 lambda: repo.commit_date("--all"), lambda: repo.rev_before("--all", 0)):
+        with pytest.raises(UserError, match="starts with '-'"):
+            call()
+    assert not repo.is_ancestor("--all", "HEAD") and not out.exists()
