@@ -125,7 +125,7 @@ def test_trunk_bisect_names_unit_and_upstream_commit_in_bundle(trunk: Trunk, cap
     rc, out, err = cli("issues", "sync", "--json", repo=trunk.path, capsys=capsys)
     assert rc == 0, err
     bodies = "\n".join(p.read_text() for p in (trunk.path / ".forkflow" / "issues").glob("*.md"))
-    assert f"upstream commit `{trunk.breaker[:12]}` upstream change 3 (#13); found by bisection" in bodies
+    assert f"upstream commit `{trunk.breaker[:12]}` `upstream change 3 (#13)`; found by bisection" in bodies
     assert f"fork commit `{trunk.bundle[:12]}`" in bodies
     # a second --bisect does not measure again
     rc, out, err = cli("trunk", "--bisect", "--test", VALUE, "--json", repo=trunk.path, capsys=capsys)
