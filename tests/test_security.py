@@ -757,3 +757,13 @@ def test_a_revision_that_is_a_git_option_is_refused(fork: Path, tmp_path: Path) 
         with pytest.raises(UserError, match="starts with '-'"):
             call()
     assert not repo.is_ancestor("--all", "HEAD") and not out.exists()
+
+
+def test_l1_command_sees_its_own_tree_not_a_hooks_git_dir(cli, builder: ForkBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "seen"
+    fork = _l1_fork(cli, builder, f"git rev-parse HEAD > {seen}")
+    monkeypatch.setenv("GIT_DIR", str(builder.upstream.path / ".git"))
+    doc = cli("ingest", "--json", repo=fork).json()
+    (unit,) = doc["units"]
+    assert seen.read_text().strip() == unit["fork_sha"]

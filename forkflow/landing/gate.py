@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 from forkflow.git.repo import Repo
+from forkflow.git.run import no_git_env
 from forkflow.models import Sha
 
 
@@ -55,7 +56,8 @@ class CommandGate:
         tree = tmp / "tree"
         try:
             self.repo.add_worktree(tree, rev)
-            env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
+            # a hook's GIT_DIR would point the command's own git calls at the hook's repository
+            env = dict(no_git_env(), FORKFLOW_REV=rev, FORKFLOW_BASE=base)
             rc, output = run_in_group(self.command, tree, env, self.timeout)
             if rc is None:
                 self._log(rev, output)
