@@ -181,8 +181,10 @@ def conflicts_list(
     c = open_context(repo, store)
     with c.store.session_scope() as s:
         rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
+        waiting = {x.id for x in rows if x.status == "open" and approval.proposal(s, c.fork_id, x) is not None}
     if json_out:
-        print_json({"conflicts": [_conflict_json(x, with_text=False) for x in rows]})
+        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"proposal_waiting": x.id in waiting}
+                                  for x in rows]})
         return
     if not rows:
         console.print("no open conflicts")
@@ -192,8 +194,11 @@ def conflicts_list(
         t.add_column(col, overflow="fold")
     for x in rows:
         t.add_row(str(x.id), short(x.upstream_sha), escape(x.subject[:60]), escape(x.path), x.kind,
-                  escape(x.chain), str(x.seen), x.status)
+                  escape(x.chain), str(x.seen), "agent proposal waits" if x.id in waiting else x.status)
     console.print(t)
+    if waiting:
+        console.print("an agent proposal waits for a person: read it with `forkflow conflicts show ID`, "
+                      "then `forkflow conflicts approve ID`")
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
 
 
