@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,25 @@ class CliResult:
 
     def json(self) -> Any:
         return json.loads(self.out)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_inside_pytests_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """forkflow's temporary files, and its child processes' (the L1 work trees of a run a test
+    kills with SIGKILL), go under pytest's own folder, which pytest rotates, not into /tmp."""
+    import tempfile
+
+    folder = tmp_path_factory.getbasetemp() / "tmp"
+    folder.mkdir(exist_ok=True)
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None  # read TMPDIR again
+    yield
+    if before is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before
+    tempfile.tempdir = None
 
 
 @pytest.fixture

@@ -552,6 +552,7 @@ def test_agent_resolution_waits_for_a_person_before_l1_runs_it(cli, builder: For
     assert not mark.exists(), "L1 ran the agent's code before anyone read it"
     assert builder.f.git("rev-parse", "main").strip() == main
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    assert c["proposal_waiting"] and "agent proposal waits" in cli("conflicts", repo=fork).out
     shown = cli("conflicts", "show", str(c["id"]), repo=fork).out
     assert "forkflow conflicts approve" in shown and "__import__('os')" in shown  # the code to read
     r = cli("conflicts", "approve", str(c["id"]), repo=fork)
@@ -745,3 +746,25 @@ def test_github_sink_moved_or_html_answers_are_user_errors(mode: str, says: str)
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_a_revision_that_is_a_git_option_is_refused(fork: Path, tmp_path: Path) -> None:
+    from forkflow.errors import UserError
+
+    repo = Repo.open(fork)
+    out = tmp_path / "written"
+    for call in (lambda: repo.resolve(f"--output={out}"), lambda: repo.merge_base("HEAD", f"--output={out}"),
+                 lambda: repo.commit_date("--all"), lambda: repo.rev_before("--all", 0)):
+        with pytest.raises(UserError, match="starts with '-'"):
+            call()
+    assert not repo.is_ancestor("--all", "HEAD") and not out.exists()
+
+
+def test_l1_command_sees_its_own_tree_not_a_hooks_git_dir(cli, builder: ForkBuilder, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = tmp_path / "seen"
+    fork = _l1_fork(cli, builder, f"git rev-parse HEAD > {seen}")
+    monkeypatch.setenv("GIT_DIR", str(builder.upstream.path / ".git"))
+    doc = cli("ingest", "--json", repo=fork).json()
+    (unit,) = doc["units"]
+    assert seen.read_text().strip() == unit["fork_sha"]

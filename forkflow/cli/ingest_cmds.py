@@ -220,9 +220,11 @@ def conflicts_list(
     c = open_context(repo, store)
     with c.store.session_scope() as s:
         rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
+        waiting = {x.id for x in rows if x.status == "open" and approval.proposal(s, c.fork_id, x) is not None}
     if json_out:
         owners = _owners(c)
-        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path])}
+        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path]),
+                                                                        "proposal_waiting": x.id in waiting}
                                   for x in rows]})
         return
     if not rows:
@@ -236,11 +238,15 @@ def conflicts_list(
         x = group[0]
         paths = [g.path for g in group]
         owner = owners(x.chain, paths)
+        status = "agent proposal waits" if any(g.id in waiting for g in group) else x.status
         t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), escape(x.subject[:60]),
                   escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
                   ", ".join(sorted({g.kind for g in group})), escape(x.chain), escape(owner),
-                  str(max(g.seen for g in group)), x.status)
+                  str(max(g.seen for g in group)), status)
     console.print(t)
+    if waiting:
+        console.print("an agent proposal waits for a person: read it with `forkflow conflicts show ID`, "
+                      "then `forkflow conflicts approve ID`")
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
 
 

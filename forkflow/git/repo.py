@@ -144,17 +144,22 @@ class Repo:
             ) from e
 
     def resolve(self, rev: str) -> Sha | None:
+        refuse_option_like(rev, "revision")  # `--until --output=FILE` is not a revision
         out = self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
         return Sha(out) if out else None
 
     def merge_base(self, a: str, b: str) -> Sha | None:
+        refuse_option_like(a, "revision")
+        refuse_option_like(b, "revision")
         out = self.git("merge-base", a, b, check=False).strip()
         return Sha(out) if out else None
 
     def commit_date(self, rev: str) -> int:
+        refuse_option_like(rev, "revision")
         return int(self.git("show", "-s", "--format=%ct", rev).strip())
 
     def rev_before(self, rev: str, unix_time: int) -> Sha | None:
+        refuse_option_like(rev, "revision")
         out = self.git("rev-list", "-1", f"--before={unix_time}", rev, check=False).strip()
         return Sha(out) if out else None
 
@@ -274,5 +279,7 @@ class Repo:
 
     def is_ancestor(self, maybe: str, of: str) -> bool:
         """Whether `maybe` is `of` or one of its ancestors (False when either is unknown)."""
+        if maybe.startswith("-") or of.startswith("-"):
+            return False
         rc, _, _ = run_git_bytes("merge-base", "--is-ancestor", maybe, of, cwd=self.path, check=False)
         return rc == 0

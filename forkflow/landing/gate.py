@@ -19,6 +19,7 @@ from typing import Protocol
 
 from forkflow.errors import GitError
 from forkflow.git.repo import Repo
+from forkflow.git.run import no_git_env
 from forkflow.models import Sha
 
 
@@ -77,7 +78,8 @@ class CommandGate:
         start = time.monotonic()
         try:
             tree = self._checkout(rev)
-            env = dict(os.environ, FORKFLOW_REV=rev, FORKFLOW_BASE=base)
+            # a hook's GIT_DIR would point the command's own git calls at the hook's repository
+            env = dict(no_git_env(), FORKFLOW_REV=rev, FORKFLOW_BASE=base)
             rc, output = run_in_group(self.command, tree, env, self.timeout)
             if rc is None:
                 self._log(rev, output)
