@@ -92,3 +92,37 @@ def test_cli_completion_on_and_no_private_typer_import(cli) -> None:  # type: ig
     assert "typer._" not in (root / "forkflow" / "cli" / "main.py").read_text()
     r = cli("--help")
     assert r.rc == 0 and "--install-completion" in r.out
+
+
+def test_demo_serve_removes_its_temp_folder_on_sigterm(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), BROWSER="true")
+    exe = Path(sys.executable).parent / "forkflow"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
+    proc = subprocess.Popen([*cmd, "demo", "--serve", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with socket.socket() as c:
+                if c.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.2)
+        assert any(p.name.startswith("forkflow-demo-") for p in tmp.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not any(p.name.startswith("forkflow-demo-") for p in tmp.iterdir())

@@ -386,9 +386,18 @@ def demo(
         return run_demo_on(repo, console)
     check_keep(keep)
     if serve:
+        import signal
+        import sys
+
         from forkflow.web.serve import serve_demo
 
-        return serve_demo(keep, console, port=port)
+        # SIGTERM (a service manager, `kill`) must unwind like Ctrl-C, so the temporary sample is
+        # removed; uvicorn re-raises the signal after its shutdown, which would kill us mid-cleanup
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        try:
+            return serve_demo(keep, console, port=port)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     return run_demo(keep, console)
 
 
