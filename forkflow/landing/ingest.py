@@ -28,6 +28,7 @@ from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_wor
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import ingest_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
+from forkflow.landing.worktree import catch_up_work_trees, refuse_dirty_work_trees
 from forkflow.ledger.decisions import decider_of
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
 from forkflow.landing.plan import make_plan, resolve_until
@@ -189,7 +190,7 @@ class Ingestor:
             self.push()
         tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
-            self._note_checked_out(ledger.fork_tip)
+            self.notes.extend(catch_up_work_trees(self.repo, self.ctx.config, ledger.fork_tip, tip))
         if self.writes:
             prune_candidates(self.repo, self.settled)
         if self.writes and results:
@@ -575,6 +576,8 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
     if options.mode is Mode.DRY_RUN:
         return Ingestor(ctx, options, gate, reporter, settings).run()
     with ingest_lock(ctx.repo):  # one writing run per repository: two would land the same commits
+        if options.mode is Mode.LAND:
+            refuse_dirty_work_trees(ctx.repo, ctx.config)
         if gate is None:
             gate = select_gate(ctx, settings)
         return Ingestor(ctx, options, gate, reporter, settings).run()
