@@ -152,7 +152,7 @@ EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain
 EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
 EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
             EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
-_DONE = {"landed", "validated", "would-pick", "empty"}
+_DONE = {"landed", "validated", "would-pick", "empty", "closed"}
 _FAILED = {"failed", "abandoned"}
 
 
@@ -177,7 +177,7 @@ def report_json(r: IngestReport) -> dict[str, object]:
     }
 
 
-_STYLE = {"landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
+_STYLE = {"in-review": "cyan", "closed": "dim", "landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
           "empty": "dim", "waiting": "dim", "abandoned": "red"}
 
 

@@ -28,6 +28,8 @@ from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_wor
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import ingest_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
+from forkflow.landing.review import Member as ReviewMember
+from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
 from forkflow.landing.worktree import catch_up_work_trees, refuse_dirty_work_trees
 from forkflow.ledger.decisions import decider_of
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
@@ -61,6 +63,8 @@ class UnitStatus(str, enum.Enum):
     EMPTY = "empty"  # everything already applied: skipped
     WAITING = "waiting"  # a chain link behind a deferred one
     ABANDONED = "abandoned"  # the branch kept moving, or L1 could not run: left pending
+    IN_REVIEW = "in-review"  # passed L1, proposed for review ([ingest] land = "review")
+    CLOSED = "closed"  # its review was closed (a person's deferral) or went stale (planned again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +158,7 @@ class Ingestor:
         self.order: list[Sha] = []
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
         self.person_decided: dict[Sha, Decided] = {}
+        self.reviewer: Reviewer | None = None  # [ingest] land = "review" (landing/review.py)
         self.run_id = 0
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
@@ -402,10 +407,13 @@ class Ingestor:
                 records.set_unit(s, unit_id, "passed" if verdict.passed else "failed", verdict.summary)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
-            if self.options.mode is Mode.VALIDATE:
+            if self.options.mode is Mode.VALIDATE or self.reviewer is not None:
                 ref = keep_candidate(self.repo, name, candidate)
                 self._virtual[unit.name] = candidate
-                return UnitResult(name, unit.kind.value, UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}",
+                status, summary = UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}"
+                if self.reviewer is not None:
+                    status, summary = UnitStatus.IN_REVIEW, self.reviewer.propose(unit_id, name, unit.kind.value, candidate, base, [ReviewMember(sha, *self.subjects.get(sha, ("", None)), unit.reasons.get(sha, "")) for sha in pick.applied], verdict.summary, sorted({r for r in unit.reasons.values() if 'depends on' in r}))  # noqa: E501
+                return UnitResult(name, unit.kind.value, status, summary,
                                   pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
                                   unit_id)
             if land(self.repo, self.ctx.config, candidate, base, name):
@@ -580,4 +588,9 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
             refuse_dirty_work_trees(ctx.repo, ctx.config)
         if gate is None:
             gate = select_gate(ctx, settings)
-        return Ingestor(ctx, options, gate, reporter, settings).run()
+        ingestor = Ingestor(ctx, options, gate, reporter, settings)
+        review = review_settings(ctx.config) if options.mode is Mode.LAND else None
+        if review is None:
+            return ingestor.run()
+        ingestor.reviewer = Reviewer(ctx, review, make_sink(review))
+        return with_reviews(ingestor.reviewer.settle(), ingestor.run)
