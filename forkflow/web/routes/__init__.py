@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from forkflow.web.routes import commits, ingestion, l2, overview, triage, validation
+from forkflow.web.routes import commits, decisions, ingestion, l2, overview, triage, validation
 
 ROUTERS: tuple[APIRouter, ...] = (overview.router, ingestion.router, validation.router, l2.router,
-                                  triage.router, commits.router)
+                                  triage.router, commits.router, decisions.router)
