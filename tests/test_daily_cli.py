@@ -61,6 +61,8 @@ def test_conflicts_grouped_per_commit_with_owner(tmp_path: Path, cli) -> None:  
     assert listed and {c["owner"] for c in listed} <= {"@compiler-team", "@kernels-team"}
     out = cli("conflicts", repo=sample.fork).out
     assert "by upstream commit" in out and len({c["upstream_sha"] for c in listed}) <= out.count("\n")
+    shown = " ".join(cli("conflicts", "show", str(listed[0]["id"]), repo=sample.fork).out.split())
+    assert f"forkflow decide {listed[0]['upstream_sha'][:12]} --skip|--wont-port|--defer" in shown
 
 
 def test_group_conflicts_and_codeowners_globs() -> None:

@@ -330,6 +330,9 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
         console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
     else:
         console.print(escape(f"settle it {by_hand(x, c.config.fork_branch)}"))
+    # the fork may not want the commit at all (a revert of a change it never had, a version bump)
+    console.print(f"or decide not to take it: forkflow decide {short(x.upstream_sha)} --skip|--wont-port|--defer "
+                  "--reason TEXT", soft_wrap=True, highlight=False)
     return 0
 
 
