@@ -136,3 +136,18 @@ def test_triage_rerun_missing_test_is_not_a_pass() -> None:
 
     got = {"t::a": Outcome.PASS, "t::b": Outcome.FAIL}
     assert rerun_passes(["t::a", "t::b", "t::gone"], got) == {"t::a": True, "t::b": False, "t::gone": False}
+
+
+def test_unit_rerun_refuses_a_dirty_checkout_of_the_fork_branch(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.git.run import run_git
+
+    sample = build_sample(tmp_path / "sample")
+    assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
+    with (sample.fork / "forkflow.toml").open("a") as f:
+        f.write(demo_config(sys.executable))
+    doc = cli("ingest", "--json", repo=sample.fork).json()  # validate: stored units, nothing landed
+    unit = next(u["id"] for u in doc["units"] if u["id"])
+    run_git("checkout", "-q", "main", cwd=sample.fork)
+    (sample.fork / "README.md").write_text("a local edit\n")
+    r = cli("ingest", "--unit", str(unit), repo=sample.fork)
+    assert r.rc == 1 and "checked out in" in r.err and "README.md" in r.err
