@@ -45,6 +45,7 @@ class State:
     requests: list[Request] = field(default_factory=list)
     chat_replies: list[str] = field(default_factory=list)
     chat_prompts: list[list[dict[str, str]]] = field(default_factory=list)
+    pulls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # repo -> pull/merge requests
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -99,6 +100,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str, path: str, query: dict[str, list[str]],
                doc: dict[str, Any]) -> tuple[int, Any]:
+        m = re.fullmatch(r"/(github|gitlab)/(?:repos|projects)/([^/]+/[^/]+|\d+)/(?:pulls|merge_requests)"
+                         r"(?:/(\d+))?(/reviews|/approvals)?", path)
+        if m:
+            return self._pull(m[1], method, m[2], int(m[3]) if m[3] else None, m[4], doc)
         m = re.fullmatch(r"/github/repos/([^/]+/[^/]+)/issues(?:/(\d+))?(/comments)?", path)
         if m:
             return self._github(method, m[1], int(m[2]) if m[2] else None, bool(m[3]), query, doc)
@@ -111,6 +116,27 @@ class _Handler(BaseHTTPRequestHandler):
                 reply = self.state.chat_replies.pop(0) if self.state.chat_replies else ""
             return 200, {"choices": [{"message": {"role": "assistant", "content": reply}}]}
         return 404, {"message": "Not Found"}
+
+    def _pull(self, forge: str, method: str, repo: str, number: int | None, sub: str | None,
+              doc: dict[str, Any]) -> tuple[int, Any]:
+        """Pull requests (GitHub) and merge requests (GitLab): open, read, reviews/approvals."""
+        with self.state.lock:
+            pulls = self.state.pulls.setdefault(repo, [])
+            if number is None and method == "POST":
+                pr = {"number": len(pulls) + 1, "title": doc["title"], "body": doc.get("body", doc.get("description", "")),
+                      "head": doc.get("head", doc.get("source_branch")), "base": doc.get("base", doc.get("target_branch")),
+                      "state": "open", "merged": False, "approved": False}
+                pulls.append(pr)
+                return 201, _pull_view(forge, pr)
+            found = [p for p in pulls if p["number"] == number]
+            if not found or method != "GET":
+                return 404, {"message": "Not Found"}
+            pr = found[0]
+            if sub == "/reviews":
+                return 200, [{"state": "APPROVED"}] if pr["approved"] else []
+            if sub == "/approvals":
+                return 200, {"approved": pr["approved"]}
+            return 200, _pull_view(forge, pr)
 
     def _page(self, items: list[dict[str, Any]], query: dict[str, list[str]]) -> list[dict[str, Any]]:
         per = int(query.get("per_page", ["30"])[0])
@@ -198,6 +224,16 @@ def _gh_view(i: dict[str, Any]) -> dict[str, Any]:
             "html_url": f"https://github.example/issues/{i['number']}"}
 
 
+def _pull_view(forge: str, p: dict[str, Any]) -> dict[str, Any]:
+    if forge == "github":
+        return {"number": p["number"], "title": p["title"], "body": p["body"], "merged": p["merged"],
+                "state": "closed" if p["state"] != "open" else "open", "head": {"ref": p["head"]},
+                "base": {"ref": p["base"]}, "html_url": f"https://github.example/pull/{p['number']}"}
+    return {"iid": p["number"], "title": p["title"], "description": p["body"], "source_branch": p["head"],
+            "target_branch": p["base"], "state": {"open": "opened"}.get(p["state"], p["state"]),
+            "web_url": f"https://gitlab.example/-/merge_requests/{p['number']}"}
+
+
 def _gl_view(i: dict[str, Any]) -> dict[str, Any]:
     return {"iid": i["number"], "title": i["title"], "description": i["body"],
             "state": "opened" if i["state"] == "open" else "closed", "labels": i["labels"],
@@ -239,6 +275,18 @@ class FakeForge:
     def comments(self, repo: str, number: int) -> list[str]:
         with self.state.lock:
             return list(self.state.comments.get((repo, number), []))
+
+    def pulls(self, repo: str) -> list[dict[str, Any]]:
+        with self.state.lock:
+            return [dict(p) for p in self.state.pulls.get(repo, [])]
+
+    def set_pull(self, repo: str, number: int, **changes: Any) -> None:
+        """Play the reviewer: approved=True, or state="merged" / "closed" (merged sets merged=True)."""
+        with self.state.lock:
+            pr = next(p for p in self.state.pulls[repo] if p["number"] == number)
+            pr.update(changes)
+            if changes.get("state") == "merged":
+                pr["merged"] = True
 
     def requests(self) -> list[Request]:
         with self.state.lock:

@@ -61,6 +61,8 @@ def test_conflicts_grouped_per_commit_with_owner(tmp_path: Path, cli) -> None:  
     assert listed and {c["owner"] for c in listed} <= {"@compiler-team", "@kernels-team"}
     out = cli("conflicts", repo=sample.fork).out
     assert "by upstream commit" in out and len({c["upstream_sha"] for c in listed}) <= out.count("\n")
+    shown = " ".join(cli("conflicts", "show", str(listed[0]["id"]), repo=sample.fork).out.split())
+    assert f"forkflow decide {listed[0]['upstream_sha'][:12]} --skip|--wont-port|--defer" in shown
 
 
 def test_group_conflicts_and_codeowners_globs() -> None:
@@ -92,3 +94,60 @@ def test_cli_completion_on_and_no_private_typer_import(cli) -> None:  # type: ig
     assert "typer._" not in (root / "forkflow" / "cli" / "main.py").read_text()
     r = cli("--help")
     assert r.rc == 0 and "--install-completion" in r.out
+
+
+def test_demo_serve_removes_its_temp_folder_on_sigterm(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, TMPDIR=str(tmp), BROWSER="true")
+    exe = Path(sys.executable).parent / "forkflow"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
+    proc = subprocess.Popen([*cmd, "demo", "--serve", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            with socket.socket() as c:
+                if c.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.2)
+        assert any(p.name.startswith("forkflow-demo-") for p in tmp.iterdir())
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not any(p.name.startswith("forkflow-demo-") for p in tmp.iterdir())
+
+
+def test_triage_rerun_missing_test_is_not_a_pass() -> None:
+    from forkflow.tiers.reports import Outcome
+    from forkflow.triage.triage import rerun_passes
+
+    got = {"t::a": Outcome.PASS, "t::b": Outcome.FAIL}
+    assert rerun_passes(["t::a", "t::b", "t::gone"], got) == {"t::a": True, "t::b": False, "t::gone": False}
+
+
+def test_unit_rerun_refuses_a_dirty_checkout_of_the_fork_branch(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.git.run import run_git
+
+    sample = build_sample(tmp_path / "sample")
+    assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
+    with (sample.fork / "forkflow.toml").open("a") as f:
+        f.write(demo_config(sys.executable))
+    doc = cli("ingest", "--json", repo=sample.fork).json()  # validate: stored units, nothing landed
+    unit = next(u["id"] for u in doc["units"] if u["id"])
+    run_git("checkout", "-q", "main", cwd=sample.fork)
+    (sample.fork / "README.md").write_text("a local edit\n")
+    r = cli("ingest", "--unit", str(unit), repo=sample.fork)
+    assert r.rc == 1 and "checked out in" in r.err and "README.md" in r.err

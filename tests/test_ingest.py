@@ -265,18 +265,24 @@ def test_ingest_never_touches_a_dirty_work_tree(cli, fork: Path) -> None:  # typ
     (fork / "mini/kernels.py").write_text("my local edit\n")
     (fork / "scratch.txt").write_text("untracked\n")
     before = {p: (fork / p).read_bytes() for p in ("mini/kernels.py", "scratch.txt", "README.md")}
+    refs = _refs(fork)
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 1 and "checked out in" in r.err and "mini/kernels.py" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert {p: (fork / p).read_bytes() for p in before} == before and _refs(fork) == refs
+    assert not _git(fork, "stash", "list")
+
+
+def test_ingest_lands_on_a_clean_checkout_and_updates_it(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    _git(fork, "checkout", "-q", "main")
+    (fork / "scratch.txt").write_text("untracked\n")
+    old = _git(fork, "rev-parse", "main")
     r = cli("ingest", "--land", "--json", repo=fork)
     assert r.rc in WAITS, r.err
-    assert {p: (fork / p).read_bytes() for p in before} == before
-    assert _git(fork, "symbolic-ref", "HEAD") == "refs/heads/main"
-    assert not _git(fork, "stash", "list")
-    (note,) = [n for n in r.json()["notes"] if "main is checked out" in n]
-    catch_up = note.split("To catch up (local edits are kept): ")[1]
-    old = catch_up.split("--detach ")[1].split(" ")[0]
-    _git(fork, "checkout", "-q", "--detach", old)
-    _git(fork, "checkout", "-q", "main")
-    assert _git(fork, "status", "--porcelain") == "M mini/kernels.py\n?? forkflow.toml\n?? scratch.txt"
-    assert (fork / "mini/kernels.py").read_text() == "my local edit\n"
+    assert _git(fork, "rev-parse", "main") != old
+    # index and files follow the landing (as git's updateInstead): nothing staged undoes it
+    assert _git(fork, "status", "--porcelain") == "?? forkflow.toml\n?? scratch.txt"
+    assert any("updated the checkout" in n for n in r.json()["notes"])
 
 
 def test_ingest_needs_an_l1_gate(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]

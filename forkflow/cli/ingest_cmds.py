@@ -153,7 +153,7 @@ EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain
 EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
 EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
             EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
-_DONE = {"landed", "validated", "would-pick", "empty"}
+_DONE = {"landed", "validated", "would-pick", "empty", "closed"}
 _FAILED = {"failed", "abandoned"}
 
 
@@ -180,7 +180,7 @@ def report_json(r: IngestReport) -> dict[str, object]:
     }
 
 
-_STYLE = {"landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
+_STYLE = {"in-review": "cyan", "closed": "dim", "landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
           "empty": "dim", "waiting": "dim", "abandoned": "red"}
 
 
@@ -346,6 +346,9 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
         console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
     else:
         console.print(escape(f"settle it {by_hand(x, c.config.fork_branch)}"))
+    # the fork may not want the commit at all (a revert of a change it never had, a version bump)
+    console.print(f"or decide not to take it: forkflow decide {short(x.upstream_sha)} --skip|--wont-port|--defer "
+                  "--reason TEXT", soft_wrap=True, highlight=False)
     return 0
 
 
@@ -433,9 +436,18 @@ def demo(
         return run_demo_on(repo, console)
     check_keep(keep)
     if serve:
+        import signal
+        import sys
+
         from forkflow.web.serve import serve_demo
 
-        return serve_demo(keep, console, port=port)
+        # SIGTERM (a service manager, `kill`) must unwind like Ctrl-C, so the temporary sample is
+        # removed; uvicorn re-raises the signal after its shutdown, which would kill us mid-cleanup
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        try:
+            return serve_demo(keep, console, port=port)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     return run_demo(keep, console)
 
 

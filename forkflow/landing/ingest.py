@@ -29,6 +29,9 @@ from forkflow.landing.land import advance_ingestion_point, keep_candidate, land,
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions, UnitPick
+from forkflow.landing.review import Member as ReviewMember
+from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
+from forkflow.landing.worktree import catch_up_work_trees, refuse_dirty_work_trees
 from forkflow.ledger.decisions import decider_of
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
@@ -61,6 +64,8 @@ class UnitStatus(str, enum.Enum):
     EMPTY = "empty"  # everything already applied: skipped
     WAITING = "waiting"  # a chain link behind a deferred one
     ABANDONED = "abandoned"  # the branch kept moving, or L1 could not run: left pending
+    IN_REVIEW = "in-review"  # passed L1, proposed for review ([ingest] land = "review")
+    CLOSED = "closed"  # its review was closed (a person's deferral) or went stale (planned again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,7 @@ class Ingestor:
         self.order: list[Sha] = []
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
         self.person_decided: dict[Sha, Decided] = {}
+        self.reviewer: Reviewer | None = None  # [ingest] land = "review" (landing/review.py)
         self.run_id = 0
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
@@ -197,7 +203,7 @@ class Ingestor:
             self.push()
         tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
-            self._note_checked_out(ledger.fork_tip)
+            self.notes.extend(catch_up_work_trees(self.repo, self.ctx.config, ledger.fork_tip, tip))
         if self.writes:
             prune_candidates(self.repo, self.settled)
         if self.writes and results:
@@ -483,10 +489,13 @@ class Ingestor:
                 records.set_unit(s, unit_id, "passed" if verdict.passed else "failed", verdict.summary)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
-            if self.options.mode is Mode.VALIDATE:
+            if self.options.mode is Mode.VALIDATE or self.reviewer is not None:
                 ref = keep_candidate(self.repo, name, candidate)
                 self._virtual[unit.name] = candidate
-                return UnitResult(name, unit.kind.value, UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}",
+                status, summary = UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}"
+                if self.reviewer is not None:
+                    status, summary = UnitStatus.IN_REVIEW, self.reviewer.propose(unit_id, name, unit.kind.value, candidate, base, [ReviewMember(sha, *self.subjects.get(sha, ("", None)), unit.reasons.get(sha, "")) for sha in pick.applied], verdict.summary, sorted({r for r in unit.reasons.values() if 'depends on' in r}))  # noqa: E501
+                return UnitResult(name, unit.kind.value, status, summary,
                                   pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
                                   unit_id)
             if land(self.repo, self.ctx.config, candidate, base, name):
@@ -664,10 +673,17 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
     if options.mode is Mode.DRY_RUN:
         return Ingestor(ctx, options, gate, reporter, settings).run()
     with fork_lock(ctx):  # one writing run per repository and per fork in the store
+        if options.mode is Mode.LAND:
+            refuse_dirty_work_trees(ctx.repo, ctx.config)
         if gate is None:
             gate = select_gate(ctx, settings)
         try:
-            return Ingestor(ctx, options, gate, reporter, settings).run()
+            ingestor = Ingestor(ctx, options, gate, reporter, settings)
+            review = review_settings(ctx.config) if options.mode is Mode.LAND else None
+            if review is None:
+                return ingestor.run()
+            ingestor.reviewer = Reviewer(ctx, review, make_sink(review))
+            return with_reviews(ingestor.reviewer.settle(), ingestor.run)
         finally:
             close = getattr(gate, "close", None)
             if close is not None:

@@ -34,7 +34,8 @@ def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntr
         cut = ledger.index_of(until)
         entries = entries[: cut + 1]
     return [e for e in entries if e.disposition in (Disposition.PENDING, Disposition.DEFERRED)
-            and not (e.evidence and e.evidence[0].kind is EvidenceKind.DECIDED)]  # a person's deferral
+            and not (e.evidence and e.evidence[0].kind is EvidenceKind.DECIDED)  # a person's deferral
+            and not e.reason.startswith("in review: ")]  # proposed for review (landing/review.py)
 
 
 def resolve_until(ctx: Context, ledger: Ledger, until: str | None) -> Sha | None:

@@ -23,6 +23,7 @@ from forkflow.landing.ingest import (
 )
 from forkflow.landing.lock import fork_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
+from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger
 from forkflow.planning.model import Plan, Unit, UnitKind
@@ -93,6 +94,7 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     if push:
         check_push_remote(ctx, ingest_settings(ctx.config))
     with fork_lock(ctx, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
+        refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
         return _retry_unit(ctx, unit_id, push, reporter, gate)
 
 

@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from forkflow.web.routes import commits, ingestion, l2, overview, triage, validation
+from forkflow.web.routes import commits, decisions, ingestion, l2, overview, triage, validation
 from forkflow.web.routes import replay as replay_page
 
 ROUTERS: tuple[APIRouter, ...] = (overview.router, ingestion.router, validation.router, l2.router,
-                                  triage.router, commits.router)
-ROUTERS += (replay_page.router,)
+                                  triage.router, commits.router, decisions.router, replay_page.router)

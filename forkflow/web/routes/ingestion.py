@@ -65,7 +65,8 @@ def ingestion(request: Request) -> Response:
                    "l1": _l1(checks.get(u.candidate_sha, [])) if u.candidate_sha else None}
                   for u in units],
         "waiting": [{"sha": d.sha, "subject": subjects.get(d.sha, ("", None))[0],
-                     "pr": subjects.get(d.sha, ("", None))[1], "reason": d.reason} for d in deferred],
+                     "pr": subjects.get(d.sha, ("", None))[1], "reason": d.describe(),
+                     "decided_by": d.source.value} for d in deferred],
         "conflicts": [_conflict_doc(c, full=False) for c in conflicts],
     }
     return page(request, "ingestion.html", data)
