@@ -210,3 +210,37 @@ def test_triage_command_module_imports_nothing_heavy() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+FOOTER = "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+
+
+def test_footers_are_dropped_in_windows_found_by_the_scan() -> None:
+    log = "x\n" * 3000 + TRACEBACK.replace("ValueError: bad block 128 at 0x7ffee1c0\n", "") + \
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n" + FOOTER
+    whole = signature_of(log)
+    assert "TORCH_USE_CUDA_DSA" not in whole.excerpt
+    for size in (13, 500, 4096):  # a footer cut by a chunk boundary is still found
+        chunks = [log.encode()[i:i + size] for i in range(0, len(log), size)]
+        sig = scan(chunks)
+        assert (sig.text, sig.excerpt) == (whole.text, whole.excerpt)
+
+
+def test_many_footers_are_still_dropped() -> None:
+    # past the positions the scan keeps, the window is searched for footers again
+    footer = "You can suppress this exception and fall back to eager by setting:\n"
+    for n in (1, 6000):
+        log = footer * n + "ERROR: the build failed in stage 3\n" + footer
+        assert signature_of(log).text == "GENERIC: ERROR: the build failed in stage N"
+
+
+def test_fallback_line_is_the_error_line_of_a_long_log() -> None:
+    log = "".join(f"step {i} ok\n" for i in range(5000)) + "ERROR: the build failed\n" + "bye\n" * 3
+    assert signature_of(log).line == 5001
+
+
+def test_control_characters_go_from_non_ascii_text() -> None:
+    from forkflow.triage.signature import strip_ansi
+
+    assert strip_ansi("█ 50%\r█ 100%\x07\tok\n") == "█ 50%█ 100%\tok\n"
+    assert strip_ansi("50%\r100%\x07\tok\n") == "50%100%\tok\n"

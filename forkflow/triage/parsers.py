@@ -318,10 +318,27 @@ _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "excepti
 
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
+    # searched from the end in blocks of whole lines: the line is usually near the end
+    end, size = len(text), 2048
+    while end > 0:
+        start = text.rfind("\n", 0, end - size) + 1 if end > size else 0
+        found = _generic_line(text, start, end)
+        if found:
+            return found
+        end, size = start, size * 4
+    lines = text.rstrip().rsplit("\n", 1)
+    if lines and lines[-1].strip():
+        return lines[-1].strip(), text.count("\n", 0, len(text.rstrip()))
+    return "", -1
+
+
+def _generic_line(text: str, start: int, end: int) -> tuple[str, int] | None:
+    """The last line of text[start:end] (whole lines) that says error/failed."""
     # one scan for the words, then only the lines that hold one are looked at, last first
-    found = _WORDS.find_matches_as_indexes(text.lower())
+    found = _WORDS.find_matches_as_indexes(text[start:end].lower())
     seen: set[int] = set()
     for _idx, pos, _end in reversed(found):
+        pos += start
         lo = text.rfind("\n", 0, pos) + 1
         if lo in seen:
             continue
@@ -331,15 +348,12 @@ def generic_key(text: str) -> tuple[str, int]:
         if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
                 or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
             continue
-        following = text[hi + 1:].split("\n", 4)[:3] if hi >= 0 else []
+        following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
         i = text.count("\n", 0, lo)
         if line.startswith("FAILED ") and " - " in line:
             return _unwrap(line.split(" - ", 1)[1], following), i
         return _unwrap(strip_test_prefix(line), following), i
-    lines = text.rstrip().split("\n")
-    if lines and lines[-1].strip():
-        return lines[-1].strip(), len(lines) - 1
-    return "", -1
+    return None
 
 
 def _dispatch_exception(before: str, after: str) -> str | None:
