@@ -198,32 +198,45 @@ def parse_compiler(before: str, after: str) -> str | None:
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
+def _lines_with(text: str, word: str) -> list[str]:
+    """The lines of `text` that hold `word`, in order, without splitting the whole text."""
+    out, pos = [], text.find(word)
+    while pos >= 0:
+        lo = text.rfind("\n", 0, pos) + 1
+        hi = text.find("\n", pos)
+        hi = len(text) if hi < 0 else hi
+        out.append(text[lo:hi])
+        pos = text.find(word, hi)
+    return out
+
+
+_CRASH_RULES = tuple(re.compile(rule) for rule in (
+    r"(Assertion [`'][^\n]*?' failed)",
+    r"(Assertion failed: [^\n]*)",
+    r"(Assertion `[^\n]*)",
+    r"(LLVM ERROR: [^\n]*)",
+    r"(UNREACHABLE executed at [^\n]*)",
+    r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
+))
+
+
 def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
     # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
     # function it sits in: keep that, without the tool, file and line in front of it
-    located = [m for ln in text.split("\n") if "Assertion" in ln
-               for m in _LOCATED_ASSERTION.findall(ln)]
+    located = [m for ln in _lines_with(text, "Assertion") for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
         func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
         return f"{func}: {assertion}" if func else assertion
-    rules = (
-        r"(Assertion [`'][^\n]*?' failed)",
-        r"(Assertion failed: [^\n]*)",
-        r"(Assertion `[^\n]*)",
-        r"(LLVM ERROR: [^\n]*)",
-        r"(UNREACHABLE executed at [^\n]*)",
-        r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
-    )
-    for rule in rules:
-        found = re.findall(rule, text)
+    for rule in _CRASH_RULES:
+        found = rule.findall(text)
         if found:
             last = found[-1]
             return " ".join(last) if isinstance(last, tuple) else last
     frames: list[str] = []
-    for line in text.split("\n"):
+    for line in _lines_with(text, "#"):  # a stack frame: `#3 0x...`
         m = _SYMBOL.match(line)
         if m and not _SKIP_FRAME.search(m[1]):
             frames.append(re.sub(r"\(.*", "", m[1]).strip())
@@ -314,6 +327,8 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
+_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic"],
+                                               implementation=ahocorasick_rs.Implementation.DFA)
 
 
 def generic_key(text: str) -> tuple[str, int]:
@@ -335,7 +350,10 @@ def generic_key(text: str) -> tuple[str, int]:
 def _generic_line(text: str, start: int, end: int) -> tuple[str, int] | None:
     """The last line of text[start:end] (whole lines) that says error/failed."""
     # one scan for the words, then only the lines that hold one are looked at, last first
-    found = _WORDS.find_matches_as_indexes(text[start:end].lower())
+    block = text[start:end]
+    # ASCII (nearly every log): bytes, where offsets are those of the text and the DFA is fast
+    found = (_WORDS_BYTES.find_matches_as_indexes(block.encode().lower()) if block.isascii()
+             else _WORDS.find_matches_as_indexes(block.lower()))
     seen: set[int] = set()
     for _idx, pos, _end in reversed(found):
         pos += start

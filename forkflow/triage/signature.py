@@ -115,8 +115,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
 # Footers and interpreter teardown are found in the same single pass as the triggers: a parse
 # window with none of them in it is not searched again when it is cleaned.
 _MARKS = (*_FOOTERS_LIST, "Exception ignored in")
-_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS]
-                                           + [m.encode() for m in _MARKS])
+_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS] + [m.encode() for m in _MARKS],
+                                           implementation=ahocorasick_rs.Implementation.DFA)
 _N_TRIGGERS = len(TRIGGERS)
 _KINDS = {t.kind for t in TRIGGERS}
 MAX_MARKS = 4096  # positions of footers kept; past that, windows are searched as before
