@@ -244,3 +244,30 @@ def test_control_characters_go_from_non_ascii_text() -> None:
 
     assert strip_ansi("█ 50%\r█ 100%\x07\tok\n") == "█ 50%█ 100%\tok\n"
     assert strip_ansi("50%\r100%\x07\tok\n") == "50%100%\tok\n"
+
+
+def test_bare_assertion_keys_name_the_test_module() -> None:
+    a = signature_of("FAILED tests/test_ops.py::TestOps::test_max_2d - AssertionError: \n")
+    b = signature_of("FAILED tests/test_ops.py::TestOps::test_max_3d - AssertionError: \n")
+    c = signature_of("FAILED python/test/test_core.py::test_dot[64-float16] - AssertionError: \n")
+    assert a.key == b.key != c.key
+    assert a.text == "EXCEPTION: AssertionError: @ test_ops.py"
+
+
+def test_harness_timeout_names_the_test_that_hung() -> None:
+    harness = ('Traceback (most recent call last):\n'
+               '  File "/x/site-packages/torch/testing/_internal/common_distributed.py", line 9, in _check\n'
+               "    raise RuntimeError(msg)\n"
+               "RuntimeError: Process 0 terminated or timed out after 100.1 seconds\n")
+    a = signature_of("ERROR: test_a (__main__.TestZeroRedundancy)\n" + harness)
+    b = signature_of("ERROR [105.0s]: test_b (__main__.TensorPipeDdpTest)\n" + harness)
+    assert a.text == "TIMEOUT: timeout in TestZeroRedundancy"
+    assert a.key != b.key
+
+
+def test_libstdcxx_assertions_are_crashes_keyed_by_function() -> None:
+    a = signature_of("/usr/include/c++/10/bits/stl_vector.h:1045: std::vector<T>::operator[](size_type) "
+                     "[_Tp = int]: Assertion '__n < this->size()' failed.\nAborted (core dumped)\n")
+    b = signature_of("std::vector<T>::operator[](size_type) [_Tp = int]: Assertion '__n < this->size()' failed.\n")
+    assert a.kind is FailureKind.CRASH
+    assert a.key == b.key

@@ -61,12 +61,52 @@ _WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' ra
                       r"Exception: Caused by sample input at index \d+:.*)\s*")
 
 
-def _project_frame(frames: list[tuple[str, str, str]]) -> tuple[str, str] | None:
-    """The innermost frame outside the libraries, else the innermost one."""
+def _project_frame(frames: list[tuple[str, str, str]], strict: bool = False) -> tuple[str, str] | None:
+    """The innermost frame outside the libraries, else (not `strict`) the innermost one."""
     for path, base, func in reversed(frames):
         if not _LIBRARY.search(path.replace("\\", "/")):
             return base, func
-    return (frames[-1][1], frames[-1][2]) if frames else None
+    return (frames[-1][1], frames[-1][2]) if frames and not strict else None
+
+
+# The test a failure belongs to, as the runner named it: pytest's `dir/test_x.py::Class::test`
+# (its module) and unittest's `ERROR: test_x (module.Class)` or `FAIL: Class.test_x` (its class).
+_PYTEST_ID = re.compile(r"([\w.-]+\.py)::[\w\[]")
+_UNITTEST_HEAD = re.compile(r"(?:^|\n)(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[\w.]*\.)?(\w+)\)|(\w+)\.\w+\s*(?:\n|$))")
+
+
+def test_unit(text: str) -> str | None:
+    """The last test named in `text`: its module file (pytest) or its class (unittest)."""
+    tail = text[-8000:]
+    best: tuple[int, str] | None = None
+    for m in _PYTEST_ID.finditer(tail):
+        best = (m.start(), m[1])
+    for u in _UNITTEST_HEAD.finditer(tail):
+        if best is None or u.start() > best[0]:
+            best = (u.start(), u[1] or u[2])
+    return best[1] if best else None
+
+
+def with_test(key: str, line: str) -> str:
+    """`key` taken from `line` (`FAILED dir/test_x.py::test - AssertionError`), plus the test's
+    module when the message alone says too little."""
+    if key == line or not _GENERIC_MESSAGE.match(key.partition(": ")[2]):
+        return key
+    unit = test_unit(line)
+    return f"{key} @ {unit}" if unit else key
+
+
+def _where(frames: list[tuple[str, str, str]], before: str) -> str | None:
+    """Where a failure whose message says too little is: its innermost project frame, else the
+    test it belongs to, else its innermost frame."""
+    frame = _project_frame(frames, strict=True)
+    if frame:
+        return None if frame[1] == "<module>" else f"{frame[0]}:{frame[1]}"
+    unit = test_unit(before)
+    if unit:
+        return unit
+    frame = _project_frame(frames)
+    return f"{frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else None
 
 
 def parse_traceback(before: str, after: str) -> str | None:
@@ -85,13 +125,9 @@ def parse_traceback(before: str, after: str) -> str | None:
         inner = _unwrap(message, lines[i + 1:i + 6])
         if inner != message:  # a wrapper: its frames are the wrapper's; the error's come before
             earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
-            return with_frame(inner, earlier)
-        frame = _project_frame(frames)
-        _type, _, text = message.partition(": ")
+            return with_frame(inner, earlier, before)
         # import-time errors name the importing module: the message is the signature
-        if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
-            return f"{message} @ {frame[0]}:{frame[1]}"
-        return message
+        return with_frame(message, frames, before)
     frame = _project_frame(frames)  # a log cut inside the traceback: where it was
     return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
 
@@ -108,13 +144,13 @@ def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
     return frames[::-1]
 
 
-def with_frame(message: str, frames: list[tuple[str, str, str]]) -> str:
-    """`message`, plus its innermost project frame when the message alone says too little."""
-    frame = _project_frame(frames)
+def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "") -> str:
+    """`message`, plus where it happened (`_where`) when the message alone says too little."""
     _type, _, text = message.partition(": ")
-    if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
-        return f"{message} @ {frame[0]}:{frame[1]}"
-    return message
+    if not _GENERIC_MESSAGE.match(text):
+        return message
+    where = _where(frames, before)
+    return f"{message} @ {where}" if where else message
 
 
 def _unwrap(message: str, following: list[str]) -> str:
@@ -163,7 +199,7 @@ def parse_pytest(before: str, after: str) -> str | None:
     if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
         short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
         if short:
-            return with_frame(first, short)
+            return with_frame(first, short, "\n".join(lines[max(0, start - 200):start]))
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
@@ -294,11 +330,21 @@ def parse_timeout(before: str, after: str) -> str | None:
     main = text.rfind("Stack of MainThread")
     # without a dump, the traceback that reported the timeout ends just before the hit
     frames = _FRAME.findall(text[main:] if main >= 0 else before[-8000:] + _hit_line(before, after))
+    if not frames and main < 0:  # --tb=short: `dir/file.py:12: in func`
+        frames = _SHORT_FRAME.findall(before[-8000:])
     if main >= 0:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
     if frames:
-        frame = _project_frame([(p, _basename(p), f) for p, f in frames])
+        framed = [(p, _basename(p), f) for p, f in frames]
+        frame = _project_frame(framed, strict=True)
+        if frame:
+            return f"timeout in {frame[0]}:{frame[1]}"
+        # only the harness's frames (`Process 0 terminated or timed out`): the test that hung
+        unit = test_unit(before)
+        frame = _project_frame(framed)
+        if unit:
+            return f"timeout in {unit}"
         if frame:
             return f"timeout in {frame[0]}:{frame[1]}"
     locs = _PYTEST_LOC.findall(before[-8000:])

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
-from forkflow.triage.parsers import PARSERS, frames_above, generic_key, with_frame
+from forkflow.triage.parsers import PARSERS, frames_above, generic_key, with_frame, with_test
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
@@ -101,7 +101,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
         "HIP error", "illegal instruction was encountered", "too many resources requested",
         "no kernel image is available", "CUDA Error"),
-    *_t(K.CRASH, "Assertion `", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
+    # libstdc++ quotes its assertions with ' (`Assertion '__n < this->size()' failed.`)
+    *_t(K.CRASH, "Assertion `", "Assertion '", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
@@ -279,12 +280,15 @@ class Scanner:
         lines_before = self.lines_before_carry + tail.count(b"\n", 0, len(tail) - len(window))
         cleaned = clean_window(strip_ansi(text), self.has_marks(self.end - len(window), self.end))
         key, offset = generic_key(cleaned)
+        if offset >= 0:
+            key = with_test(key, cleaned.split("\n", offset + 1)[offset].strip())
         line = lines_before + (offset + 1 if offset >= 0 else text.count("\n") + 1)
         excerpt = strip_ansi("\n".join(text.rsplit("\n", EXCERPT_LINES // 2)[-(EXCERPT_LINES // 2):])
                              [-EXCERPT_CHARS:]).strip("\n")
         kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
         if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
-            key = with_frame(key, frames_above(cleaned.split("\n"), offset))
+            lines = cleaned.split("\n")
+            key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
         return Signature(kind, _signature_text(kind, key), excerpt, line)
 
 
