@@ -72,18 +72,24 @@ def _project_frame(frames: list[tuple[str, str, str]], strict: bool = False) -> 
 # The test a failure belongs to, as the runner named it: pytest's `dir/test_x.py::Class::test`
 # (its module) and unittest's `ERROR: test_x (module.Class)` or `FAIL: Class.test_x` (its class).
 _PYTEST_ID = re.compile(r"([\w.-]+\.py)::[\w\[]")
-_UNITTEST_HEAD = re.compile(r"(?:^|\n)(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[\w.]*\.)?(\w+)\)|(\w+)\.\w+\s*(?:\n|$))")
+# after a literal newline, so the regex engine jumps from line to line
+_UNITTEST_HEAD = re.compile(r"\n(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[\w.]*\.)?(\w+)\)|(\w+)\.\w+[ \t]*(?=\n|$))")
 
 
 def test_unit(text: str) -> str | None:
     """The last test named in `text`: its module file (pytest) or its class (unittest)."""
-    tail = text[-8000:]
+    tail = "\n" + text[-8000:]
     best: tuple[int, str] | None = None
-    for m in _PYTEST_ID.finditer(tail):
-        best = (m.start(), m[1])
-    for u in _UNITTEST_HEAD.finditer(tail):
-        if best is None or u.start() > best[0]:
-            best = (u.start(), u[1] or u[2])
+    pos = tail.rfind(".py::")
+    if pos >= 0:  # only the line of the last pytest id is searched
+        lo = tail.rfind("\n", 0, pos) + 1
+        hi = tail.find("\n", pos)
+        found = list(_PYTEST_ID.finditer(tail, lo, len(tail) if hi < 0 else hi))
+        if found:
+            best = (lo, found[-1][1])
+    heads = list(_UNITTEST_HEAD.finditer(tail))
+    if heads and (best is None or heads[-1].start() >= best[0]):
+        best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
     return best[1] if best else None
 
 
