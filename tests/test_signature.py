@@ -271,3 +271,13 @@ def test_libstdcxx_assertions_are_crashes_keyed_by_function() -> None:
     b = signature_of("std::vector<T>::operator[](size_type) [_Tp = int]: Assertion '__n < this->size()' failed.\n")
     assert a.kind is FailureKind.CRASH
     assert a.key == b.key
+
+
+def test_llvm_fatal_error_is_one_key_whoever_prints_it() -> None:
+    llc = signature_of("LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc\nStack dump:\n")
+    clang = signature_of("fatal error: error in backend: Cannot select: intrinsic %llvm.x86.aesni.aesenc\n"
+                         "PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/\nStack dump:\n")
+    lld = signature_of("LINK : LLVM error : Cannot select: intrinsic %llvm.x86.aesni.aesenc\nStack dump:\n")
+    other = signature_of("LLVM ERROR: Cannot select: intrinsic %llvm.x86.sse42.crc32.32.32\nStack dump:\n")
+    assert llc.key == clang.key == lld.key != other.key
+    assert llc.text == "CRASH: LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc"

@@ -256,7 +256,9 @@ _CRASH_RULES = tuple(re.compile(rule) for rule in (
     r"(Assertion [`'][^\n]*?' failed)",
     r"(Assertion failed: [^\n]*)",
     r"(Assertion `[^\n]*)",
-    r"(LLVM ERROR: [^\n]*)",
+    # LLVM's fatal error as llc and opt print it, as clang prints it (`fatal error: error in
+    # backend:`) and as lld-link prints it (`LLVM error : `): one error, one key
+    r"(?:LLVM ERROR|LLVM error|error in backend) ?: ([^\n]*)",
     r"(UNREACHABLE executed at [^\n]*)",
     r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
 ))
@@ -276,6 +278,8 @@ def parse_crash(before: str, after: str) -> str | None:
         found = rule.findall(text)
         if found:
             last = found[-1]
+            if rule is _CRASH_RULES[3]:
+                return f"LLVM ERROR: {last}"
             return " ".join(last) if isinstance(last, tuple) else last
     frames: list[str] = []
     for line in _lines_with(text, "#"):  # a stack frame: `#3 0x...`

@@ -102,7 +102,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "HIP error", "illegal instruction was encountered", "too many resources requested",
         "no kernel image is available", "CUDA Error"),
     # libstdc++ quotes its assertions with ' (`Assertion '__n < this->size()' failed.`)
-    *_t(K.CRASH, "Assertion `", "Assertion '", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
+    *_t(K.CRASH, "Assertion `", "Assertion '", "Assertion failed", "LLVM ERROR:", "LLVM error :",
+        "error in backend:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
