@@ -281,3 +281,12 @@ def test_llvm_fatal_error_is_one_key_whoever_prints_it() -> None:
     other = signature_of("LLVM ERROR: Cannot select: intrinsic %llvm.x86.sse42.crc32.32.32\nStack dump:\n")
     assert llc.key == clang.key == lld.key != other.key
     assert llc.text == "CRASH: LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc"
+
+
+def test_abort_after_a_compiler_burst_is_keyed_by_its_first_error() -> None:
+    burst = ("ptxas fatal   : Unsupported .version 8.4; current version is '8.3'\n"
+             "ptxas fatal : Ptx assembly aborted due to errors\n")
+    direct = signature_of(burst)
+    crashed = signature_of("[gw3] node down: Not properly terminated\n" + burst + "Fatal Python error: Aborted\n")
+    assert crashed.kind is FailureKind.CRASH
+    assert crashed.key == direct.key

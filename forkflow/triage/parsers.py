@@ -293,8 +293,13 @@ def parse_crash(before: str, after: str) -> str | None:
     fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
     if fatal and fatal[-1].strip() == "Aborted":
         # abort() is called by whatever printed why, just before
-        reason, _i = generic_key("\n".join(before.split("\n")[-60:]))
+        last = before.split("\n")[-60:]
+        reason, i = generic_key("\n".join(last))
         if reason and "Fatal Python error" not in reason:
+            # a compiler's burst of diagnostics: its first error, as for a compiler error
+            burst = parse_compiler("\n".join(last[:i]) + "\n", last[i]) if 0 <= i < len(last) else None
+            if burst and _DIAGNOSTIC.match(burst) and burst != last[i]:
+                return burst
             diag = _DIAGNOSTIC.search(reason)
             return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else reason
     if fatal:
