@@ -394,6 +394,12 @@ _WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"a
 
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
+    key, index, _line = generic_line(text)
+    return key, index
+
+
+def generic_line(text: str) -> tuple[str, int, str]:
+    """`generic_key`, and the line the key was taken from."""
     # searched from the end in blocks of whole lines: the line is usually near the end
     end, size = len(text), 2048
     while end > 0:
@@ -404,11 +410,11 @@ def generic_key(text: str) -> tuple[str, int]:
         end, size = start, size * 4
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
-        return lines[-1].strip(), text.count("\n", 0, len(text.rstrip()))
-    return "", -1
+        return lines[-1].strip(), text.count("\n", 0, len(text.rstrip())), lines[-1].strip()
+    return "", -1, ""
 
 
-def _generic_line(text: str, start: int, end: int) -> tuple[str, int] | None:
+def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | None:
     """The last line of text[start:end] (whole lines) that says error/failed."""
     # one scan for the words, then only the lines that hold one are looked at, last first
     block = text[start:end]
@@ -430,8 +436,8 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int] | None:
         following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
         i = text.count("\n", 0, lo)
         if line.startswith("FAILED ") and " - " in line:
-            return _unwrap(line.split(" - ", 1)[1], following), i
-        return _unwrap(strip_test_prefix(line), following), i
+            return _unwrap(line.split(" - ", 1)[1], following), i, line
+        return _unwrap(strip_test_prefix(line), following), i, line
     return None
 
 
