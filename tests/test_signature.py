@@ -210,3 +210,83 @@ def test_triage_command_module_imports_nothing_heavy() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+FOOTER = "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+
+
+def test_footers_are_dropped_in_windows_found_by_the_scan() -> None:
+    log = "x\n" * 3000 + TRACEBACK.replace("ValueError: bad block 128 at 0x7ffee1c0\n", "") + \
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n" + FOOTER
+    whole = signature_of(log)
+    assert "TORCH_USE_CUDA_DSA" not in whole.excerpt
+    for size in (13, 500, 4096):  # a footer cut by a chunk boundary is still found
+        chunks = [log.encode()[i:i + size] for i in range(0, len(log), size)]
+        sig = scan(chunks)
+        assert (sig.text, sig.excerpt) == (whole.text, whole.excerpt)
+
+
+def test_many_footers_are_still_dropped() -> None:
+    # past the positions the scan keeps, the window is searched for footers again
+    footer = "You can suppress this exception and fall back to eager by setting:\n"
+    for n in (1, 6000):
+        log = footer * n + "ERROR: the build failed in stage 3\n" + footer
+        assert signature_of(log).text == "GENERIC: ERROR: the build failed in stage N"
+
+
+def test_fallback_line_is_the_error_line_of_a_long_log() -> None:
+    log = "".join(f"step {i} ok\n" for i in range(5000)) + "ERROR: the build failed\n" + "bye\n" * 3
+    assert signature_of(log).line == 5001
+
+
+def test_control_characters_go_from_non_ascii_text() -> None:
+    from forkflow.triage.signature import strip_ansi
+
+    assert strip_ansi("█ 50%\r█ 100%\x07\tok\n") == "█ 50%█ 100%\tok\n"
+    assert strip_ansi("50%\r100%\x07\tok\n") == "50%100%\tok\n"
+
+
+def test_bare_assertion_keys_name_the_test_module() -> None:
+    a = signature_of("FAILED tests/test_ops.py::TestOps::test_max_2d - AssertionError: \n")
+    b = signature_of("FAILED tests/test_ops.py::TestOps::test_max_3d - AssertionError: \n")
+    c = signature_of("FAILED python/test/test_core.py::test_dot[64-float16] - AssertionError: \n")
+    assert a.key == b.key != c.key
+    assert a.text == "EXCEPTION: AssertionError: @ test_ops.py"
+
+
+def test_harness_timeout_names_the_test_that_hung() -> None:
+    harness = ('Traceback (most recent call last):\n'
+               '  File "/x/site-packages/torch/testing/_internal/common_distributed.py", line 9, in _check\n'
+               "    raise RuntimeError(msg)\n"
+               "RuntimeError: Process 0 terminated or timed out after 100.1 seconds\n")
+    a = signature_of("ERROR: test_a (__main__.TestZeroRedundancy)\n" + harness)
+    b = signature_of("ERROR [105.0s]: test_b (__main__.TensorPipeDdpTest)\n" + harness)
+    assert a.text == "TIMEOUT: timeout in TestZeroRedundancy"
+    assert a.key != b.key
+
+
+def test_libstdcxx_assertions_are_crashes_keyed_by_function() -> None:
+    a = signature_of("/usr/include/c++/10/bits/stl_vector.h:1045: std::vector<T>::operator[](size_type) "
+                     "[_Tp = int]: Assertion '__n < this->size()' failed.\nAborted (core dumped)\n")
+    b = signature_of("std::vector<T>::operator[](size_type) [_Tp = int]: Assertion '__n < this->size()' failed.\n")
+    assert a.kind is FailureKind.CRASH
+    assert a.key == b.key
+
+
+def test_llvm_fatal_error_is_one_key_whoever_prints_it() -> None:
+    llc = signature_of("LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc\nStack dump:\n")
+    clang = signature_of("fatal error: error in backend: Cannot select: intrinsic %llvm.x86.aesni.aesenc\n"
+                         "PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/\nStack dump:\n")
+    lld = signature_of("LINK : LLVM error : Cannot select: intrinsic %llvm.x86.aesni.aesenc\nStack dump:\n")
+    other = signature_of("LLVM ERROR: Cannot select: intrinsic %llvm.x86.sse42.crc32.32.32\nStack dump:\n")
+    assert llc.key == clang.key == lld.key != other.key
+    assert llc.text == "CRASH: LLVM ERROR: Cannot select: intrinsic %llvm.x86.aesni.aesenc"
+
+
+def test_abort_after_a_compiler_burst_is_keyed_by_its_first_error() -> None:
+    burst = ("ptxas fatal   : Unsupported .version 8.4; current version is '8.3'\n"
+             "ptxas fatal : Ptx assembly aborted due to errors\n")
+    direct = signature_of(burst)
+    crashed = signature_of("[gw3] node down: Not properly terminated\n" + burst + "Fatal Python error: Aborted\n")
+    assert crashed.kind is FailureKind.CRASH
+    assert crashed.key == direct.key

@@ -61,12 +61,58 @@ _WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' ra
                       r"Exception: Caused by sample input at index \d+:.*)\s*")
 
 
-def _project_frame(frames: list[tuple[str, str, str]]) -> tuple[str, str] | None:
-    """The innermost frame outside the libraries, else the innermost one."""
+def _project_frame(frames: list[tuple[str, str, str]], strict: bool = False) -> tuple[str, str] | None:
+    """The innermost frame outside the libraries, else (not `strict`) the innermost one."""
     for path, base, func in reversed(frames):
         if not _LIBRARY.search(path.replace("\\", "/")):
             return base, func
-    return (frames[-1][1], frames[-1][2]) if frames else None
+    return (frames[-1][1], frames[-1][2]) if frames and not strict else None
+
+
+# The test a failure belongs to, as the runner named it: pytest's `dir/test_x.py::Class::test`
+# (its module) and unittest's `ERROR: test_x (module.Class)` or `FAIL: Class.test_x` (its class).
+_PYTEST_ID = re.compile(r"([\w.-]+\.py)::[\w\[]")
+# after a literal newline, so the regex engine jumps from line to line
+_UNITTEST_HEAD = re.compile(r"\n(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[\w.]*\.)?(\w+)\)|(\w+)\.\w+[ \t]*(?=\n|$))")
+
+
+def test_unit(text: str) -> str | None:
+    """The last test named in `text`: its module file (pytest) or its class (unittest)."""
+    tail = "\n" + text[-8000:]
+    best: tuple[int, str] | None = None
+    pos = tail.rfind(".py::")
+    if pos >= 0:  # only the line of the last pytest id is searched
+        lo = tail.rfind("\n", 0, pos) + 1
+        hi = tail.find("\n", pos)
+        found = list(_PYTEST_ID.finditer(tail, lo, len(tail) if hi < 0 else hi))
+        if found:
+            best = (lo, found[-1][1])
+    heads = list(_UNITTEST_HEAD.finditer(tail))
+    if heads and (best is None or heads[-1].start() >= best[0]):
+        best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
+    return best[1] if best else None
+
+
+def with_test(key: str, line: str) -> str:
+    """`key` taken from `line` (`FAILED dir/test_x.py::test - AssertionError`), plus the test's
+    module when the message alone says too little."""
+    if key == line or not _GENERIC_MESSAGE.match(key.partition(": ")[2]):
+        return key
+    unit = test_unit(line)
+    return f"{key} @ {unit}" if unit else key
+
+
+def _where(frames: list[tuple[str, str, str]], before: str) -> str | None:
+    """Where a failure whose message says too little is: its innermost project frame, else the
+    test it belongs to, else its innermost frame."""
+    frame = _project_frame(frames, strict=True)
+    if frame:
+        return None if frame[1] == "<module>" else f"{frame[0]}:{frame[1]}"
+    unit = test_unit(before)
+    if unit:
+        return unit
+    frame = _project_frame(frames)
+    return f"{frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else None
 
 
 def parse_traceback(before: str, after: str) -> str | None:
@@ -85,13 +131,9 @@ def parse_traceback(before: str, after: str) -> str | None:
         inner = _unwrap(message, lines[i + 1:i + 6])
         if inner != message:  # a wrapper: its frames are the wrapper's; the error's come before
             earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
-            return with_frame(inner, earlier)
-        frame = _project_frame(frames)
-        _type, _, text = message.partition(": ")
+            return with_frame(inner, earlier, before)
         # import-time errors name the importing module: the message is the signature
-        if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
-            return f"{message} @ {frame[0]}:{frame[1]}"
-        return message
+        return with_frame(message, frames, before)
     frame = _project_frame(frames)  # a log cut inside the traceback: where it was
     return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
 
@@ -108,13 +150,13 @@ def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
     return frames[::-1]
 
 
-def with_frame(message: str, frames: list[tuple[str, str, str]]) -> str:
-    """`message`, plus its innermost project frame when the message alone says too little."""
-    frame = _project_frame(frames)
+def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "") -> str:
+    """`message`, plus where it happened (`_where`) when the message alone says too little."""
     _type, _, text = message.partition(": ")
-    if frame and frame[1] != "<module>" and _GENERIC_MESSAGE.match(text):
-        return f"{message} @ {frame[0]}:{frame[1]}"
-    return message
+    if not _GENERIC_MESSAGE.match(text):
+        return message
+    where = _where(frames, before)
+    return f"{message} @ {where}" if where else message
 
 
 def _unwrap(message: str, following: list[str]) -> str:
@@ -163,7 +205,7 @@ def parse_pytest(before: str, after: str) -> str | None:
     if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
         short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
         if short:
-            return with_frame(first, short)
+            return with_frame(first, short, "\n".join(lines[max(0, start - 200):start]))
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
@@ -198,32 +240,49 @@ def parse_compiler(before: str, after: str) -> str | None:
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
+def _lines_with(text: str, word: str) -> list[str]:
+    """The lines of `text` that hold `word`, in order, without splitting the whole text."""
+    out, pos = [], text.find(word)
+    while pos >= 0:
+        lo = text.rfind("\n", 0, pos) + 1
+        hi = text.find("\n", pos)
+        hi = len(text) if hi < 0 else hi
+        out.append(text[lo:hi])
+        pos = text.find(word, hi)
+    return out
+
+
+_CRASH_RULES = tuple(re.compile(rule) for rule in (
+    r"(Assertion [`'][^\n]*?' failed)",
+    r"(Assertion failed: [^\n]*)",
+    r"(Assertion `[^\n]*)",
+    # LLVM's fatal error as llc and opt print it, as clang prints it (`fatal error: error in
+    # backend:`) and as lld-link prints it (`LLVM error : `): one error, one key
+    r"(?:LLVM ERROR|LLVM error|error in backend) ?: ([^\n]*)",
+    r"(UNREACHABLE executed at [^\n]*)",
+    r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
+))
+
+
 def parse_crash(before: str, after: str) -> str | None:
     """The assertion, fatal error or top stack frames of a native crash."""
     text = before[-16000:] + after[:16000]
     # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
     # function it sits in: keep that, without the tool, file and line in front of it
-    located = [m for ln in text.split("\n") if "Assertion" in ln
-               for m in _LOCATED_ASSERTION.findall(ln)]
+    located = [m for ln in _lines_with(text, "Assertion") for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
         func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
         return f"{func}: {assertion}" if func else assertion
-    rules = (
-        r"(Assertion [`'][^\n]*?' failed)",
-        r"(Assertion failed: [^\n]*)",
-        r"(Assertion `[^\n]*)",
-        r"(LLVM ERROR: [^\n]*)",
-        r"(UNREACHABLE executed at [^\n]*)",
-        r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
-    )
-    for rule in rules:
-        found = re.findall(rule, text)
+    for rule in _CRASH_RULES:
+        found = rule.findall(text)
         if found:
             last = found[-1]
+            if rule is _CRASH_RULES[3]:
+                return f"LLVM ERROR: {last}"
             return " ".join(last) if isinstance(last, tuple) else last
     frames: list[str] = []
-    for line in text.split("\n"):
+    for line in _lines_with(text, "#"):  # a stack frame: `#3 0x...`
         m = _SYMBOL.match(line)
         if m and not _SKIP_FRAME.search(m[1]):
             frames.append(re.sub(r"\(.*", "", m[1]).strip())
@@ -234,8 +293,13 @@ def parse_crash(before: str, after: str) -> str | None:
     fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
     if fatal and fatal[-1].strip() == "Aborted":
         # abort() is called by whatever printed why, just before
-        reason, _i = generic_key("\n".join(before.split("\n")[-60:]))
+        last = before.split("\n")[-60:]
+        reason, i = generic_key("\n".join(last))
         if reason and "Fatal Python error" not in reason:
+            # a compiler's burst of diagnostics: its first error, as for a compiler error
+            burst = parse_compiler("\n".join(last[:i]) + "\n", last[i]) if 0 <= i < len(last) else None
+            if burst and _DIAGNOSTIC.match(burst) and burst != last[i]:
+                return burst
             diag = _DIAGNOSTIC.search(reason)
             return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else reason
     if fatal:
@@ -281,11 +345,21 @@ def parse_timeout(before: str, after: str) -> str | None:
     main = text.rfind("Stack of MainThread")
     # without a dump, the traceback that reported the timeout ends just before the hit
     frames = _FRAME.findall(text[main:] if main >= 0 else before[-8000:] + _hit_line(before, after))
+    if not frames and main < 0:  # --tb=short: `dir/file.py:12: in func`
+        frames = _SHORT_FRAME.findall(before[-8000:])
     if main >= 0:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
     if frames:
-        frame = _project_frame([(p, _basename(p), f) for p, f in frames])
+        framed = [(p, _basename(p), f) for p, f in frames]
+        frame = _project_frame(framed, strict=True)
+        if frame:
+            return f"timeout in {frame[0]}:{frame[1]}"
+        # only the harness's frames (`Process 0 terminated or timed out`): the test that hung
+        unit = test_unit(before)
+        frame = _project_frame(framed)
+        if unit:
+            return f"timeout in {unit}"
         if frame:
             return f"timeout in {frame[0]}:{frame[1]}"
     locs = _PYTEST_LOC.findall(before[-8000:])
@@ -314,14 +388,42 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
+_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic"],
+                                               implementation=ahocorasick_rs.Implementation.DFA)
 
 
 def generic_key(text: str) -> tuple[str, int]:
     """The last line that says error/failed (or the last line at all), and its index."""
+    key, index, _line = generic_line(text)
+    return key, index
+
+
+def generic_line(text: str) -> tuple[str, int, str]:
+    """`generic_key`, and the line the key was taken from."""
+    # searched from the end in blocks of whole lines: the line is usually near the end
+    end, size = len(text), 2048
+    while end > 0:
+        start = text.rfind("\n", 0, end - size) + 1 if end > size else 0
+        found = _generic_line(text, start, end)
+        if found:
+            return found
+        end, size = start, size * 4
+    lines = text.rstrip().rsplit("\n", 1)
+    if lines and lines[-1].strip():
+        return lines[-1].strip(), text.count("\n", 0, len(text.rstrip())), lines[-1].strip()
+    return "", -1, ""
+
+
+def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | None:
+    """The last line of text[start:end] (whole lines) that says error/failed."""
     # one scan for the words, then only the lines that hold one are looked at, last first
-    found = _WORDS.find_matches_as_indexes(text.lower())
+    block = text[start:end]
+    # ASCII (nearly every log): bytes, where offsets are those of the text and the DFA is fast
+    found = (_WORDS_BYTES.find_matches_as_indexes(block.encode().lower()) if block.isascii()
+             else _WORDS.find_matches_as_indexes(block.lower()))
     seen: set[int] = set()
     for _idx, pos, _end in reversed(found):
+        pos += start
         lo = text.rfind("\n", 0, pos) + 1
         if lo in seen:
             continue
@@ -331,15 +433,12 @@ def generic_key(text: str) -> tuple[str, int]:
         if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
                 or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
             continue
-        following = text[hi + 1:].split("\n", 4)[:3] if hi >= 0 else []
+        following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
         i = text.count("\n", 0, lo)
         if line.startswith("FAILED ") and " - " in line:
-            return _unwrap(line.split(" - ", 1)[1], following), i
-        return _unwrap(strip_test_prefix(line), following), i
-    lines = text.rstrip().split("\n")
-    if lines and lines[-1].strip():
-        return lines[-1].strip(), len(lines) - 1
-    return "", -1
+            return _unwrap(line.split(" - ", 1)[1], following), i, line
+        return _unwrap(strip_test_prefix(line), following), i, line
+    return None
 
 
 def _dispatch_exception(before: str, after: str) -> str | None:

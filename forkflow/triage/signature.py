@@ -9,6 +9,8 @@ winner's parser picks the key lines, which `normalize` turns into the signature 
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import io
 import re
 from collections.abc import Iterable, Iterator
@@ -19,7 +21,7 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
-from forkflow.triage.parsers import PARSERS, frames_above, generic_key, with_frame
+from forkflow.triage.parsers import PARSERS, frames_above, generic_line, with_frame, with_test
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
@@ -51,6 +53,16 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
     rx = re.compile(verify) if verify else None
     return [Trigger(lit.encode(), K.INFRA, rx, label) for lit in literals]
 
+
+# Footers torch and LLVM print under many different errors: never a signature (issue 14).
+_FOOTERS_LIST = (
+    "CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
+    "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
+    "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
+    "PLEASE submit a bug report", "suppress this exception and fall back to eager",
+    "Stack dump without symbol names", "HINT: To debug", "The failure occurred for item",
+    # torch's teardown warnings, printed after the test has already failed
+    "process group has NOT been destroyed", "ResourceWarning: unclosed")
 
 _FILECHECK_PHRASES = (
     "expected string not found in input", "excluded string found in input",
@@ -89,7 +101,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
         "HIP error", "illegal instruction was encountered", "too many resources requested",
         "no kernel image is available", "CUDA Error"),
-    *_t(K.CRASH, "Assertion `", "Assertion failed", "LLVM ERROR:", "UNREACHABLE executed",
+    # libstdc++ quotes its assertions with ' (`Assertion '__n < this->size()' failed.`)
+    *_t(K.CRASH, "Assertion `", "Assertion '", "Assertion failed", "LLVM ERROR:", "LLVM error :",
+        "error in backend:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
@@ -100,8 +114,14 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
 ])
 
-_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS])
+# Footers and interpreter teardown are found in the same single pass as the triggers: a parse
+# window with none of them in it is not searched again when it is cleaned.
+_MARKS = (*_FOOTERS_LIST, "Exception ignored in")
+_MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS] + [m.encode() for m in _MARKS],
+                                           implementation=ahocorasick_rs.Implementation.DFA)
+_N_TRIGGERS = len(TRIGGERS)
 _KINDS = {t.kind for t in TRIGGERS}
+MAX_MARKS = 4096  # positions of footers kept; past that, windows are searched as before
 
 
 def _is_teardown(buf: bytes, pos: int) -> bool:
@@ -146,6 +166,9 @@ class Scanner:
     lines_before_carry: int = 0  # newlines before the start of `carry`
     size: int = 0
     held: bytes = b""  # an ANSI escape cut by the chunk boundary
+    marks: list[int] = field(default_factory=list)  # where footers and teardown start
+    marks_from: int = 0  # marks before this offset were dropped (too many to keep)
+    end: int = 0  # offset of the end of what was scanned, colour codes removed
 
     def feed(self, chunk: bytes) -> None:
         if not chunk:
@@ -158,11 +181,19 @@ class Scanner:
                 hit.after += take
                 hit.need -= len(take)
         buf = self.carry + chunk
+        self.end += len(chunk)
         seen = len(self.carry)  # matches that end inside the carry were found last time
+        base = self.end - len(buf)  # offsets count the log without its colour codes
+        matches = _MATCHER.find_matches_as_indexes(buf, overlapping=True)
+        marks = [base + start for idx, start, end in matches if idx >= _N_TRIGGERS and end > seen]
+        if marks:
+            self._mark(marks)
         found: dict[FailureKind, tuple[int, str]] = {}
-        for idx, start, end in reversed(_MATCHER.find_matches_as_indexes(buf, overlapping=True)):
+        for idx, start, end in reversed(matches):
             if end <= seen:
                 break
+            if idx >= _N_TRIGGERS:
+                continue
             trig = TRIGGERS[idx]
             if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
                 continue
@@ -171,11 +202,13 @@ class Scanner:
             found[trig.kind] = (start, trig.label)
             if len(found) == len(_KINDS):
                 break
-        for kind, (pos, label) in found.items():
-            line = self.lines_before_carry + buf.count(b"\n", 0, pos) + 1
+        # line numbers: one count over the buffer, hit after hit
+        line, at = self.lines_before_carry + 1, 0
+        for kind, (pos, label) in sorted(found.items(), key=lambda kv: kv[1][0]):
+            line += buf.count(b"\n", at, pos)
+            at = pos
             after = bytearray(buf[pos:pos + AFTER])
-            self.hits[kind] = _Hit(kind, line, self.size - len(buf) + pos,
-                                   buf[max(0, pos - BEFORE):pos], after,
+            self.hits[kind] = _Hit(kind, line, base + pos, buf[max(0, pos - BEFORE):pos], after,
                                    AFTER - len(after), label)
         keep = max(BEFORE, TAIL)
         if len(buf) > keep:
@@ -183,6 +216,20 @@ class Scanner:
             self.carry = buf[-keep:]
         else:
             self.carry = buf
+
+    def _mark(self, marks: list[int]) -> None:
+        self.marks = sorted(self.marks + marks)
+        if len(self.marks) > MAX_MARKS:
+            drop = len(self.marks) - MAX_MARKS // 2
+            self.marks_from = self.marks[drop - 1] + 1
+            del self.marks[:drop]
+
+    def has_marks(self, lo: int, hi: int) -> bool | None:
+        """Whether a footer or teardown line starts in bytes lo..hi (None: not known)."""
+        if lo < self.marks_from:
+            return None
+        i = bisect.bisect_left(self.marks, lo)
+        return i < len(self.marks) and self.marks[i] < hi
 
     def _strip_colours(self, chunk: bytes) -> bytes:
         # coloured pytest output (`E` lines in red) must match the same triggers as plain
@@ -196,7 +243,7 @@ class Scanner:
 
     def finish(self) -> Signature:
         if not self.hits:
-            return _fallback(self.carry, self.lines_before_carry)
+            return self._fallback()
         total = self.lines_before_carry + self.carry.count(b"\n") + 1
         infra = self.hits.get(K.INFRA)
         others = [h for h in self.hits.values() if h.kind is not K.INFRA]
@@ -206,22 +253,48 @@ class Scanner:
         if infra and infra.label and total - infra.line > DEFAULT_REACH:
             infra = None
         if not others and infra is None:
-            return _fallback(self.carry, self.lines_before_carry)
+            return self._fallback()
         last = max(others, key=lambda h: h.pos) if others else None
         near = [h for h in others if last and h.line >= last.line - DEFAULT_REACH
                 and h.pos >= last.pos - REACH_BYTES] + ([infra] if infra else [])
         best = min(near, key=lambda h: PRIORITY.index(h.kind))
+        raw_before, raw_after = best.before[-PARSE_WINDOW:], bytes(best.after[:PARSE_WINDOW])
+        before = clean_window(raw_before.decode("utf-8", "replace"),
+                              self.has_marks(best.pos - len(raw_before), best.pos))
+        after = clean_window(raw_after.decode("utf-8", "replace"),
+                             self.has_marks(best.pos, best.pos + len(raw_after)))
+        excerpt = _excerpt(before, after)
         if best.label:  # a strong runner fault: the family is the signature
-            excerpt = _excerpt(clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace")),
-                               clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace")))
             return Signature(K.INFRA, f"{K.INFRA.value}: {best.label}", excerpt, best.line)
-        before = clean_window(best.before[-PARSE_WINDOW:].decode("utf-8", "replace"))
-        after = clean_window(best.after[:PARSE_WINDOW].decode("utf-8", "replace"))
         key = PARSERS[best.kind](before, after)
         if key is None:  # the parser found nothing usable: take the hit's own line
             key = _line_at(before, after)
-        excerpt = _excerpt(before, after)
         return Signature(best.kind, _signature_text(best.kind, key), excerpt, best.line)
+
+    def _fallback(self) -> Signature:
+        """No trigger: the last line of the end of the log that says error/failed."""
+        tail = self.carry
+        window = tail[-FALLBACK_TAIL:]
+        text = window.decode("utf-8", "replace")
+        if not text.strip() and not tail.decode("utf-8", "replace").strip():
+            return Signature(K.NO_OUTPUT, f"{K.NO_OUTPUT.value}: the log is empty", "", 0)
+        lines_before = self.lines_before_carry + tail.count(b"\n", 0, len(tail) - len(window))
+        # control bytes never sit inside a UTF-8 sequence: deleting them from the bytes is
+        # deleting them from the text, and much faster than str.translate
+        plain = (strip_ansi(text) if b"\x1b" in window
+                 else window.translate(None, _CONTROL_BYTES).decode("utf-8", "replace"))
+        cleaned = clean_window(plain, self.has_marks(self.end - len(window), self.end))
+        key, offset, found = generic_line(cleaned)
+        if offset >= 0:
+            key = with_test(key, found)
+        line = lines_before + (offset + 1 if offset >= 0 else text.count("\n") + 1)
+        excerpt = strip_ansi("\n".join(text.rsplit("\n", EXCERPT_LINES // 2)[-(EXCERPT_LINES // 2):])
+                             [-EXCERPT_CHARS:]).strip("\n")
+        kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
+        if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
+            lines = cleaned.split("\n")
+            key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
+        return Signature(kind, _signature_text(kind, key), excerpt, line)
 
 
 def _line_at(before: str, after: str) -> str:
@@ -235,21 +308,6 @@ def _excerpt(before: str, after: str) -> str:
     return strip_ansi(text).strip("\n")
 
 
-def _fallback(tail: bytes, lines_before: int) -> Signature:
-    text = tail.decode("utf-8", "replace")
-    if not text.strip():
-        return Signature(K.NO_OUTPUT, f"{K.NO_OUTPUT.value}: the log is empty", "", 0)
-    key, offset = generic_key(clean_window(strip_ansi(text[-FALLBACK_TAIL:])))
-    lines = text.split("\n")
-    line = lines_before + (offset + 1 if offset >= 0 else len(lines))
-    excerpt = "\n".join(lines[-EXCERPT_LINES // 2:])[-EXCERPT_CHARS:]
-    kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
-    if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
-        window = clean_window(strip_ansi(text[-FALLBACK_TAIL:])).split("\n")
-        key = with_frame(key, frames_above(window, offset))
-    return Signature(kind, _signature_text(kind, key), strip_ansi(excerpt).strip("\n"), line)
-
-
 def _signature_text(kind: FailureKind, key: str) -> str:
     return f"{kind.value}: {normalize(key)}"[:MAX_SIGNATURE]
 
@@ -258,22 +316,26 @@ def _signature_text(kind: FailureKind, key: str) -> str:
 
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
-_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(p), r) for p, r in (
-    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
-    (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<ts>"),
-    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>"),
-    (r"\b0x[0-9a-fA-F]+\b", "<addr>"),
-    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b", "<hex>"),
-    (r"\b(?:tmp|pytest-)[\w-]{5,}", "tmp*"),
+# (pattern, replacement, strings one of which it needs to match; "0" stands for any digit)
+_RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
+    (re.compile(p), r, tuple(need.split("|"))) for p, r, need in (
+    (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>", "-"),
+    (r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?", "<ts>", ":"),
+    (r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "<time>", ":"),
+    (r"\b0x[0-9a-fA-F]+\b", "<addr>", "0x"),
+    (r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,64}\b", "<hex>", "0"),
+    (r"\b(?:tmp|pytest-)[\w-]{5,}", "tmp*", "tmp|pytest-"),
     # LLVM SelectionDAG node ids, xdist workers, ranks, pid/tid folders
-    (r"\b(t|gw|rank|pid_|tid_|worker)\d+(?:_\d+)*\b", r"\1N"),
+    (r"\b(t|gw|rank|pid_|tid_|worker)\d+(?:_\d+)*\b", r"\1N", "0"),
     # generated names (inductor's cache files, hashes): long mixes of letters and digits
-    (r"\b(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{20,}\b", "<hash>"),
-    (r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?", "N"),
-    (r"\s+", " "),
+    (r"\b(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{20,}\b", "<hash>", "0"),
+    (r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?", "N", "0"),
 ))
 
 
+_DIGIT = re.compile(r"\d")
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_BYTES = bytes([*range(9), *range(11, 32), 0x7f])
 _CONTROL = dict.fromkeys(c for c in range(32) if c not in (9, 10)) | {0x7f: None}
 
 
@@ -281,7 +343,8 @@ def strip_ansi(text: str) -> str:
     """Text without ANSI colour codes and control characters (newlines and tabs kept)."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
-    return text.translate(_CONTROL)
+    # str.translate is fast on ASCII only; elsewhere it looks up every character
+    return text.translate(_CONTROL) if text.isascii() else _CONTROL_CHARS.sub("", text)
 
 
 # Paths keep their last part only (runners check out in different folders).  Possessive, and a
@@ -298,16 +361,29 @@ def _last_part(m: re.Match[str]) -> str:
 MAX_LINE = 2000  # characters of one line looked at: untrusted logs may hold megabyte lines
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize(text: str) -> str:
-    """Error text without what changes between runs: addresses, numbers, paths, times, colours."""
-    text = _LINE_PREFIX.sub("", strip_ansi(text)[:MAX_SIGNATURE * 4])
-    text = _QUALIFIED.sub(r"\1", text)
+    """Error text without what changes between runs: addresses, numbers, paths, times, colours.
+
+    Cached: the failures of one run mostly share a handful of errors."""
+    text = _strip_prefixes(strip_ansi(text)[:MAX_SIGNATURE * 4])
+    if "." in text:
+        text = _QUALIFIED.sub(r"\1", text)
     # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
-    text = _ERROR_CODE.sub(lambda m: f"{m[1]}code-{'x' if m[2].startswith('0x') else 'n'}{m[2].removeprefix('0x')}", text)
-    text = _PATH.sub(_last_part, text)
-    for rx, repl in _RULES:
-        text = rx.sub(repl, text)
-    return _unquote(text.strip())
+    if ":" in text:
+        text = _ERROR_CODE.sub(_error_code, text)
+    if "/" in text or "\\" in text:
+        text = _PATH.sub(_last_part, text)
+    # a rule is tried only when its text can match (the rules never add a digit)
+    digits = _DIGIT.search(text) is not None
+    for rx, repl, needs in _RULES:
+        if any(digits if need == "0" else need in text for need in needs):
+            text = rx.sub(repl, text)
+    return _unquote(" ".join(text.split()))
+
+
+def _error_code(m: re.Match[str]) -> str:
+    return f"{m[1]}code-{'x' if m[2].startswith('0x') else 'n'}{m[2].removeprefix('0x')}"
 
 
 def _unquote(text: str) -> str:
@@ -324,19 +400,19 @@ _ERROR_CODE = re.compile(r"((?:Error \[\w+\]|error code|errno|Code):\s*)(0x[0-9a
 _QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b)")
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 
-# Footers torch and LLVM print under many different errors: never a signature (issue 14).
-_FOOTERS = ("CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
-            "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
-            "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
-            "PLEASE submit a bug report", "suppress this exception and fall back to eager",
-            "Stack dump without symbol names", "HINT: To debug", "The failure occurred for item",
-            # torch's teardown warnings, printed after the test has already failed
-            "process group has NOT been destroyed", "ResourceWarning: unclosed")
+_FOOTERS = _FOOTERS_LIST
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
-_LINE_PREFIX = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?|# \| ?"
-    r"|[\w.-]{1,20}> )+", re.M)
+_PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?"
+             r"|# \| ?|[\w.-]{1,20}> )+")
+_LINE_PREFIX = re.compile("^" + _PREFIXES, re.M)
+# the same after a newline: a literal first character lets the regex engine jump from line to
+# line instead of trying `^` at every character
+_NL_PREFIX = re.compile("\n" + _PREFIXES)
+
+
+def _strip_prefixes(text: str) -> str:
+    return _NL_PREFIX.sub("\n", "\n" + text)[1:]
 
 
 def _drop_footers(text: str) -> str:
@@ -362,18 +438,42 @@ _TEARDOWN = re.compile(r"^Exception ignored in[^\n]*\n(?:Traceback[^\n]*\n)?(?:[
                        re.M)
 
 
-def clean_window(text: str) -> str:
-    """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone."""
-    lines = text.split("\n")
-    if len(text) > MAX_LINE and max(map(len, lines)) > MAX_LINE:
-        lines = [ln[:MAX_LINE] for ln in lines]
-        text = "\n".join(lines)
+def clean_window(text: str, has_marks: bool | None = None) -> str:
+    """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone.
+
+    `has_marks` False says the scan found no footer or teardown line in this window."""
+    if _has_long_line(text):
+        text = "\n".join(ln[:MAX_LINE] for ln in text.split("\n"))
     # runners prefix every line of their part of the log: lines sampled across the window tell
-    sample = lines[:8] + lines[-8:] + lines[::max(1, len(lines) // 16)]  # both ends, and across
-    if any(_LINE_PREFIX.match(ln) for ln in sample):
-        text = _LINE_PREFIX.sub("", text)
+    if _NL_PREFIX.search("\n" + _sample_lines(text)):
+        text = _strip_prefixes(text)
+    if has_marks is False:
+        return text
     text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
+
+
+def _has_long_line(text: str) -> bool:
+    """Whether a line is longer than MAX_LINE, without splitting: such a line covers a whole
+    aligned block of MAX_LINE // 2 characters that holds no newline."""
+    step = MAX_LINE // 2
+    return len(text) > MAX_LINE and any(text.find("\n", i, i + step) < 0
+                                        for i in range(0, len(text) - step + 1, step))
+
+
+def _sample_lines(text: str) -> str:
+    """Eight lines at either end and sixteen across the window, one a line."""
+    if len(text) <= 4096 and text.count("\n") < 40:
+        return text
+    head = text.split("\n", 8)[:8]
+    tail = text.rsplit("\n", 8)[-8:]
+    step = len(text) // 16
+    across = []
+    for i in range(1, 16):
+        lo = text.rfind("\n", 0, i * step) + 1
+        hi = text.find("\n", lo)
+        across.append(text[lo: hi if hi >= 0 else len(text)])
+    return "\n".join(head + tail + across)
 
 
 # ----- entry points --------------------------------------------------------------------------
