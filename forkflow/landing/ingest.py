@@ -207,15 +207,11 @@ class Ingestor:
                             tuple(self.notes), tuple(self.held_back))
 
     def tidy_packs(self) -> None:
-        """Each unit wrote one pack; let git fold them as it does after a fetch (`git gc --auto`:
-        nothing until `gc.autoPackLimit` packs, 50 by default; `gc.auto = 0` turns it off).  In
-        the foreground, so that no repack outlives the run."""
+        """Units wrote loose objects (or a pack, for a big one); let git fold them as it does after a
+        fetch (`git gc --auto`: nothing until `gc.auto` loose objects or `gc.autoPackLimit` packs;
+        `gc.auto = 0` turns it off).  In the foreground, so that no repack outlives the run."""
         self.reporter.phase("tidying packs")
-        if self.repo.git("config", "--get", "gc.auto", check=False).strip() == "0":
-            return
-        # only the small packs this run wrote are rolled together: `gc --auto` repacked the whole
-        # fork once they passed gc.autoPackLimit (10 s of a 2-minute run on a real fork, issue 11)
-        self.repo.git("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index", check=False)
+        self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
 
     def recover(self) -> None:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
@@ -467,7 +463,7 @@ class Ingestor:
                                             conflict_chain)
             message, author, encoding = self._message(pick.applied)
             candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
-            self.picker.flush()  # one pack with the unit's trees and commit, before git needs them
+            self.picker.flush([candidate])  # the unit's commit and trees on disk, before git needs them
             members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
                        + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, "picking", members)
