@@ -422,7 +422,7 @@ class Ingestor:
         return replace(r, deferred=deferred, held=held)
 
     def _waits(self, sha: Sha, tree: str) -> Dependency | None:
-        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree)
+        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree, sha)
 
     def _hold(self, sha: Sha, d: Dependency) -> None:
         chain = self.held[d.on]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 import zlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -609,23 +610,28 @@ class MemoryPicker:
         obj = self.repo.get(oid)
         return obj.data if isinstance(obj, pygit2.Blob) else b""
 
-    def waits_for(self, blocking: Sequence[Dependency], tree: str) -> Dependency | None:
+    def waits_for(self, blocking: Sequence[Dependency], tree: str, sha: Sha | None = None) -> Dependency | None:
         """The dependency on a held-back commit that keeps a commit from being picked onto `tree`.
 
         A textual one (lines, a whole file) does only when the pick conflicts: a clean merge shows
-        the lines it reads are in the fork already.  A name is waited for unless a file the
-        defining commit changes has it in `tree`; a revert always waits for what it reverts."""
+        the lines it reads are in the fork already.  A name is waited for unless `tree` has it in
+        a file the defining commit changes, or in a file the waiting commit `sha` changes (the
+        name is known there already); a revert always waits for what it reverts."""
         for d in blocking:
-            if d.kind is DepKind.REVERT or d.kind is DepKind.SYMBOL and not self._has_name(tree, d):
+            if d.kind is DepKind.REVERT:
+                return d
+            if d.kind is DepKind.SYMBOL and not self._has_name(tree, d, d.on) \
+                    and (sha is None or not self._has_name(tree, d, sha)):
                 return d
         return None
 
-    def _has_name(self, tree_id: str, d: Dependency) -> bool:
+    def _has_name(self, tree_id: str, d: Dependency, where: str) -> bool:
         tree = self.repo.get(tree_id)
         if not isinstance(tree, pygit2.Tree):
             return False
         name = d.where.split(" ", 1)[0].encode()
-        for path, _, after in self._changes(d.on):
+        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+        for path, _, after in self._changes(where):
             entry = _entry(tree, path) if after is not None else None
             if entry is None or entry[1] == GITLINK:
                 continue
@@ -633,7 +639,7 @@ class MemoryPicker:
             if key not in self._names:
                 try:
                     blob = self.repo.get(entry[0])
-                    self._names[key] = isinstance(blob, pygit2.Blob) and name in blob.data
+                    self._names[key] = isinstance(blob, pygit2.Blob) and word.search(blob.data) is not None
                 except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
                     self._names[key] = False
             if self._names[key]:
@@ -657,7 +663,7 @@ class MemoryPicker:
         out: set[Sha] = set(held_before)
         for sha in shas:
             blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
-            hard = self.waits_for(blocking, tree)
+            hard = self.waits_for(blocking, tree, sha)
             if hard is not None:
                 held[sha] = hard
                 out.add(sha)

@@ -137,7 +137,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
             if blocking:  # rare: write the tree so far, and ask what waits
                 tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
                 base, overlay = picker.repo.get(tree), {}
-                hard = picker.waits_for(blocking, tree)
+                hard = picker.waits_for(blocking, tree, sha)
                 if hard is not None:
                     waiting[sha] = hard
                     blocked.add(sha)
