@@ -11,7 +11,7 @@ import enum
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import pygit2
 
@@ -24,6 +24,7 @@ from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
+from forkflow.landing.journal import Journal, KeptConflict, StoreJournal, UnitStart
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import fork_lock
@@ -40,10 +41,6 @@ from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
-from forkflow.store import queries
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
 
 MAX_CAS_TRIES = 5
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
@@ -147,8 +144,10 @@ class Ingestor:
     """One ingest run; each public method is one step."""
 
     def __init__(self, ctx: Context, options: IngestOptions, gate: Gate | None,
-                 reporter: Reporter | None = None, settings: IngestSettings | None = None) -> None:
+                 reporter: Reporter | None = None, settings: IngestSettings | None = None,
+                 journal: Journal | None = None) -> None:
         self.ctx = ctx
+        self.journal: Journal = journal or StoreJournal(ctx.store, ctx.fork_id)
         self.repo = ctx.repo
         self.options = options
         self.settings = settings or ingest_settings(ctx.config)
@@ -209,21 +208,16 @@ class Ingestor:
         if self.writes and results:
             self.tidy_packs()
         if self.writes:
-            with self.ctx.store.session_scope() as s:
-                records.finish_run(s, self.run_id)
+            self.journal.run_finished(self.run_id)
         return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
                             tuple(self.notes), tuple(self.held_back))
 
     def tidy_packs(self) -> None:
-        """Each unit wrote one pack; let git fold them as it does after a fetch (`git gc --auto`:
-        nothing until `gc.autoPackLimit` packs, 50 by default; `gc.auto = 0` turns it off).  In
-        the foreground, so that no repack outlives the run."""
+        """Units wrote loose objects (or a pack, for a big one); let git fold them as it does after a
+        fetch (`git gc --auto`: nothing until `gc.auto` loose objects or `gc.autoPackLimit` packs;
+        `gc.auto = 0` turns it off).  In the foreground, so that no repack outlives the run."""
         self.reporter.phase("tidying packs")
-        if self.repo.git("config", "--get", "gc.auto", check=False).strip() == "0":
-            return
-        # only the small packs this run wrote are rolled together: `gc --auto` repacked the whole
-        # fork once they passed gc.autoPackLimit (10 s of a 2-minute run on a real fork, issue 11)
-        self.repo.git("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index", check=False)
+        self.repo.git("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet", check=False)
 
     def recover(self) -> None:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
@@ -234,14 +228,18 @@ class Ingestor:
             if self.repo.clear_stale_ref_lock(ref):
                 self.notes.append(f"removed {ref}.lock that a killed git command left behind")
         tip = self.repo.read_ref(self.ctx.config.fork_ref)
+        landed: list[records.UnitRecord] = []
         with self.ctx.store.session_scope() as s:
             records.interrupt_running(s, self.ctx.fork_id)
             for u in records.units(s, self.ctx.fork_id, records.OPEN_STATUSES):
                 if u.candidate_sha and tip and u.status == "passed" and self.repo.is_ancestor(u.candidate_sha, tip):
-                    self._record_landing(s, u.candidate_sha, u.members, u.base_sha)
-                    records.set_unit(s, u.id, "landed", u.summary + " (recorded after an interrupted run)")
+                    landed.append(u)
                 else:
                     records.set_unit(s, u.id, "abandoned", "interrupted before landing")
+        for u in landed:
+            assert u.candidate_sha is not None
+            self._record_landing(u.id, u.candidate_sha, u.members, u.base_sha,
+                                 u.summary + " (recorded after an interrupted run)")
 
     def load_ledger(self, start_run: bool = True) -> Ledger:
         self.reporter.phase("reading the ledger")
@@ -268,8 +266,7 @@ class Ingestor:
 
     def start_run(self, fork_tip: Sha) -> None:
         mode = "retry" if self.retry_of is not None else self.options.mode.value
-        with self.ctx.store.session_scope() as s:
-            self.run_id = records.start_run(s, self.ctx.fork_id, mode, fork_tip)
+        self.run_id = self.journal.run_started(mode, fork_tip)
 
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
@@ -396,9 +393,8 @@ class Ingestor:
 
     def _flush_waiting(self) -> None:
         if self._waiting_decisions and self.options.mode is Mode.LAND:
-            with self.ctx.store.session_scope() as s:
-                for sha, reason in self._waiting_decisions:
-                    queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.DEFERRED, reason))
+            self.journal.decided([RecordedDecision(sha, Disposition.DEFERRED, reason)
+                                  for sha, reason in self._waiting_decisions])
             self.decided |= {sha for sha, _ in self._waiting_decisions}
         self._waiting_decisions = []
 
@@ -423,19 +419,18 @@ class Ingestor:
         if not held:
             return r
         deferred = tuple(r.deferred) + tuple(sha for sha in held if sha not in r.deferred)
-        if r.unit_id is not None and self._inner_held:
-            with self.ctx.store.session_scope() as s:
-                records.add_members(s, r.unit_id, [(sha, "waiting") for sha in self._inner_held], self.reasons)
+        more = [(sha, "waiting") for sha in self._inner_held]
         if r.status is UnitStatus.EMPTY and not r.skipped:  # nothing was picked: every commit waits
             summary = "; ".join(f"{sha[:12]} {why}" for sha, why in held.items())[:2000]
             if r.unit_id is not None:
-                with self.ctx.store.session_scope() as s:
-                    records.set_unit(s, r.unit_id, "waiting", summary)
+                self.journal.unit_settled(r.unit_id, "waiting", summary, more, self.reasons)
             return replace(r, status=UnitStatus.WAITING, summary=summary, deferred=deferred, held=held)
+        if r.unit_id is not None and more:
+            self.journal.unit_settled(r.unit_id, r.status.value, None, more, self.reasons)
         return replace(r, deferred=deferred, held=held)
 
     def _waits(self, sha: Sha, tree: str) -> Dependency | None:
-        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree)
+        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree, sha)
 
     def _hold(self, sha: Sha, d: Dependency) -> None:
         chain = self.held[d.on]
@@ -476,17 +471,15 @@ class Ingestor:
                                             conflict_chain)
             message, author, encoding = self._message(pick.applied)
             candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
-            self.picker.flush()  # one pack with the unit's trees and commit, before git needs them
+            self.picker.flush([candidate])  # the unit's commit and trees on disk, before git needs them
             members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
                        + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, "picking", members)
-            with self.ctx.store.session_scope() as s:
-                self._store_conflicts(s, pick.conflicted, conflict_chain, base)
+            self._store_conflicts(pick.conflicted, conflict_chain, base)
             assert self.gate is not None
             self.gate_runs += 1
             verdict = self.gate.check(candidate, base)
-            with self.ctx.store.session_scope() as s:
-                records.set_unit(s, unit_id, "passed" if verdict.passed else "failed", verdict.summary)
+            self.journal.unit_gated(unit_id, verdict.passed, verdict.summary)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
             if self.options.mode is Mode.VALIDATE or self.reviewer is not None:
@@ -500,15 +493,12 @@ class Ingestor:
                                   unit_id)
             if land(self.repo, self.ctx.config, candidate, base, name):
                 self._tip_seen = candidate
-                with self.ctx.store.session_scope() as s:
-                    self._record_landing(s, candidate, members, base)
-                    records.set_unit(s, unit_id, "landed")
+                self._record_landing(unit_id, candidate, members, base)
                 self._defer_conflicts(pick.conflicted, conflict_chain)
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
                                   pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id)
-            with self.ctx.store.session_scope() as s:
-                records.set_unit(s, unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
+            self.journal.unit_settled(unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
 
@@ -541,8 +531,7 @@ class Ingestor:
             summary = f"would pick {len(applied)}, skip {len(empty)} already applied, defer {len(shas)} conflicting"
             return UnitResult(name, unit.kind.value, UnitStatus.WOULD_PICK, summary, tuple(applied), tuple(empty),
                               shas, resolved_by=self._resolved_by(applied))
-        with self.ctx.store.session_scope() as s:
-            self._store_conflicts(s, conflicted, chain, base)
+        self._store_conflicts(conflicted, chain, base)
         if self.options.mode is Mode.LAND:
             self._skip_empty(empty, base)
             self._defer_conflicts(conflicted, chain)
@@ -573,18 +562,15 @@ class Ingestor:
     def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: str,
                   members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
         """Store a landing unit with the routing reason of each member."""
-        with self.ctx.store.session_scope() as s:
-            return records.add_unit(s, self.run_id, self.ctx.fork_id, unit.kind.value, name, base, candidate,
-                                    status, members, summary, reasons=self.reasons, retry_of=self.retry_of)
+        return self.journal.unit_started(self.run_id, UnitStart(unit.kind.value, name, base, candidate, status,
+                                                                tuple(members), summary, self.reasons, self.retry_of))
 
     # -- decisions -------------------------------------------------------------
     def _decide(self, disposition: Disposition, shas: Sequence[Sha], reason: str,
                 fork_shas: tuple[Sha, ...] = ()) -> None:
         if not shas or self.options.mode is not Mode.LAND:
             return
-        with self.ctx.store.session_scope() as s:
-            for sha in shas:
-                queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, disposition, reason, fork_shas))
+        self.journal.decided([RecordedDecision(sha, disposition, reason, fork_shas) for sha in shas])
         self.decided |= set(shas)
         if disposition not in OPEN_DISPOSITIONS:
             self.settled |= set(shas)
@@ -602,29 +588,19 @@ class Ingestor:
             self._decide(Disposition.DEFERRED, [step.sha],
                          f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
 
-    def _record_landing(self, s: Session, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha) -> None:
+    def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha,
+                        summary: str | None = None) -> None:
         picked = [sha for sha, outcome in members if outcome in ("applied", "resolved")]
-        for sha in picked:
-            queries.record_decision(s, self.ctx.fork_id, RecordedDecision(sha, Disposition.PICKED, "", (candidate,)))
-        for sha, outcome in members:
-            if outcome == "empty":
-                queries.record_decision(s, self.ctx.fork_id, RecordedDecision(
-                    sha, Disposition.SKIPPED, f"already applied: picking it onto {base[:12]} changes nothing"))
-        crecords.close_conflicts(s, self.ctx.fork_id, picked)
-        for sha in picked:
-            for case, regions, resolver in self._used.get(sha, []):
-                if resolver != "recorded" and case.key:
-                    crecords.save_resolution(s, case.key, case.path, regions, resolver)
+        used = [(case, regions, resolver) for sha in picked for case, regions, resolver in self._used.get(sha, [])]
+        self.journal.unit_landed(unit_id, candidate, members, base, used, summary)
         self.decided |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
         self.settled |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
 
-    def _store_conflicts(self, s: Session, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
-        for step in conflicted:
-            for case, tried in self._unresolved.get(step.sha, []):
-                crecords.upsert_conflict(
-                    s, self.ctx.fork_id, upstream_sha=step.sha, subject=case.subject, path=case.path,
-                    kind=case.kind.value, chain=chain or f"resolve-{step.sha[:10]}", base_sha=base, key=case.key,
-                    marked=case.marked if case.segments else "", tried=tried)
+    def _store_conflicts(self, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
+        if self.writes:
+            self.journal.conflicts_kept([KeptConflict(step.sha, case, tuple(tried), chain or f"resolve-{step.sha[:10]}",
+                                                      base)
+                                         for step in conflicted for case, tried in self._unresolved.get(step.sha, [])])
 
     # -- resolving and messages ------------------------------------------------
     def _resolve(self, step: PickStep, onto_tree: str) -> Resolutions | None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import enum
 import os
+import re
+import zlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,8 @@ GITLINK = 0o160000
 # referenced object exists (one lookup per tree entry, per write) is pure cost.
 pygit2.settings.enable_strict_object_creation(False)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+LOOSE_MAX = 2000  # a unit's new objects up to this many are written as loose files, more as a pack
+_OBJECT_TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 
 
 class PickStatus(str, enum.Enum):
@@ -177,6 +181,9 @@ class MemoryPicker:
         self._trees: dict[str, str] = {}
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
         self._memory: _MemoryObjects | None = None
+        self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
+        self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
+        self._names: dict[tuple[str, bytes], bool] = {}  # (blob id, name) -> the blob has the name
         self._conflicted: tuple[str, str, pygit2.Index] | None = None  # the last conflicted merge, for resolve()
         # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
         self._path_conflicted: tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None = None
@@ -189,16 +196,64 @@ class MemoryPicker:
         """Objects written since the last `flush()` that only this process can see."""
         return len(self._memory.objects) if self._memory is not None else 0
 
-    def flush(self) -> None:
-        """Write the objects held in memory as one pack, so that git (and other processes) see them."""
+    def flush(self, roots: Sequence[str] | None = None) -> None:
+        """Write the objects held in memory as one pack, so that git (and other processes) see them.
+
+        With `roots`, only what they reach is written (a bundle's candidate commit reaches its
+        final trees, not the trees of every pick on the way: packing those cost 0.18 s a unit
+        on a real fork, issue 11); the rest is dropped."""
         if self._memory is None or not self._memory.objects:
             return
-        pack = pygit2.PackBuilder(self.repo)
-        pack.set_threads(1)
-        for oid in self._memory.objects:
-            pack.add(oid)
-        pack.write()
-        self._memory.objects.clear()
+        objects = self._memory.objects
+        wanted = list(objects) if roots is None else self._reachable(roots)
+        if roots is not None and len(wanted) <= LOOSE_MAX:
+            for oid in wanted:  # a few objects: loose files, which need no repack later
+                self._write_loose(oid, *objects[oid])
+        elif wanted:
+            pack = pygit2.PackBuilder(self.repo)
+            pack.set_threads(1)
+            for oid in wanted:
+                pack.add(oid)
+            pack.write()
+        objects.clear()
+
+    def _write_loose(self, oid: pygit2.Oid, kind: int, data: bytes) -> None:
+        hex_ = str(oid)
+        folder = self._objects_dir() / hex_[:2]
+        path = folder / hex_[2:]
+        if path.exists():
+            return
+        folder.mkdir(exist_ok=True)
+        tmp = folder / f"tmp_obj_forkflow_{os.getpid()}_{hex_[:8]}"
+        tmp.write_bytes(zlib.compress(_OBJECT_TYPES[kind] + b" %d\0" % len(data) + data, 1))
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+
+    def _objects_dir(self) -> Path:
+        gitdir = Path(self.repo.path)
+        common = gitdir / "commondir"  # a linked work tree keeps its objects in the main one
+        if common.exists():
+            gitdir = (gitdir / common.read_text().strip()).resolve()
+        return gitdir / "objects"
+
+    def _reachable(self, roots: Sequence[str]) -> list[pygit2.Oid]:
+        assert self._memory is not None
+        objects = self._memory.objects
+        out: list[pygit2.Oid] = []
+        seen: set[pygit2.Oid] = set()
+        stack = [pygit2.Oid(hex=r) for r in roots]
+        while stack:
+            oid = stack.pop()
+            if oid in seen or oid not in objects:
+                continue  # on disk already
+            seen.add(oid)
+            out.append(oid)
+            obj = self.repo.get(oid)
+            if isinstance(obj, pygit2.Commit):
+                stack.append(obj.tree_id)
+            elif isinstance(obj, pygit2.Tree):
+                stack.extend(entry.id for entry in obj)
+        return out
 
     def commit_tree(self, sha: str) -> str:
         cached = self._trees.get(sha)
@@ -272,14 +327,21 @@ class MemoryPicker:
         assert isinstance(ours, pygit2.Tree)
         updates: dict[str, Entry | None] = {}
         conflicts: list[PathConflict] = []
-        for path, before, after in self._changes(sha):
+        changes = self._changes(sha)
+        adds = any(before is None for _, before, _ in changes)
+        if not self._basenames:
+            self._index_names(ours)
+        for path, before, after in changes:
             current = _entry(ours, path)
             if current == after:
                 continue
             if current == before:
                 updates[path] = after
                 continue
-            merged = self._merge_path(path, before, current, after)
+            if after is None and not adds and current is not None and before is not None:
+                merged = None  # the commit deletes a file the fork changed, and moves nothing
+            else:
+                merged = self._merge_path(path, before, current, after)
             if merged is None:
                 conflicts.append(PathConflict(path, _side_of(path, before), _side_of(path, current),
                                               _side_of(path, after)))
@@ -294,11 +356,39 @@ class MemoryPicker:
         tree = self._apply(ours, updates) or EMPTY_TREE
         return PickStep(sha, PickStatus.EMPTY if tree == onto_tree else PickStatus.APPLIED, tree)
 
+    def _index_names(self, tree: pygit2.Tree) -> None:
+        """File names of the first tree picked onto (the fork tip): where the fork may have moved a file."""
+        stack = [tree]
+        while stack:
+            for entry in stack.pop():
+                if entry.filemode == pygit2.enums.FileMode.TREE:
+                    sub = self.repo.get(entry.id)
+                    if isinstance(sub, pygit2.Tree):
+                        stack.append(sub)
+                else:
+                    self._basenames[str(entry.name)] = self._basenames.get(str(entry.name), 0) + 1
+        self._basenames.setdefault("", 0)
+
+    def _may_be_renamed(self, path: str, ours: Entry | None, theirs: Entry | None, base: Entry | None) -> bool:
+        """Whether a rename could turn this modify/delete into a merge (then the whole-tree merge,
+        with rename detection, decides; 35 ms a pick on a real fork, so only then).
+
+        The fork moved the file: a file of the same name lives elsewhere in the fork.  The commit
+        moved it: the commit adds a path."""
+        if base is None:
+            return False
+        if ours is None:
+            name = path.rsplit("/", 1)[-1]
+            return self._basenames.get(name, 0) > 0
+        return True  # theirs is None: the caller checks the commit's additions first
+
     def _merge_path(self, path: str, base: Entry | None, ours: Entry | None,
                     theirs: Entry | None) -> Entry | None:
         """The merged entry of one path, or None for a conflict (deletions go through the tree merge)."""
         if ours is None or theirs is None or base is None:
-            raise _NeedsMerge(path)  # modify/delete or add/add: a rename may explain it, which the tree merge finds
+            if self._may_be_renamed(path, ours, theirs, base):
+                raise _NeedsMerge(path)  # the tree merge finds renames
+            return None  # modify/delete or add/add that no rename explains: a conflict
         if GITLINK in (base[1], ours[1], theirs[1]):
             return None
         mode = theirs[1] if ours[1] == base[1] else ours[1] if theirs[1] == base[1] else None
@@ -308,6 +398,18 @@ class MemoryPicker:
             return theirs[0], mode
         if theirs[0] == base[0] or ours[0] == theirs[0]:
             return ours[0], mode
+        key = (base[0], ours[0], theirs[0])
+        if key in self._merged:  # the probe merged it already (its blob may be gone with a flush)
+            hit = self._merged[key]
+            if hit is None:
+                return None
+            if pygit2.Oid(hex=hit[0]) in self.repo.odb:
+                return hit[0], mode
+        merged = self._merge_contents(path, base, ours, theirs, mode)
+        self._merged[key] = merged
+        return merged
+
+    def _merge_contents(self, path: str, base: Entry, ours: Entry, theirs: Entry, mode: int) -> Entry | None:
         try:
             result = self.repo.merge_file_from_index(
                 pygit2.IndexEntry(path, pygit2.Oid(hex=base[0]), pygit2.enums.FileMode(base[1])),
@@ -508,32 +610,40 @@ class MemoryPicker:
         obj = self.repo.get(oid)
         return obj.data if isinstance(obj, pygit2.Blob) else b""
 
-    def waits_for(self, blocking: Sequence[Dependency], tree: str) -> Dependency | None:
+    def waits_for(self, blocking: Sequence[Dependency], tree: str, sha: Sha | None = None) -> Dependency | None:
         """The dependency on a held-back commit that keeps a commit from being picked onto `tree`.
 
         A textual one (lines, a whole file) does only when the pick conflicts: a clean merge shows
-        the lines it reads are in the fork already.  A name is waited for unless a file the
-        defining commit changes has it in `tree`; a revert always waits for what it reverts."""
+        the lines it reads are in the fork already.  A name is waited for unless `tree` has it in
+        a file the defining commit changes, or in a file the waiting commit `sha` changes (the
+        name is known there already); a revert always waits for what it reverts."""
         for d in blocking:
-            if d.kind is DepKind.REVERT or d.kind is DepKind.SYMBOL and not self._has_name(tree, d):
+            if d.kind is DepKind.REVERT:
+                return d
+            if d.kind is DepKind.SYMBOL and not self._has_name(tree, d, d.on) \
+                    and (sha is None or not self._has_name(tree, d, sha)):
                 return d
         return None
 
-    def _has_name(self, tree_id: str, d: Dependency) -> bool:
+    def _has_name(self, tree_id: str, d: Dependency, where: str) -> bool:
         tree = self.repo.get(tree_id)
         if not isinstance(tree, pygit2.Tree):
             return False
         name = d.where.split(" ", 1)[0].encode()
-        for path, _, after in self._changes(d.on):
+        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+        for path, _, after in self._changes(where):
             entry = _entry(tree, path) if after is not None else None
             if entry is None or entry[1] == GITLINK:
                 continue
-            try:
-                blob = self.repo.get(entry[0])
-                if isinstance(blob, pygit2.Blob) and name in blob.data:
-                    return True
-            except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
-                continue
+            key = (entry[0], name)
+            if key not in self._names:
+                try:
+                    blob = self.repo.get(entry[0])
+                    self._names[key] = isinstance(blob, pygit2.Blob) and word.search(blob.data) is not None
+                except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
+                    self._names[key] = False
+            if self._names[key]:
+                return True
         return False
 
     def pick_sequence(self, base_tree: str, shas: Sequence[Sha],
@@ -553,7 +663,7 @@ class MemoryPicker:
         out: set[Sha] = set(held_before)
         for sha in shas:
             blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
-            hard = self.waits_for(blocking, tree)
+            hard = self.waits_for(blocking, tree, sha)
             if hard is not None:
                 held[sha] = hard
                 out.add(sha)

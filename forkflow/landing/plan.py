@@ -13,7 +13,8 @@ from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.landing.pick import MemoryPicker, PickStatus
 from forkflow.landing.settings import IngestSettings
-from forkflow.landing.shapes import ShapeReader, read_shapes
+from forkflow.git.run import run_git_bytes
+from forkflow.landing.shapes import ShapeReader, parse_diff_tree, read_shapes
 from forkflow.landing.touches import TouchReader
 from forkflow.ledger import evidence as ev
 from forkflow.ledger.classify import ShaIndex
@@ -81,8 +82,31 @@ def load_shapes(ctx: Context, shas: list[Sha], progress: Progress | None = None)
 
 
 def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
-    """The fork's diff against the merge base: the lines that are its own (issue 11: risk is line-level)."""
+    """The fork's diff against the merge base: the lines that are its own (issue 11: risk is line-level).
+
+    Read by `git diff-tree` (a third of the CPU of an in-process diff); the paths whose blobs this
+    clone lacks are left out of it and count as changed as a whole."""
     reader = ShapeReader(path)
+    rc, raw, _ = run_git_bytes("diff-tree", "-r", "-z", "--no-renames", fork_point, fork_tip, cwd=path, check=False)
+    if rc != 0:
+        return _fork_changes_in_process(reader, fork_point, fork_tip)
+    fields = raw.split(b"\0")
+    absent: list[str] = []
+    for meta, name in zip(fields[0::2], fields[1::2]):
+        parts = meta.split()
+        if len(parts) >= 4 and any(not reader.has(pygit2.Oid(hex=oid.decode())) for oid in parts[2:4]):
+            absent.append(name.decode("utf-8", "surrogateescape"))
+    excludes = [f":(exclude,literal){p}" for p in absent]
+    rc, raw, _ = run_git_bytes("-c", "core.quotePath=false", "diff-tree", "-p", "-U0", "--no-renames", "--no-color",
+                               "--no-ext-diff", "--no-textconv", fork_point, fork_tip, "--", ".", *excludes,
+                               cwd=path, check=False)
+    if rc != 0:
+        return _fork_changes_in_process(reader, fork_point, fork_tip)
+    shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}))[fork_tip]
+    return shape.files + tuple(FileChange(p, None) for p in absent)
+
+
+def _fork_changes_in_process(reader: ShapeReader, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
     old, new = reader.repo.get(fork_point), reader.repo.get(fork_tip)
     if not isinstance(old, pygit2.Commit) or not isinstance(new, pygit2.Commit):
         return ()
@@ -139,7 +163,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
             if blocking:  # rare: write the tree so far, and ask what waits
                 tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
                 base, overlay = picker.repo.get(tree), {}
-                hard = picker.waits_for(blocking, tree)
+                hard = picker.waits_for(blocking, tree, sha)
                 if hard is not None:
                     waiting[sha] = hard
                     blocked.add(sha)
