@@ -64,6 +64,27 @@ def test_review_proposes_units_then_lands_approved_ones(fork: Path, cli, forge_k
         assert status["counts"]["picked"] > 0
 
 
+def test_review_unit_rerun_is_proposed_not_landed(fork: Path, cli,  # type: ignore[no-untyped-def]
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeForge(tokens={"tok": "write"}) as forge:
+        monkeypatch.setenv("FORGE_TOKEN", "tok")
+        text = (fork / "forkflow.toml").read_text().replace("\n[ingest]\n", "\n[ingest]\nland = \"review\"\n", 1)
+        text += (f'\n[ingest.review]\nsink = "github"\ngithub_repo = "team/triton"\n'
+                 f'github_api = "{forge.url}/github"\ngithub_token_env = "FORGE_TOKEN"\n')
+        (fork / "forkflow.toml").write_text(text)
+        main = _git(fork, "rev-parse", "main")
+        doc = cli("ingest", "--land", "--json", repo=fork).json()
+        failed = [u for u in doc["units"] if u["status"] == "failed"]
+        assert failed, doc["units"]
+        pulls = len(forge.pulls("team/triton"))
+        l1 = next(line for line in text.splitlines() if line.startswith("l1_command"))
+        (fork / "forkflow.toml").write_text(text.replace(l1, 'l1_command = "true"'))
+        r = cli("ingest", "--unit", str(failed[0]["id"]), "--json", repo=fork)
+        assert r.rc == 4, r.err  # the re-run unit waits on its review (docs/automation.md)
+        assert [u["status"] for u in r.json()["units"]] == ["in-review"]
+        assert len(forge.pulls("team/triton")) == pulls + 1 and _git(fork, "rev-parse", "main") == main
+
+
 def test_review_description_lists_reasons_and_prs() -> None:
     body = describe("bundle-1", "bundle", [Member(Sha("a" * 40), "Fix x | y", 101, "low risk")],
                     "L1 PASS: 1 suite(s)", ["depends on chain ops-api"])

@@ -23,6 +23,7 @@ from forkflow.landing.ingest import (
 )
 from forkflow.landing.lock import fork_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
+from forkflow.landing.review import Reviewer, make_sink, review_settings
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger
@@ -102,6 +103,9 @@ def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | Non
                 gate: Gate | None) -> IngestReport:
     settings = ingest_settings(ctx.config)
     ing = Ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+    review = review_settings(ctx.config)
+    if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
+        ing.reviewer = Reviewer(ctx, review, make_sink(review))
     ing.recover()  # under the lock no other run is going: a unit left `picking` was a killed run's
     rec = load_target(ctx, unit_id)
     ing.gate = gate if gate is not None else select_gate(ctx, settings)
