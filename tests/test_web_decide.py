@@ -36,6 +36,26 @@ def test_web_decide_needs_token_and_records_a_persons_decision(builder: ForkBuil
     assert "done" in outcomes and any(o.startswith("refused") for o in outcomes)
 
 
+def test_web_commit_page_offers_the_decide_form(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"README": "hello\n"}, "Initial")
+    builder.branch_fork()
+    sha = builder.upstream_commit({"lib/v.py": "V = 2\n"}, "Bump version (#7)")
+    builder.fetch()
+    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    assert cli("status", repo=builder.f.path).rc == 0
+    with TestClient(create_app(open_context(builder.f.path), None)) as client:  # read-only: no form
+        assert 'id="decide"' not in client.get(f"/commits/{sha}").text
+    with TestClient(create_app(open_context(builder.f.path), TOKEN)) as client:
+        page = client.get(f"/commits/{sha}").text
+        assert f'action="/commits/{sha}/decide"' in page and 'name="token"' in page
+        form = {"verdict": "skip", "reason": "not for this fork", "token": TOKEN}
+        r = client.post(f"/commits/{sha}/decide", data=form, follow_redirects=False)
+        assert r.status_code in (200, 303), r.text
+    row = next(c for c in cli("status", "--json", "--commits", repo=builder.f.path).json()["commits"]
+               if c["sha"] == sha)
+    assert row["disposition"] == "SKIPPED" and row["decided_by"] == "person"
+
+
 def test_web_ingestion_tells_a_persons_deferral_from_forkflows(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
     from forkflow.ledger.classify import RecordedDecision
     from forkflow.models import Disposition

@@ -66,5 +66,7 @@ def commit(request: Request, sha: str) -> Response:
                         "as": "upstream commit" if b.culprit_upstream_sha == full else "fork commit",
                         "confidence": b.confidence} for b in bisections if b is not None],
         "runs": runs, "metrics": metrics,
+        # a person's skip / defer / won't-port, as `forkflow decide` (routes/decisions.py)
+        "can_decide": entry is not None and request.app.state.token is not None and src.ctx is not None,
     }
     return page(request, "commit.html", data)
