@@ -73,7 +73,9 @@ def throwaway_head():  # type: ignore[no-untyped-def]
     """A Ray head of our own on another port, to kill mid-run."""
     service("FORKFLOW_TEST_RAY", "a Ray head")
     ray_bin = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
-    temp = tempfile.mkdtemp(prefix="ffray")
+    # directly under /tmp: Ray's socket paths live in it, and a Unix socket path has at most 107
+    # bytes (pytest's own temp folder, which tests/conftest.py makes TMPDIR, is too deep)
+    temp = tempfile.mkdtemp(prefix="ffray", dir="/tmp")
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0", RAY_USAGE_STATS_ENABLED="0")
     subprocess.run([ray_bin, "start", "--head", "--node-ip-address=127.0.0.1", "--port=6391",
                     "--ray-client-server-port=6392",  # not the CI head's 10001

@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import re
+
 import os
 import sys
 import threading
@@ -454,8 +456,9 @@ def _clone_fork(builder: ForkBuilder, dest: Path, store: str) -> Path:
     r = run_forkflow("init", "--upstream", "upstream", "--fork-branch", "main", "--store", store, cwd=dest)
     assert r.rc == 0, r.err
     cfg = dest / "forkflow.toml"
-    cfg.write_text(cfg.read_text().replace('[fork]\n', '[fork]\nname = "team-fork"\n', 1)
-                   + '\n[ingest]\nl1_command = "sleep 2"\n')
+    # one fork in the shared store: both clones take the same name (init wrote the folder's)
+    text = re.sub(r'^name = ".*"$', 'name = "team-fork"', cfg.read_text(), count=1, flags=re.M)
+    cfg.write_text(text + '\n[ingest]\nl1_command = "sleep 2"\n')
     return dest
 
 

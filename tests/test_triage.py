@@ -8,6 +8,7 @@ import pytest
 
 from forkflow.context import Context, open_context
 from forkflow.models import Sha
+from forkflow.store.session import Store
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import queries as tq
 from forkflow.tiers.reports import Outcome, TestResult
@@ -212,6 +213,8 @@ def test_two_triages_of_one_run_at_once_both_store_it(fork: Path, builder: ForkB
     from forkflow.triage.triage import failures_of_run
 
     url = None if backend == "sqlite" else str(request.getfixturevalue("postgres_url"))
+    if url is not None:
+        Store.open(url, create=True)  # as `forkflow init --store URL`: a typed URL must name a store
     base, unit = _revs(builder)
     ctx = open_context(fork, url)
     run = add_run(ctx, unit, [("test_mm", Outcome.FAIL, CUDA), ("test_tune", Outcome.FAIL, KEYERROR)],
