@@ -20,7 +20,7 @@ from pathlib import Path
 from forkflow.bisect.probes import UNTESTABLE_RC, Measurement, MeasureStatus, Worktrees
 from forkflow.git.repo import Repo
 from forkflow.models import Sha
-from forkflow.tiers.reports import Outcome, ParsedReport, parse_report
+from forkflow.tiers.reports import ParsedReport, TestOutcome, parse_report
 from forkflow.tiers.selection import node_id
 from forkflow.tiers.tiers import ReportFormat, Suite
 
@@ -40,7 +40,7 @@ def outcome_of_test(suite: Suite, test: str, report: ParsedReport, rc: int, tail
                            detail=f"exit {rc}: {report.problem or tail}")
     found = [r for r in report.results if r.test_id == test]
     if found:
-        bad = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in found)
+        bad = any(r.outcome in (TestOutcome.FAIL, TestOutcome.ERROR) for r in found)
         return Measurement(MeasureStatus.OK, passed=not bad, detail=f"exit {rc}: {found[0].outcome.value}")
     if not report.exists or not report.results:
         return Measurement(MeasureStatus.ERROR, detail=f"exit {rc}: {report.problem or 'no report'}; {tail}")

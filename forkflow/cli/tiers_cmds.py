@@ -153,7 +153,7 @@ def l3_signoff(
 ) -> int:
     """Sign off (accept or reject) a request's results, as one of the suite's owners."""
     try:
-        v = l3_core.Verdict(verdict.lower())
+        v = l3_core.SignOff(verdict.lower())
     except ValueError:
         raise UserError(f"--verdict {verdict!r} must be accept or reject") from None
     sid = l3_core.signoff(open_context(repo, store), request_id, owner, v, note)

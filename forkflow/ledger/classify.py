@@ -24,7 +24,7 @@ class Decider(str, enum.Enum):
     PERSON = "person"
 
 
-class Verdict(str, enum.Enum):
+class Decision(str, enum.Enum):
     """A person's decision on an upstream commit (`forkflow decide`)."""
 
     SKIP = "skip"
@@ -33,7 +33,7 @@ class Verdict(str, enum.Enum):
 
     @property
     def disposition(self) -> Disposition:
-        return Disposition.DEFERRED if self is Verdict.DEFER else Disposition.SKIPPED
+        return Disposition.DEFERRED if self is Decision.DEFER else Disposition.SKIPPED
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +45,7 @@ class RecordedDecision:
     reason: str
     fork_shas: tuple[Sha, ...] = ()
     source: Decider = Decider.AUTO
-    verdict: Verdict | None = None
+    verdict: Decision | None = None
     until: str | None = None  # ISO date: a person's deferral lapses after it
     task: str = ""
     decided_by: str = ""
