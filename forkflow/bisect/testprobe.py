@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import tempfile
 from pathlib import Path
 
 from forkflow.bisect.probes import UNTESTABLE_RC, Measurement, MeasureStatus, Worktrees
 from forkflow.git.repo import Repo
 from forkflow.models import Sha
+from forkflow.process import run_shell
 from forkflow.tiers.reports import ParsedReport, TestOutcome, parse_report
 from forkflow.tiers.selection import node_id
 from forkflow.tiers.tiers import ReportFormat, Suite
@@ -68,14 +68,13 @@ class SuiteTestProbe:
         artifacts.mkdir()
         env = {**os.environ, **self.suite.job_env(rev, str(report), str(artifacts))}
         command = suite_command(self.suite, self.test, str(report), str(artifacts))
-        try:
-            proc = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True,
-                                  text=True, errors="replace", timeout=self.suite.timeout_s)
-        except subprocess.TimeoutExpired:
+        done = run_shell(command, timeout=self.suite.timeout_s, cwd=tree, env=env)
+        if done.timed_out or done.rc is None:
             return Measurement(MeasureStatus.ERROR, detail=f"timed out after {self.suite.timeout_s:g} s")
-        tail = ((proc.stderr or "").strip() or (proc.stdout or "").strip()).splitlines()[-1:] or [""]
+        stdout, stderr = done.text()
+        tail = (stderr.strip() or stdout.strip()).splitlines()[-1:] or [""]
         return outcome_of_test(self.suite, self.test, parse_report(self.suite.report.value, report),
-                            proc.returncode, tail[0][:200])
+                            done.rc, tail[0][:200])
 
     def close(self) -> None:
         self.trees.close()
