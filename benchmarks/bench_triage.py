@@ -140,7 +140,7 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
     from forkflow.context import open_context
     from forkflow.models import Sha
     from forkflow.testing.gitrepo import ForkBuilder
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.reports import clean_text, TestOutcome, TestResult
     from forkflow.tiers.tiers import Tier
 

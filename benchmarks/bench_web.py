@@ -66,7 +66,7 @@ def add_alerts_and_l3(store: Store, info: SeedInfo, alerts: int, l3: int) -> Non
     from forkflow.models import Better
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     revs, names = info.fork_revs, info.metric_names

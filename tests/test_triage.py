@@ -9,7 +9,7 @@ import pytest
 from forkflow.context import Context, open_context
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.tiers import Tier
 from forkflow.triage.models import Classification

@@ -393,7 +393,7 @@ def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
 def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_path: Path) -> None:
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     url = f"sqlite:///{tmp_path / 's.db'}"

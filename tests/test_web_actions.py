@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from forkflow.context import Context, open_context
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.tiers import Tier
 from forkflow.web.app import create_app

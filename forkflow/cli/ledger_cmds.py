@@ -18,7 +18,7 @@ from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.report import iso, snapshot_of, status_dict
 from forkflow.models import Disposition, Ledger, LedgerEntry
-from forkflow.setup import has_password, init_fork
+from forkflow.init import has_password, init_fork
 from forkflow.store import queries
 
 

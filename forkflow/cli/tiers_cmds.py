@@ -17,7 +17,7 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.tiers import l3 as l3_core
 from forkflow.tiers.nightly import nightly as run_nightly
-from forkflow.tiers.queries import L3RequestInfo
+from forkflow.tiers.records import L3RequestInfo
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import ValidateRequest, ValidationOutcome, validate as run_validate
 

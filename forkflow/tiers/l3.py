@@ -13,7 +13,7 @@ import enum
 
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.tiers import Suite, Tier, load_suites
 from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, validate
 

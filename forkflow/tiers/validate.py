@@ -33,7 +33,7 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.models import MetricPoint, Sha
 from forkflow.store import queries as store_queries
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.reports import (
     TestOutcome,
     ParsedReport,

@@ -1,7 +1,7 @@
 """Triage a stored validation run: signatures, evidence from trunk, reruns, verdicts.
 
 The edge around the pure core (`signature`, `classify`): it reads runs, jobs and per-test
-outcomes through `forkflow.tiers.queries`, streams job logs from disk, reruns failed tests
+outcomes through `forkflow.tiers.records`, streams job logs from disk, reruns failed tests
 through `forkflow.tiers.validate.rerun_tests`, and stores failures, groups and verdicts.
 """
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome
-from forkflow.triage import store as ts
+from forkflow.triage import records as ts
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
 from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup

@@ -324,7 +324,7 @@ def _alerts(s: Session, fid: int, info: SeedInfo, values: list[list[float]], sub
 
 def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.Random,
                 hostile: bool, start: int) -> None:
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.reports import TestOutcome, TestResult
     from forkflow.tiers.tiers import Tier
 
@@ -367,7 +367,7 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
 
 
 def _l3(s: Session, fid: int, info: SeedInfo) -> None:
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     rev = info.fork_revs[-1]
@@ -383,7 +383,7 @@ def _l3(s: Session, fid: int, info: SeedInfo) -> None:
 
 
 def _triage(s: Session, fid: int, info: SeedInfo, hostile: bool) -> None:
-    from forkflow.triage import store as ts
+    from forkflow.triage import records as ts
     from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, Signature
 
     extra = f" {HOSTILE}" if hostile else ""

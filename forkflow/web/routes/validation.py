@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import ForkflowError, UserError
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
 from forkflow.web import jobs as background
