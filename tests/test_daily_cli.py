@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from forkflow.cli.ingest_cmds import _codeowners_globs, group_conflicts
+from forkflow.render import _codeowners_globs, group_conflicts
 from forkflow.conflicts.records import ConflictInfo
 from forkflow.demo import build_sample, demo_config
 from forkflow.models import Sha

@@ -19,7 +19,7 @@ from forkflow.models import Better, MetricPoint, Sha
 from forkflow.store import queries
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
-from forkflow.web.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
+from forkflow.testing.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
 
 SMALL = SeedSize(days=60, metrics=8, upstream_commits=400, tests_per_run=6)
 
