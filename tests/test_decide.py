@@ -69,7 +69,7 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     from forkflow.context import open_context
     from forkflow.landing.plan import pending_entries
     from forkflow.ledger.build import build_ledger
-    from forkflow.ledger.classify import Decider, Decision, RecordedDecision
+    from forkflow.models import Decider, Decision, RecordedDecision
     from forkflow.models import Disposition
     from forkflow.store import queries
 

@@ -11,7 +11,7 @@ from forkflow.errors import UserError
 from forkflow.models import Sha
 from forkflow.store import queries as store_queries
 from forkflow.tiers import records as q
-from forkflow.tiers.gate import TierGate
+from forkflow.triage.gate import TierGate
 from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import rerun_tests

@@ -37,7 +37,7 @@ def test_web_decide_needs_token_and_records_a_persons_decision(builder: ForkBuil
 
 
 def test_web_ingestion_tells_a_persons_deferral_from_forkflows(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
-    from forkflow.ledger.classify import RecordedDecision
+    from forkflow.models import RecordedDecision
     from forkflow.models import Disposition
     from forkflow.store import queries
 

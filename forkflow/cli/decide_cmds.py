@@ -12,9 +12,9 @@ from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json,
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
-from forkflow.ledger.classify import Decision
 from forkflow.ledger.decisions import decide as decide_commits
 from forkflow.ledger.decisions import decider_of
+from forkflow.models import Decision
 
 
 def decide(

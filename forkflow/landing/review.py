@@ -25,8 +25,7 @@ from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.landing.worktree import catch_up_work_trees
-from forkflow.ledger.classify import Decider, Decision, RecordedDecision
-from forkflow.models import Disposition, Sha
+from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store import queries
 from forkflow.store.schema_review import ReviewRow
 

@@ -14,8 +14,8 @@ from datetime import date, datetime, timezone
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
-from forkflow.ledger.classify import Decider, Decision, RecordedDecision, ShaIndex
-from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
+from forkflow.ledger.classify import ShaIndex
+from forkflow.models import Decider, Decision, Disposition, EvidenceKind, Ledger, LedgerEntry, RecordedDecision, Sha
 from forkflow.store import queries
 
 _PR = re.compile(r"^#?(\d{1,7})$")

@@ -11,8 +11,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from forkflow.ledger.classify import Decider, Decision, RecordedDecision
-from forkflow.models import Better, Disposition, MetricPoint, Sha
+from forkflow.models import Better, Decider, Decision, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store.schema import (
     CommitFactRow,
     DispositionRow,

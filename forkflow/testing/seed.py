@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from forkflow.ledger.build import ledger_to_json
-from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import (
     Better,
     Commit,
@@ -32,6 +31,7 @@ from forkflow.models import (
     LedgerEntry,
     MetricPoint,
     PointInTime,
+    RecordedDecision,
     Sha,
 )
 from forkflow.store import queries

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import UserError
-from forkflow.ledger.classify import Decision
+from forkflow.models import Decision
 from forkflow.web.errors import Unavailable
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
