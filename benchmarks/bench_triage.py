@@ -140,8 +140,8 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
     from forkflow.context import open_context
     from forkflow.models import Sha
     from forkflow.testing.gitrepo import ForkBuilder
-    from forkflow.tiers import queries as tq
-    from forkflow.tiers.reports import Outcome, TestResult, clean_text
+    from forkflow.tiers import records as tq
+    from forkflow.tiers.reports import clean_text, TestOutcome, TestResult
     from forkflow.tiers.tiers import Tier
 
     cases = real_corpus.load()
@@ -155,7 +155,7 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
                         "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
         ctx = open_context(b.f.path)
         pad = "".join(f"INFO step {j} ok\n" for j in range(int(mb * 1e6 / n) // 16))
-        results = [TestResult(f"test_{i}", Outcome.FAIL, 0.1,
+        results = [TestResult(f"test_{i}", TestOutcome.FAIL, 0.1,
                               clean_text(pad + cases[i % len(cases)].combined))
                    for i in range(n)]
         size = sum(len(r.message) for r in results) / 1e6

@@ -4,7 +4,7 @@
     python benchmarks/bench_web.py --days 730 --metrics 100 --commits 20000
     python benchmarks/bench_web.py --alerts 150 --l3 100   # a busy year: many alerts and L3 requests
 
-The store is seeded (forkflow.web.seed) into a SQLite file.  Each page is requested once to warm
+The store is seeded (forkflow.testing.seed) into a SQLite file.  Each page is requested once to warm
 caches, then `--repeat` times; the time is the app's own `Server-Timing` (routing, store reads,
 template rendering), as HTML and as JSON.  The baseline is plain sqlite3 reading the rows the page
 shows, without forkflow; the ratio is what building the page costs on top of fetching its data.
@@ -26,7 +26,7 @@ from fastapi.testclient import TestClient
 
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
-from forkflow.web.seed import SeedInfo, SeedSize, seed_store
+from forkflow.testing.seed import SeedInfo, SeedSize, seed_store
 
 TARGET_MS = 300.0
 
@@ -66,7 +66,7 @@ def add_alerts_and_l3(store: Store, info: SeedInfo, alerts: int, l3: int) -> Non
     from forkflow.models import Better
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     revs, names = info.fork_revs, info.metric_names

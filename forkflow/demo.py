@@ -14,13 +14,34 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
+from forkflow.conflicts import approval
+from forkflow.conflicts import records as crecords
+from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.git.run import run_git
+from forkflow.init import init_fork
+from forkflow.landing.ingest import IngestOptions, Mode, ingest
+from forkflow.landing.plan import make_plan, resolve_until
+from forkflow.landing.settings import ingest_settings
+from forkflow.ledger.build import build_ledger
+from forkflow.ledger.history import record_snapshot
+from forkflow.ledger.report import snapshot_of
+from forkflow.render import (
+    conflict_owners,
+    exit_code,
+    render_conflicts,
+    render_exit,
+    render_init,
+    render_plan,
+    render_report,
+    render_status,
+)
 from forkflow.testing.gitrepo import ForkBuilder
 
 OPS_PY = '''"""Elementwise ops of the mini compiler."""
@@ -242,8 +263,6 @@ def _commit_counts(sample: Sample) -> tuple[int, int]:
 
 def run_demo(keep: Path | None, console: Console) -> int:
     """Generate the sample (in `keep`, or a temporary folder) and run the main job on it."""
-    from forkflow.cli import ingest_cmds, ledger_cmds
-
     check_keep(keep)
     root = keep if keep is not None else Path(tempfile.mkdtemp(prefix="forkflow-demo-"))
     start = time.monotonic()
@@ -256,23 +275,20 @@ def run_demo(keep: Path | None, console: Console) -> int:
         console.print(f"the fork carries {ours} patches of its own; upstream has {theirs} new commits since the "
                       "fork point")
         _step(console, "2. forkflow init --upstream upstream")
-        ledger_cmds.init(upstream="upstream", upstream_branch="main", fork_branch="main", store=None,
-                         repo=sample.fork)
+        render_init(console, init_fork(sample.fork, "upstream", "main", "main", None), None)
         with (sample.fork / "forkflow.toml").open("a", encoding="utf-8") as f:
             f.write(demo_config(sys.executable))
         console.print(escape("added an [ingest] section: L1 = the unit tests, a pin file, and a declared chain"))
         _step(console, "3. forkflow status")
-        ledger_cmds.status(json_out=False, commits=True, fetch=False, repo=sample.fork, store=None)
+        _status(console, sample.fork, commits=True)
         _step(console, "4. forkflow plan")
-        ingest_cmds.plan(json_out=False, until=None, max_bundle=None, repo=sample.fork, store=None)
+        _plan(console, sample.fork)
         _step(console, "5. forkflow ingest --land")
-        ingest_cmds.ingest_cmd(dry_run=False, do_land=True, push=False, max_units=None, until=None,
-                               max_bundle=None, json_out=False, repo=sample.fork, store=None)
+        _ingest(console, sample.fork, Mode.LAND)
         _step(console, "6. forkflow status, after")
-        ledger_cmds.status(json_out=False, commits=False, fetch=False, repo=sample.fork, store=None)
+        _status(console, sample.fork, commits=False)
         _step(console, "7. forkflow conflicts")
-        ingest_cmds.conflicts_list(_NoSub(), all_=False, json_out=False, repo=sample.fork,  # type: ignore[arg-type]
-                                   store=None)
+        _conflicts(console, sample.fork)
         _explain(console, sample, keep, time.monotonic() - start)
     finally:
         if keep is None:
@@ -280,8 +296,36 @@ def run_demo(keep: Path | None, console: Console) -> int:
     return 0
 
 
-class _NoSub:
-    invoked_subcommand = None
+def _status(console: Console, repo: Path, commits: bool) -> None:
+    """What `forkflow status [--commits]` does: the ledger, a history snapshot, the table."""
+    ctx = open_context(repo, None)
+    ledger = build_ledger(ctx)
+    record_snapshot(ctx, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    render_status(console, ledger, commits)
+
+
+def _plan(console: Console, repo: Path) -> None:
+    ctx = open_context(repo, None)
+    ledger = build_ledger(ctx)
+    p = make_plan(ctx, ledger, ingest_settings(ctx.config), until=resolve_until(ctx, ledger, None))
+    render_plan(console, p, {e.commit.sha: e.commit.subject for e in ledger.entries})
+
+
+def _ingest(console: Console, repo: Path, mode: Mode) -> None:
+    ctx = open_context(repo, None)
+    report = ingest(ctx, IngestOptions(mode, False, None, None, None))
+    with ctx.store.session_scope() as s:
+        open_conflicts = len(crecords.conflicts(s, ctx.fork_id, "open"))
+    render_report(console, report)
+    render_exit(console, exit_code(report, open_conflicts))
+
+
+def _conflicts(console: Console, repo: Path) -> None:
+    ctx = open_context(repo, None)
+    with ctx.store.session_scope() as s:
+        rows = crecords.conflicts(s, ctx.fork_id, "open")
+        waiting = {x.id for x in rows if x.status == "open" and approval.proposal(s, ctx.fork_id, x) is not None}
+    render_conflicts(console, rows, waiting, conflict_owners(ctx))
 
 
 def _explain(console: Console, sample: Sample, keep: Path | None, took: float) -> None:
@@ -307,13 +351,10 @@ def _explain(console: Console, sample: Sample, keep: Path | None, took: float) -
 
 def run_demo_on(repo: Path, console: Console) -> int:
     """Status, plan and a dry-run ingest of an existing fork: reads git, writes nothing to it."""
-    from forkflow.cli import ingest_cmds, ledger_cmds
-
     _step(console, "forkflow status")
-    ledger_cmds.status(json_out=False, commits=False, fetch=False, repo=repo, store=None)
+    _status(console, repo, commits=False)
     _step(console, "forkflow plan")
-    ingest_cmds.plan(json_out=False, until=None, max_bundle=None, repo=repo, store=None)
+    _plan(console, repo)
     _step(console, "forkflow ingest --dry-run")
-    ingest_cmds.ingest_cmd(dry_run=True, do_land=False, push=False, max_units=None, until=None,
-                           max_bundle=None, json_out=False, repo=repo, store=None)
+    _ingest(console, repo, Mode.DRY_RUN)
     return 0

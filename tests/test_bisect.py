@@ -139,7 +139,7 @@ def test_bisect_pass_fail_verdicts_recorded_per_round() -> None:
 def test_suite_test_probe_reads_one_test_from_the_suite_report() -> None:
     from forkflow.bisect.probes import MeasureStatus
     from forkflow.bisect.testprobe import outcome_of_test, suite_command
-    from forkflow.tiers.reports import Outcome, ParsedReport, TestResult
+    from forkflow.tiers.reports import ParsedReport, TestOutcome, TestResult
     from forkflow.tiers.tiers import ReportFormat, Suite, Tier
 
     suite = Suite("unit", Tier.L1, "pytest --junitxml={report} {tests}", ReportFormat.JUNIT, all_tests="tests")
@@ -147,8 +147,8 @@ def test_suite_test_probe_reads_one_test_from_the_suite_report() -> None:
     assert suite_command(suite, "tests/t.py::test_a b", "/r.xml", "/a") == "pytest --junitxml=/r.xml 'tests/t.py::test_a b'"
     assert suite_command(suite, "[unit]", "/r.xml", "/a") == "pytest --junitxml=/r.xml tests"
     assert suite_command(whole, "x", "/r.xml", "/a") == "lit -v /r.xml"
-    report = ParsedReport((TestResult("t::a", Outcome.PASS), TestResult("t::b", Outcome.FAIL),
-                           TestResult("t::c", Outcome.SKIP)))
+    report = ParsedReport((TestResult("t::a", TestOutcome.PASS), TestResult("t::b", TestOutcome.FAIL),
+                           TestResult("t::c", TestOutcome.SKIP)))
     assert outcome_of_test(suite, "t::a", report, 1, "").passed is True
     assert outcome_of_test(suite, "t::b", report, 1, "").passed is False
     assert outcome_of_test(suite, "t::c", report, 0, "").passed is True

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from forkflow.store.session import Store
-from forkflow.web.seed import SeedInfo, SeedSize, seed_store
+from forkflow.testing.seed import SeedInfo, SeedSize, seed_store
 from tests.conftest import service
 
 pytestmark = pytest.mark.browser

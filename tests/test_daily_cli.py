@@ -5,7 +5,7 @@ import json
 import sys
 from pathlib import Path
 
-from forkflow.cli.ingest_cmds import _codeowners_globs, group_conflicts
+from forkflow.render import _codeowners_globs, group_conflicts
 from forkflow.conflicts.records import ConflictInfo
 from forkflow.demo import build_sample, demo_config
 from forkflow.models import Sha
@@ -131,10 +131,10 @@ def test_demo_serve_removes_its_temp_folder_on_sigterm(tmp_path: Path) -> None:
 
 
 def test_triage_rerun_missing_test_is_not_a_pass() -> None:
-    from forkflow.tiers.reports import Outcome
+    from forkflow.tiers.reports import TestOutcome
     from forkflow.triage.triage import rerun_passes
 
-    got = {"t::a": Outcome.PASS, "t::b": Outcome.FAIL}
+    got = {"t::a": TestOutcome.PASS, "t::b": TestOutcome.FAIL}
     assert rerun_passes(["t::a", "t::b", "t::gone"], got) == {"t::a": True, "t::b": False, "t::gone": False}
 
 

@@ -69,7 +69,7 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     from forkflow.context import open_context
     from forkflow.landing.plan import pending_entries
     from forkflow.ledger.build import build_ledger
-    from forkflow.ledger.classify import Decider, RecordedDecision, Verdict
+    from forkflow.models import Decider, Decision, RecordedDecision
     from forkflow.models import Disposition
     from forkflow.store import queries
 
@@ -81,7 +81,7 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     assert us[1] not in pending and us[2] not in pending and us[3] in pending
     with ctx.store.session_scope() as s:  # a deferral whose date has passed lapses: pending again
         queries.record_decision(s, ctx.fork_id, RecordedDecision(
-            us[1], Disposition.DEFERRED, "later", source=Decider.PERSON, verdict=Verdict.DEFER, until="2000-01-01"))
+            us[1], Disposition.DEFERRED, "later", source=Decider.PERSON, verdict=Decision.DEFER, until="2000-01-01"))
     assert us[1] in {e.commit.sha for e in pending_entries(build_ledger(ctx))}
 
 

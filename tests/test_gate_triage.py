@@ -5,7 +5,7 @@ from pathlib import Path
 
 from forkflow.context import open_context
 from forkflow.models import Sha
-from forkflow.tiers.gate import TierGate
+from forkflow.triage.gate import TierGate
 from tests.test_tiers_support import commit, make_repo, suite_toml
 
 TESTS = {

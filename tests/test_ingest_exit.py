@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from forkflow.cli.ingest_cmds import EXIT_FAILED, EXIT_NEEDS_PERSON, EXIT_OK, exit_code
+from forkflow.render import EXIT_FAILED, EXIT_NEEDS_PERSON, EXIT_OK, exit_code
 from forkflow.demo import build_sample, demo_config
 from forkflow.landing.ingest import IngestReport, Mode, UnitResult, UnitStatus
 from forkflow.models import Sha

@@ -96,3 +96,12 @@ def test_binary_garbage_output_goes_to_the_log_untouched(tmp_path: Path) -> None
     res = make_runner("local").run([_job(tmp_path, "printf '\\033[31mred\\377\\376\\000end'")])[0]
     assert res.returncode == 0
     assert (tmp_path / "j0.log").read_bytes() == b"\x1b[31mred\xff\xfe\x00end"
+
+
+def test_git_location_variables_do_not_reach_the_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # run from a git hook, GIT_DIR/GIT_INDEX_FILE would send the suite's git calls to the hook's repository
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere.git"))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "index"))
+    res = make_runner("local").run([_job(tmp_path, 'printf "%s|%s" "${GIT_DIR-unset}" "${GIT_INDEX_FILE-unset}"')])[0]
+    assert res.returncode == 0
+    assert (tmp_path / "j0.log").read_text() == "unset|unset"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from forkflow.context import open_context
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.selection import (
     LONE_FAILURE,
     MIN_SEEN,

@@ -8,8 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from forkflow.errors import UserError
-from forkflow.ledger.classify import RecordedDecision
-from forkflow.models import Better, Disposition, MetricPoint, Sha
+from forkflow.models import Better, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store import queries
 from forkflow.store.queries import Snapshot
 from forkflow.store.session import Store

@@ -6,7 +6,7 @@ import tracemalloc
 from pathlib import Path
 
 from forkflow.tiers.reports import (
-    Outcome,
+    TestOutcome,
     clean_text,
     count_from_output,
     log_tail,
@@ -31,10 +31,10 @@ def test_junit_outcomes_ids_and_messages(tmp_path: Path) -> None:
     r = parse_junit(p)
     assert r.problem == ""
     assert [(t.test_id, t.outcome) for t in r.results] == [
-        ("tests/test_a.py::test_ok", Outcome.PASS),
-        ("tests/test_a.py::TestK::test_bad", Outcome.FAIL),
-        ("tests.test_b::test_skip", Outcome.SKIP),
-        ("tests.test_b::test_err", Outcome.ERROR),
+        ("tests/test_a.py::test_ok", TestOutcome.PASS),
+        ("tests/test_a.py::TestK::test_bad", TestOutcome.FAIL),
+        ("tests.test_b::test_skip", TestOutcome.SKIP),
+        ("tests.test_b::test_err", TestOutcome.ERROR),
     ]
     assert r.total == 4 and r.ran == 3
     bad = r.results[1]
@@ -72,7 +72,7 @@ def test_lit_json_and_text(tmp_path: Path) -> None:
         {"name": "Triton :: conv/c.mlir", "code": "UNSUPPORTED"},
         {"name": "Triton :: conv/d.mlir", "code": "XFAIL"}]}))
     r = parse_lit(j)
-    assert [t.outcome for t in r.results] == [Outcome.PASS, Outcome.FAIL, Outcome.SKIP, Outcome.PASS]
+    assert [t.outcome for t in r.results] == [TestOutcome.PASS, TestOutcome.FAIL, TestOutcome.SKIP, TestOutcome.PASS]
     assert r.results[1].message == "CHECK: not found"
     t = tmp_path / "lit.txt"
     t.write_text("-- Testing: 3 tests --\nPASS: Triton :: a.mlir (1 of 3)\nFAIL: Triton :: b.mlir (2 of 3)\n"
@@ -95,7 +95,7 @@ def test_metrics_good_and_bad(tmp_path: Path) -> None:
     assert r.metrics[0].samples == (10.4, 10.6)
     assert "metric 'broken': value must be a finite number" in r.problem
     assert "better must be 'higher' or 'lower'" in r.problem
-    assert r.count(Outcome.ERROR) == 2
+    assert r.count(TestOutcome.ERROR) == 2
     p.write_text('{"metrics": [{"name": "a", "value": 1')
     assert "malformed or truncated" in parse_metrics(p).problem
     p.write_text('{"values": []}')

@@ -9,7 +9,7 @@ import pytest
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.testing.gitrepo import ForkBuilder
-from forkflow.tiers.reports import Outcome
+from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.tiers import Tier
 from forkflow.triage.sinks.base import SinkError, key_in
 from forkflow.triage.sinks.github import GitHubSink
@@ -34,8 +34,8 @@ def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
 def nightly(fork: Path, builder: ForkBuilder, red: bool, files: dict[str, str] | None = None) -> int:
     rev = builder.fork_commit(files or {f"n{len(list(fork.iterdir()))}.txt": "x\n"}, "[fork] nightly change")
     ctx = open_context(fork)
-    results = [("test_mm", Outcome.FAIL if red else Outcome.PASS, CUDA if red else ""),
-               ("test_ok", Outcome.PASS, "")]
+    results = [("test_mm", TestOutcome.FAIL if red else TestOutcome.PASS, CUDA if red else ""),
+               ("test_ok", TestOutcome.PASS, "")]
     return add_run(ctx, rev, results, tier=Tier.L2, trigger="nightly")
 
 

@@ -10,8 +10,8 @@ from forkflow.context import Context, open_context
 from forkflow.models import Sha
 from forkflow.store.session import Store
 from forkflow.testing.gitrepo import ForkBuilder
-from forkflow.tiers import queries as tq
-from forkflow.tiers.reports import Outcome, TestResult
+from forkflow.tiers import records as tq
+from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.tiers import Tier
 from forkflow.triage.models import Classification
 from forkflow.triage.triage import TriageSettings, blocking_failures, triage_run
@@ -32,7 +32,7 @@ def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
     return builder.f.path
 
 
-def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, Outcome, str]], *,
+def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, str]], *,
             base: str | None = None, tier: Tier = Tier.L1, trigger: str = "validate",
             job_status: str | None = None, log: str = "") -> int:
     """Store a finished run with one job (suite "unit") and these per-test results."""
@@ -42,7 +42,7 @@ def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, Outcome, str]],
         run_id, [job] = tq.create_run(s, ctx.fork_id, tq.NewRun(
             tier, Sha(rev), Sha(base) if base else None, "local", trigger, 0, (), ("unit",), {}),
             [tq.NewJob("unit", "pytest", str(log_path), "", "", False, None, None)])
-        bad = any(o in (Outcome.FAIL, Outcome.ERROR) for _t, o, _m in results)
+        bad = any(o in (TestOutcome.FAIL, TestOutcome.ERROR) for _t, o, _m in results)
         status = job_status or (tq.FAIL if bad else tq.PASS)
         tq.finish_job(s, job, tq.JobFinish(status, 1 if bad else 0, 1.0, "", len(results),
                                            len(results), None, (), (), 1),
@@ -72,9 +72,9 @@ def _revs(b: ForkBuilder) -> tuple[str, str]:
 def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    add_run(ctx, base, [("test_tune", Outcome.FAIL, KEYERROR), ("test_mm", Outcome.PASS, "")])
-    run = add_run(ctx, unit, [("test_tune", Outcome.FAIL, KEYERROR.replace("line 9", "line 12")),
-                              ("test_mm", Outcome.FAIL, CUDA), ("test_wait", Outcome.FAIL, FLAKE)],
+    add_run(ctx, base, [("test_tune", TestOutcome.FAIL, KEYERROR), ("test_mm", TestOutcome.PASS, "")])
+    run = add_run(ctx, unit, [("test_tune", TestOutcome.FAIL, KEYERROR.replace("line 9", "line 12")),
+                              ("test_mm", TestOutcome.FAIL, CUDA), ("test_wait", TestOutcome.FAIL, FLAKE)],
                   base=base)
     rerun = ScriptedRerun({"test_wait": True})
     report = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun)
@@ -92,9 +92,9 @@ def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
 def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None:
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    run = add_run(ctx, unit, [("[unit]", Outcome.ERROR, "")], base=base, job_status=tq.INFRA,
+    run = add_run(ctx, unit, [("[unit]", TestOutcome.ERROR, "")], base=base, job_status=tq.INFRA,
                   log="collected 10 items\n##[error]The runner has received a shutdown signal.\n")
-    run2 = add_run(ctx, unit, [("test_x", Outcome.FAIL, "OSError: [Errno 28] No space left on device")],
+    run2 = add_run(ctx, unit, [("test_x", TestOutcome.FAIL, "OSError: [Errno 28] No space left on device")],
                    base=base)
     rerun = ScriptedRerun({})
     [v] = triage_run(ctx, run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
@@ -109,7 +109,7 @@ def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None
 def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder) -> None:
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    run = add_run(ctx, unit, [("test_race", Outcome.FAIL, CUDA)], base=base)
+    run = add_run(ctx, unit, [("test_race", TestOutcome.FAIL, CUDA)], base=base)
     flips = iter([True, False, False])
 
     def rerun(run_id: int, tests: Sequence[str]) -> dict[str, bool]:
@@ -122,7 +122,7 @@ def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder)
 def test_cli_triage_json_and_errors(fork: Path, builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    run = add_run(ctx, unit, [("test_mm", Outcome.FAIL, CUDA)], base=base)
+    run = add_run(ctx, unit, [("test_mm", TestOutcome.FAIL, CUDA)], base=base)
     r = cli("triage", str(run), "--json", "--reruns", "0", repo=fork)
     assert r.rc == 0, r.err
     doc = r.json()
@@ -146,12 +146,12 @@ def test_bad_triage_config_names_key(fork: Path, cli) -> None:  # type: ignore[n
 def test_trunk_shows_red_since_and_culprit(fork: Path, builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
     ctx = open_context(fork)
     green = builder.f.git("rev-parse", "HEAD").strip()
-    add_run(ctx, green, [("test_mm", Outcome.PASS, ""), ("test_tune", Outcome.PASS, "")])
+    add_run(ctx, green, [("test_mm", TestOutcome.PASS, ""), ("test_tune", TestOutcome.PASS, "")])
     bad = builder.fork_commit({"mm.py": "broken\n"}, "[fork] break matmul")
-    add_run(ctx, bad, [("test_mm", Outcome.FAIL, CUDA), ("test_tune", Outcome.PASS, "")])
+    add_run(ctx, bad, [("test_mm", TestOutcome.FAIL, CUDA), ("test_tune", TestOutcome.PASS, "")])
     later = builder.fork_commit({"x.py": "x\n"}, "[fork] unrelated")
-    add_run(ctx, later, [("test_mm", Outcome.FAIL, CUDA.replace("line 3", "line 7")),
-                         ("test_tune", Outcome.PASS, "")])
+    add_run(ctx, later, [("test_mm", TestOutcome.FAIL, CUDA.replace("line 3", "line 7")),
+                         ("test_tune", TestOutcome.PASS, "")])
     r = cli("trunk", "--json", repo=fork)
     assert r.rc == 0, r.err
     [item] = r.json()["red"]
@@ -166,9 +166,9 @@ def test_trunk_culprit_from_stored_bisection_wins(fork: Path, builder: ForkBuild
 
     ctx = open_context(fork)
     green = builder.f.git("rev-parse", "HEAD").strip()
-    add_run(ctx, green, [("test_mm", Outcome.PASS, "")])
+    add_run(ctx, green, [("test_mm", TestOutcome.PASS, "")])
     bad = builder.fork_commit({"mm.py": "broken\n"}, "[fork] break matmul")
-    add_run(ctx, bad, [("test_mm", Outcome.FAIL, CUDA)])
+    add_run(ctx, bad, [("test_mm", TestOutcome.FAIL, CUDA)])
 
     def store(status: str, culprit: dict[str, object] | None) -> int:
         doc = {"metric": red_test_metric("unit", "test_mm"), "mode": "pass-fail", "good": green, "bad": bad,
@@ -217,7 +217,7 @@ def test_two_triages_of_one_run_at_once_both_store_it(fork: Path, builder: ForkB
         Store.open(url, create=True)  # as `forkflow init --store URL`: a typed URL must name a store
     base, unit = _revs(builder)
     ctx = open_context(fork, url)
-    run = add_run(ctx, unit, [("test_mm", Outcome.FAIL, CUDA), ("test_tune", Outcome.FAIL, KEYERROR)],
+    run = add_run(ctx, unit, [("test_mm", TestOutcome.FAIL, CUDA), ("test_tune", TestOutcome.FAIL, KEYERROR)],
                   base=base)
     other = open_context(fork, url)  # the second process: its own engine and connections
     done: set[str] = set()

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from forkflow.tiers.reports import (
     MAX_MESSAGE,
     MAX_TEST_ID,
-    Outcome,
+    TestOutcome,
     parse_junit,
     parse_lit,
     parse_metrics,
@@ -31,14 +31,14 @@ def _junit(tmp_path: Path, cases: str, name: str = "r.xml") -> Path:
 
 def test_junit_with_no_failures(tmp_path: Path) -> None:
     r = parse_junit(_junit(tmp_path, '<testcase classname="a" name="t1"/><testcase name="t2"/>'))
-    assert r.problem == "" and r.count(Outcome.PASS) == 2
+    assert r.problem == "" and r.count(TestOutcome.PASS) == 2
 
 
 def test_junit_with_10000_failures(tmp_path: Path) -> None:
     cases = "".join(f'<testcase classname="m" name="t{i}"><failure message="boom {i}">x</failure>'
                     f'</testcase>' for i in range(10_000))
     r = parse_junit(_junit(tmp_path, cases))
-    assert r.count(Outcome.FAIL) == 10_000
+    assert r.count(TestOutcome.FAIL) == 10_000
 
 
 def test_junit_50mb_failure_keeps_head_and_tail(tmp_path: Path) -> None:
@@ -70,7 +70,7 @@ def test_junit_binary_junk_and_invalid_utf8(tmp_path: Path) -> None:
 
 def test_junit_empty_message(tmp_path: Path) -> None:
     r = parse_junit(_junit(tmp_path, '<testcase name="t"><failure/></testcase>'))
-    assert r.results[0].outcome is Outcome.FAIL and r.results[0].message == ""
+    assert r.results[0].outcome is TestOutcome.FAIL and r.results[0].message == ""
     assert signature_of("").text.startswith("NO_OUTPUT")
 
 
@@ -112,7 +112,7 @@ def test_lit_huge_elapsed(tmp_path: Path) -> None:
     p.write_text(json.dumps({"tests": [{"name": "S :: a.mlir", "code": "FAIL"}]})
                  .replace('"code"', '"elapsed": %s, "code"' % ("9" * 400)))
     r = parse_lit(p)
-    assert r.results[0].outcome is Outcome.FAIL and r.results[0].duration_s == 0.0
+    assert r.results[0].outcome is TestOutcome.FAIL and r.results[0].duration_s == 0.0
 
 
 @FUZZ

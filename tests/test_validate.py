@@ -10,9 +10,9 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.models import Sha
 from forkflow.store import queries as store_queries
-from forkflow.tiers import queries as q
-from forkflow.tiers.gate import TierGate
-from forkflow.tiers.reports import Outcome
+from forkflow.tiers import records as q
+from forkflow.triage.gate import TierGate
+from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import rerun_tests
 from tests.test_tiers_support import PY, commit, git, harness, make_repo, suite_toml
@@ -71,7 +71,7 @@ def test_validate_pass_then_fail_stores_outcomes_and_logs(tmp_path: Path, cli) -
         rev_runs = q.runs_for_rev(s, ctx.fork_id, run.rev, Tier.L1) if run else []
         latest = q.latest_runs(s, ctx.fork_id, Tier.L1, limit=5)
     assert run is not None and run.status == "FAIL" and run.finished_at is not None
-    assert [(t.test_id, t.outcome) for t in bad] == [("tests/test_beta.py::test_1", Outcome.FAIL)]
+    assert [(t.test_id, t.outcome) for t in bad] == [("tests/test_beta.py::test_1", TestOutcome.FAIL)]
     assert "boom in test_1" in bad[0].message
     assert jobs[0].status == "FAIL" and Path(jobs[0].log_path).read_text() == "8 passed, 1 failed in 0.01s\n"
     assert "8 passed, 1 failed" in jobs[0].message  # the log tail travels with the failure
@@ -110,7 +110,7 @@ def test_rerun_tests_reruns_only_the_failures(tmp_path: Path, cli) -> None:  # t
         again = q.get_run(s, out.run_id)
         oc = q.test_outcomes(s, out.run_id)
     assert again is not None and again.parent_run_id == r.json()["run_id"] and again.trigger == "rerun"
-    assert [(t.test_id, t.outcome) for t in oc] == [("tests/test_gamma.py::test_2", Outcome.PASS)]
+    assert [(t.test_id, t.outcome) for t in oc] == [("tests/test_gamma.py::test_2", TestOutcome.PASS)]
 
 
 def test_rerun_of_an_unknown_run_says_where_the_runs_are_listed(tmp_path: Path) -> None:

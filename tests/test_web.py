@@ -19,7 +19,7 @@ from forkflow.models import Better, MetricPoint, Sha
 from forkflow.store import queries
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
-from forkflow.web.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
+from forkflow.testing.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
 
 SMALL = SeedSize(days=60, metrics=8, upstream_commits=400, tests_per_run=6)
 
@@ -393,7 +393,7 @@ def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
 def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_path: Path) -> None:
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     url = f"sqlite:///{tmp_path / 's.db'}"

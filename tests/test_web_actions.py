@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 from forkflow.context import Context, open_context
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
-from forkflow.tiers import queries as tq
-from forkflow.tiers.reports import Outcome, TestResult
+from forkflow.tiers import records as tq
+from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.tiers import Tier
 from forkflow.web.app import create_app
 
@@ -65,7 +65,7 @@ def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-
                                                                 "local", "validate", 0, (), ("unit",), {}),
                                       [tq.NewJob("unit", "python -c pass", "", "", "", False, None, None)])
         tq.finish_job(s, jobs[0], tq.JobFinish("FAIL", 1, 0.1, "", 1, 1, None, (), (), 1),
-                      [TestResult("[unit]", Outcome.FAIL, 0.0, "the suite failed")])
+                      [TestResult("[unit]", TestOutcome.FAIL, 0.0, "the suite failed")])
         tq.finish_run(s, bad_run, "FAIL", "", ())
     return Fork(ctx, request_id, run_id, tmp_path / "actions.log", bad_run)
 

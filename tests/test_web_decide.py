@@ -57,7 +57,7 @@ def test_web_commit_page_offers_the_decide_form(builder: ForkBuilder, cli) -> No
 
 
 def test_web_ingestion_tells_a_persons_deferral_from_forkflows(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
-    from forkflow.ledger.classify import RecordedDecision
+    from forkflow.models import RecordedDecision
     from forkflow.models import Disposition
     from forkflow.store import queries
 

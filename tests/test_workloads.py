@@ -29,7 +29,7 @@ from forkflow.workloads.harness import (
     quantile,
     rotations_needed,
 )
-from forkflow.workloads.junit import CaseResult, Outcome, to_xml, write_junit
+from forkflow.workloads.junit import CaseOutcome, CaseResult, to_xml, write_junit
 from forkflow.workloads.matmul_sweep import (
     Shape,
     bytes_per_call,
@@ -121,11 +121,11 @@ def test_run_without_its_packages_names_them_and_what_to_install(tmp_path: Path)
 # -- JUnit and metrics ---------------------------------------------------------------------------
 
 CASES = [
-    CaseResult("kernels.matmul", "matmul[fp16-8x8x8]", Outcome.PASSED, 0.5),
-    CaseResult("kernels.matmul", "matmul[fp8-8x8x8]", Outcome.SKIPPED, 0.0, "fp8 needs 8.9"),
-    CaseResult("kernels.softmax", "softmax[fp32-4x4]", Outcome.FAILED, 0.1, "1 non-finite value(s)",
+    CaseResult("kernels.matmul", "matmul[fp16-8x8x8]", CaseOutcome.PASSED, 0.5),
+    CaseResult("kernels.matmul", "matmul[fp8-8x8x8]", CaseOutcome.SKIPPED, 0.0, "fp8 needs 8.9"),
+    CaseResult("kernels.softmax", "softmax[fp32-4x4]", CaseOutcome.FAILED, 0.1, "1 non-finite value(s)",
                "NaN at [3, 0] <&>"),
-    CaseResult("kernels.rope", "rope[bf16-1x1x1x2]", Outcome.ERROR, 0.2, "out of memory on CPU"),
+    CaseResult("kernels.rope", "rope[bf16-1x1x1x2]", CaseOutcome.ERROR, 0.2, "out of memory on CPU"),
 ]
 
 

@@ -25,7 +25,7 @@ from forkflow.workloads.device import Backend, DeviceInfo, use_interpreter_witho
 use_interpreter_without_gpu()
 
 
-from forkflow.workloads.junit import Outcome
+from forkflow.workloads.junit import CaseOutcome
 from forkflow.workloads.kernels import SPECS, Spec
 from forkflow.workloads.l1 import run_check
 
@@ -80,7 +80,7 @@ def test_nan_in_an_output_fails_naming_where(kernels: Any) -> None:
     x = x.to(dev.torch_device)
     res = run_check("kernels.softmax", "softmax[masked-row]", "fp32", dev,
                     lambda: (softmax.softmax(x), torch.zeros(6, 40, dtype=torch.float64)))
-    assert res.outcome is Outcome.FAILED
+    assert res.outcome is CaseOutcome.FAILED
     assert res.message.startswith("40 non-finite value(s) of 240 in the output: nan at [3, 0], "
                                   "nan at [3, 1], nan at [3, 2] (first 3)")
 
@@ -97,7 +97,7 @@ def test_infinity_in_an_output_fails_naming_where(kernels: Any) -> None:
     res = run_check("kernels.matmul", "matmul[overflow]", "fp32", dev,
                     lambda: (matmul.matmul(a, b), a.cpu().double() @ b.cpu().double()),
                     tolerance="tf32")
-    assert res.outcome is Outcome.FAILED
+    assert res.outcome is CaseOutcome.FAILED
     assert "non-finite value(s) of 1024 in the output: inf at [5, 0]" in res.message
 
 
@@ -120,7 +120,7 @@ def test_a_wrong_kernel_result_fails_with_the_worst_element(kernels: Any) -> Non
         return c, a.cpu().double() @ b.cpu().double()
 
     res = run_check("kernels.matmul", "matmul[bug]", "fp16", dev, wrong_strides)
-    assert res.outcome is Outcome.FAILED
+    assert res.outcome is CaseOutcome.FAILED
     assert "element(s) outside atol=0.002 rtol=0.01; worst at [" in res.message
 
 
@@ -137,7 +137,7 @@ def test_dtype_the_hardware_lacks_is_skipped_without_running(kernels: Any) -> No
     ran = []
     t4 = DeviceInfo(Backend.CUDA, "Tesla T4", (7, 5))
     res = run_check("kernels.matmul", "matmul[bf16]", "bf16", t4, lambda: ran.append(1))  # type: ignore[arg-type, return-value]
-    assert res.outcome is Outcome.SKIPPED and not ran
+    assert res.outcome is CaseOutcome.SKIPPED and not ran
     assert res.message == "bf16 (bfloat16) needs compute capability 8.0 or newer; Tesla T4 has 7.5"
 
 
@@ -148,7 +148,7 @@ def test_shape_that_runs_out_of_memory_is_reported_as_such(kernels: Any) -> None
     huge = Spec("matmul", "fp32", (1 << 21, 1 << 21, 1 << 21))  # 16 TiB per operand
     res = run_check("kernels.matmul", huge.id, "fp32", dev,
                     lambda: cases.BUILDERS["matmul"](huge, dev, torch.Generator().manual_seed(0)))
-    assert res.outcome is Outcome.ERROR
+    assert res.outcome is CaseOutcome.ERROR
     assert res.message.startswith(f"out of memory on {dev.describe()}: ")
 
 

@@ -16,7 +16,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 from forkflow.errors import GitError
 from forkflow.git.repo import Repo
 from forkflow.models import Better, Sha
+from forkflow.process import run_shell
 
 UNTESTABLE_RC = 125
 
@@ -137,25 +137,24 @@ class CommandProbe:
         out = Path(out_name)
         env = {**os.environ, **self.env, "FORKFLOW_REV": rev, "FORKFLOW_METRICS_OUT": str(out),
                "FORKFLOW_METRIC": self.metric or ""}
-        try:
-            proc = subprocess.run(self.command, shell=True, cwd=tree, env=env, capture_output=True,
-                                  text=True, timeout=self.timeout)
-        except subprocess.TimeoutExpired:
+        done = run_shell(self.command, timeout=self.timeout, cwd=tree, env=env)
+        if done.timed_out:
             out.unlink(missing_ok=True)
             return Measurement(MeasureStatus.ERROR, detail=f"timed out after {self.timeout:g} s")
+        stdout, stderr = done.text()
         try:
             written = out.read_text() if out.stat().st_size else ""
         finally:
             out.unlink(missing_ok=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]
-        detail = f"exit {proc.returncode}" + (f": {tail[0][:200]}" if tail else "")
-        if proc.returncode == UNTESTABLE_RC:
+        tail = (stderr or stdout).strip().splitlines()[-1:]
+        detail = f"exit {done.rc}" + (f": {tail[0][:200]}" if tail else "")
+        if done.rc == UNTESTABLE_RC:
             return Measurement(MeasureStatus.UNTESTABLE, detail=detail)
         if self.metric is None:
-            return Measurement(MeasureStatus.OK, passed=proc.returncode == 0, detail=detail)
-        if proc.returncode != 0:
+            return Measurement(MeasureStatus.OK, passed=done.rc == 0, detail=detail)
+        if done.rc != 0:
             return Measurement(MeasureStatus.ERROR, detail=detail)
-        return parse_metrics(written or proc.stdout, self.metric)
+        return parse_metrics(written or stdout, self.metric)
 
     def close(self) -> None:
         """Remove every work tree this probe made."""

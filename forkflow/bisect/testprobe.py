@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import tempfile
 from pathlib import Path
 
 from forkflow.bisect.probes import UNTESTABLE_RC, Measurement, MeasureStatus, Worktrees
 from forkflow.git.repo import Repo
 from forkflow.models import Sha
-from forkflow.tiers.reports import Outcome, ParsedReport, parse_report
+from forkflow.process import run_shell
+from forkflow.tiers.reports import ParsedReport, TestOutcome, parse_report
 from forkflow.tiers.selection import node_id
 from forkflow.tiers.tiers import ReportFormat, Suite
 
@@ -40,7 +40,7 @@ def outcome_of_test(suite: Suite, test: str, report: ParsedReport, rc: int, tail
                            detail=f"exit {rc}: {report.problem or tail}")
     found = [r for r in report.results if r.test_id == test]
     if found:
-        bad = any(r.outcome in (Outcome.FAIL, Outcome.ERROR) for r in found)
+        bad = any(r.outcome in (TestOutcome.FAIL, TestOutcome.ERROR) for r in found)
         return Measurement(MeasureStatus.OK, passed=not bad, detail=f"exit {rc}: {found[0].outcome.value}")
     if not report.exists or not report.results:
         return Measurement(MeasureStatus.ERROR, detail=f"exit {rc}: {report.problem or 'no report'}; {tail}")
@@ -68,14 +68,13 @@ class SuiteTestProbe:
         artifacts.mkdir()
         env = {**os.environ, **self.suite.job_env(rev, str(report), str(artifacts))}
         command = suite_command(self.suite, self.test, str(report), str(artifacts))
-        try:
-            proc = subprocess.run(command, shell=True, cwd=tree, env=env, capture_output=True,
-                                  text=True, errors="replace", timeout=self.suite.timeout_s)
-        except subprocess.TimeoutExpired:
+        done = run_shell(command, timeout=self.suite.timeout_s, cwd=tree, env=env)
+        if done.timed_out or done.rc is None:
             return Measurement(MeasureStatus.ERROR, detail=f"timed out after {self.suite.timeout_s:g} s")
-        tail = ((proc.stderr or "").strip() or (proc.stdout or "").strip()).splitlines()[-1:] or [""]
+        stdout, stderr = done.text()
+        tail = (stderr.strip() or stdout.strip()).splitlines()[-1:] or [""]
         return outcome_of_test(self.suite, self.test, parse_report(self.suite.report.value, report),
-                            proc.returncode, tail[0][:200])
+                            done.rc, tail[0][:200])
 
     def close(self) -> None:
         self.trees.close()

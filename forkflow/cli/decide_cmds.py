@@ -12,9 +12,9 @@ from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json,
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
-from forkflow.ledger.classify import Verdict
 from forkflow.ledger.decisions import decide as decide_commits
 from forkflow.ledger.decisions import decider_of
+from forkflow.models import Decision
 
 
 def decide(
@@ -31,7 +31,7 @@ def decide(
     store: StoreOpt = None,
 ) -> int:
     """Record a person's decision on upstream commits; ingestion then plans around them."""
-    chosen = [v for v, on in ((Verdict.SKIP, skip), (Verdict.DEFER, defer), (Verdict.WONT_PORT, wont_port)) if on]
+    chosen = [v for v, on in ((Decision.SKIP, skip), (Decision.DEFER, defer), (Decision.WONT_PORT, wont_port)) if on]
     if len(chosen) + int(clear) != 1:
         raise UserError("pass exactly one of --skip, --defer, --wont-port or --clear")
     verdict = chosen[0] if chosen else None

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +14,6 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.conflicts import approval, guardrails
@@ -35,8 +33,14 @@ from forkflow.landing.ingest import (
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger
-from forkflow.planning.model import Plan
-from forkflow.tiers.selection import matches
+from forkflow.render import (
+    conflict_owners,
+    exit_code,
+    render_conflicts,
+    render_exit,
+    render_plan,
+    render_report,
+)
 
 UntilOpt = Annotated[str | None, typer.Option("--until", help="Plan only up to this upstream commit.")]
 MaxBundleOpt = Annotated[int | None, typer.Option("--max-bundle", min=1,
@@ -62,32 +66,8 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
     if json_out:
         print_json(p.to_json())
     else:
-        render_plan(p, {e.commit.sha: e.commit.subject for e in ledger.entries})
+        render_plan(console, p, {e.commit.sha: e.commit.subject for e in ledger.entries})
     return 0
-
-
-def render_plan(p: Plan, subjects: dict[str, str]) -> None:
-    if not p.units:
-        console.print("nothing pending: every upstream commit has a decision")
-        return
-    t = Table(title=f"plan: {p.commit_count} upstream commits in {len(p.units)} landing units "
-                    f"on {short(p.base)}")
-    for col in ("unit", "kind", "commits", "why"):
-        t.add_column(col, overflow="fold")
-    for u in p.units:
-        first = u.commits[0]
-        why = u.reasons.get(first, "")
-        if u.needs_resolution:
-            why = "[yellow]needs resolution[/]: " + escape(why)
-        else:
-            why = escape(why)
-        t.add_row(escape(u.name), u.kind.value, str(len(u.commits)), why)
-    console.print(t)
-    for u in p.units:
-        if u.kind.value == "chain":
-            for sha in u.commits:
-                console.print(f"  {escape(u.name)}  {short(sha)}  {escape(subjects.get(sha, '')[:60])}  "
-                              f"[dim]{escape(u.reasons.get(sha, ''))}[/]")
 
 
 class _BarReporter:
@@ -140,31 +120,9 @@ def ingest_cmd(
     if json_out:
         print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts})
     else:
-        render_report(report)
-        if code != EXIT_OK:
-            console.print(f"[yellow]{escape(EXIT_WHY[code])}[/] (exit {code}; see docs/automation.md)", soft_wrap=True)
+        render_report(console, report)
+        render_exit(console, code)
     return code
-
-
-# Exit codes of `forkflow ingest` for cron and CI (docs/automation.md); 1, 2, 3 and 130 are the
-# CLI's own (a user error, a usage error, a crash, interrupted).
-EXIT_OK = 0              # nothing needs a person: every unit landed, validated or was empty
-EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain behind one
-EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
-EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
-            EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
-_DONE = {"landed", "validated", "would-pick", "empty", "closed"}
-_FAILED = {"failed", "abandoned"}
-
-
-def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
-    """0 only when nothing needs a person; any status not known to be done needs one (issue 12)."""
-    statuses = {u.status.value for u in report.results}
-    if statuses & _FAILED:
-        return EXIT_FAILED
-    if statuses - _DONE or open_conflicts:
-        return EXIT_NEEDS_PERSON
-    return EXIT_OK
 
 
 def report_json(r: IngestReport) -> dict[str, object]:
@@ -178,30 +136,6 @@ def report_json(r: IngestReport) -> dict[str, object]:
                   for u in r.results],
         "held_back": [h.to_json() for h in r.held_back],
     }
-
-
-_STYLE = {"in-review": "cyan", "closed": "dim", "landed": "green", "validated": "green", "would-pick": "cyan", "failed": "red", "conflict": "yellow",
-          "empty": "dim", "waiting": "dim", "abandoned": "red"}
-
-
-def render_report(r: IngestReport) -> None:
-    t = Table(title=f"ingest ({r.mode.value}): fork branch {short(r.base)} -> {short(r.tip)}")
-    for col in ("id", "unit", "status", "picked", "skipped", "deferred", "fork commit", "details"):
-        t.add_column(col, overflow="fold")
-    for u in r.results:
-        style = _STYLE.get(u.status.value, "")
-        detail = u.summary + "".join(f"; {k} resolved by {v}" for k, v in u.resolved_by.items())
-        t.add_row(str(u.unit_id or ""), escape(u.name), f"[{style}]{u.status.value}[/]", str(len(u.picked)), str(len(u.skipped)),
-                  str(len(u.deferred)), short(u.fork_sha) if u.fork_sha else "", escape(detail[:300]))
-    console.print(t)
-    if r.ingestion_point:
-        console.print(f"ingestion point: {short(r.ingestion_point)}")
-    for note in r.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
-    if r.mode is Mode.VALIDATE and r.results:
-        console.print("nothing landed (validation only); run `forkflow ingest --land` to land passing units")
-    if any(u.status.value in ("failed", "waiting", "conflict") and u.unit_id for u in r.results):
-        console.print("re-run one on the current tip once its cause is fixed: forkflow ingest --unit ID")
 
 
 # -- conflicts ------------------------------------------------------------------
@@ -222,71 +156,12 @@ def conflicts_list(
         rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
         waiting = {x.id for x in rows if x.status == "open" and approval.proposal(s, c.fork_id, x) is not None}
     if json_out:
-        owners = _owners(c)
+        owners = conflict_owners(c)
         print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path]),
                                                                         "proposal_waiting": x.id in waiting}
                                   for x in rows]})
         return
-    if not rows:
-        console.print("no open conflicts")
-        return
-    owners = _owners(c)
-    t = Table(title="conflicts kept for a person, by upstream commit")
-    for col in ("ids", "upstream", "subject", "paths", "kind", "chain", "owner", "seen", "status"):
-        t.add_column(col, overflow="fold")
-    for group in group_conflicts(rows):
-        x = group[0]
-        paths = [g.path for g in group]
-        owner = owners(x.chain, paths)
-        status = "agent proposal waits" if any(g.id in waiting for g in group) else x.status
-        t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), escape(x.subject[:60]),
-                  escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
-                  ", ".join(sorted({g.kind for g in group})), escape(x.chain), escape(owner),
-                  str(max(g.seen for g in group)), status)
-    console.print(t)
-    if waiting:
-        console.print("an agent proposal waits for a person: read it with `forkflow conflicts show ID`, "
-                      "then `forkflow conflicts approve ID`")
-    console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
-
-
-def group_conflicts(rows: list[crecords.ConflictInfo]) -> list[list[crecords.ConflictInfo]]:
-    """One group per upstream commit (a commit conflicting in 9 files is one thing to settle)."""
-    groups: dict[str, list[crecords.ConflictInfo]] = {}
-    for x in rows:
-        groups.setdefault(x.upstream_sha, []).append(x)
-    return list(groups.values())
-
-
-def _owners(c: Context) -> Callable[[str, list[str]], str]:
-    """Who owns a conflict: its declared chain's owner, else CODEOWNERS for its paths, else '-'."""
-    chains = {spec.name: spec.owner for spec in ingest_settings(c.config).chains if spec.owner}
-    rules: list[tuple[tuple[str, ...], str]] = []
-    for where in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
-        f = c.repo.path / where
-        if f.is_file():
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-                parts = line.split("#", 1)[0].split()
-                if len(parts) >= 2:
-                    rules.append((_codeowners_globs(parts[0]), " ".join(parts[1:])))
-            break
-
-    def owner(chain: str, paths: list[str]) -> str:
-        if chain in chains:
-            return chains[chain]
-        found = {o for p in paths for o in [next((o for g, o in reversed(rules) if matches(p, g)), "")] if o}
-        return ", ".join(sorted(found)) or "-"
-    return owner
-
-
-def _codeowners_globs(pattern: str) -> tuple[str, ...]:
-    """A CODEOWNERS pattern as forkflow globs: '/a' anchors, 'x.py' matches anywhere, 'dir/' is a folder."""
-    g = pattern.lstrip("/")
-    if not (pattern.startswith("/") or "/" in pattern.strip("/")):
-        g = "**/" + g
-    if g.endswith("/"):
-        return (g + "**",)
-    return (g, g + "/**")  # a file, or a folder named without its slash
+    render_conflicts(console, rows, waiting, conflict_owners(c))
 
 
 def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str, object]:

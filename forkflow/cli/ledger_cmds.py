@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -16,9 +15,10 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import backfill, record_snapshot
-from forkflow.ledger.report import iso, snapshot_of, status_dict
-from forkflow.models import Disposition, Ledger, LedgerEntry
-from forkflow.setup import has_password, init_fork
+from forkflow.ledger.report import snapshot_of, status_dict
+from forkflow.models import Disposition, LedgerEntry
+from forkflow.init import init_fork
+from forkflow.render import render_init, render_status
 from forkflow.store import queries
 
 
@@ -31,14 +31,7 @@ def init(
 ) -> int:
     """Write forkflow.toml and create the store (idempotent, non-interactive)."""
     r = init_fork(repo, upstream, upstream_branch, fork_branch, store)
-    verb = "wrote" if r.config_written else "kept"
-    console.print(f"{verb} {r.config_path}")
-    console.print(f"upstream: remote '{r.remote}'" + (" (added)" if r.remote_added else ""))
-    console.print(f"store: {r.store_url}")
-    if store and has_password(store):
-        console.print("the store URL has a password, so it was not written to forkflow.toml: "
-                      "export FORKFLOW_STORE=<url> for the commands that follow")
-    console.print("next: forkflow status")
+    render_init(console, r, store)
     return 0
 
 
@@ -69,7 +62,7 @@ def status(
             doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
         print_json(doc)
     else:
-        _render_status(ledger, commits, keep)
+        render_status(console, ledger, commits, keep)
     return 0
 
 
@@ -91,44 +84,6 @@ def _row_filter(wanted: set[Disposition] | None, grep: str | None) -> Callable[[
             return False
         return needle is None or needle in e.commit.subject.lower() or e.commit.sha.startswith(needle)
     return keep
-
-
-def _render_status(ledger: Ledger, commits: bool, keep: Callable[[LedgerEntry], bool] = lambda e: True) -> None:
-    d = status_dict(ledger)
-    t = Table(title="forkflow status", show_header=False, box=None)
-    t.add_row("fork point", short(ledger.fork_point))
-    t.add_row("upstream tip", f"{short(ledger.upstream_tip.sha)}  {d['upstream_tip']['date']}")
-    how = "inferred" if ledger.ingestion_point_inferred else "recorded"
-    t.add_row("ingestion point", f"{short(ledger.ingestion_point.sha)}  "
-              f"{d['ingestion_point']['date']}  ({how})")
-    t.add_row("days behind upstream", f"[bold]{ledger.days_behind}[/]")
-    t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
-    t.add_row("deferred", _by_decider(d["decisions"]["deferred"]))
-    t.add_row("skipped", _by_decider(d["decisions"]["skipped"]))
-    t.add_row("counts", "  ".join(f"{k}={v}" for k, v in d["counts"].items()))
-    t.add_row("out-of-order picks", str(d["out_of_order_picks"]))
-    console.print(t)
-    for note in ledger.notes:
-        console.print(f"[yellow]note:[/] {escape(note)}")
-    if commits:
-        ct = Table(title="upstream commits after the fork point")
-        for col in ("sha", "pr", "date", "subject", "disposition", "fork sha(s)", "evidence"):
-            ct.add_column(col, overflow="fold")
-        for e in filter(keep, ledger.entries):
-            ct.add_row(short(e.commit.sha), f"#{e.pr}" if e.pr else "", iso(e.commit.date)[:10],
-                       escape(e.commit.subject[:70]), e.disposition.value,
-                       " ".join(short(s) for s in e.fork_shas),
-                       escape("; ".join(x.describe() for x in e.evidence) or e.reason))
-        console.print(ct)
-
-
-def _by_decider(counts: dict[str, int]) -> str:
-    """'12 (3 by a person, 9 automatic: conflicts)'."""
-    words = {"person": "by a person", "auto": "automatic", "message": "in the fork's messages",
-             "opt-out": "opted out upstream", "upstream-revert": "reverted upstream"}
-    total = sum(counts.values())
-    parts = [f"{n} {words.get(k, k)}" for k, n in counts.items()]
-    return f"[bold]{total}[/]" + (f" ({', '.join(parts)})" if parts else "")
 
 
 def _parse_date(value: str) -> datetime:

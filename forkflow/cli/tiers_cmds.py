@@ -17,7 +17,7 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.tiers import l3 as l3_core
 from forkflow.tiers.nightly import nightly as run_nightly
-from forkflow.tiers.queries import L3RequestInfo
+from forkflow.tiers.records import L3RequestInfo
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import ValidateRequest, ValidationOutcome, validate as run_validate
 
@@ -153,7 +153,7 @@ def l3_signoff(
 ) -> int:
     """Sign off (accept or reject) a request's results, as one of the suite's owners."""
     try:
-        v = l3_core.Verdict(verdict.lower())
+        v = l3_core.SignOff(verdict.lower())
     except ValueError:
         raise UserError(f"--verdict {verdict!r} must be accept or reject") from None
     sid = l3_core.signoff(open_context(repo, store), request_id, owner, v, note)

@@ -109,7 +109,7 @@ def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, pa
 
 def _render_trunk(items: Sequence[RedItem], ctx: Context) -> None:
     if not items:
-        from forkflow.tiers import queries as tq
+        from forkflow.tiers import records as tq
         from forkflow.tiers.tiers import Tier
 
         with ctx.store.session_scope() as s:

@@ -14,7 +14,7 @@ from forkflow.conflicts.resolvers.trivial import TrivialResolver
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class CaseResolution:
     resolved: bool
     content: bytes | None = None
     resolver: str = ""
@@ -22,7 +22,7 @@ class Outcome:
     tried: tuple[str, ...] = ()  # "resolver: what happened", for the record kept for people
 
 
-def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> Outcome:
+def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> CaseResolution:
     """The first guardrail-approved proposal, or what every resolver said."""
     tried: list[str] = []
     for r in resolvers:
@@ -35,8 +35,8 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> Outcome:
             tried.append(f"{r.name}: rejected ({verdict.reason})")
             continue
         tried.append(f"{r.name}: {proposal.note}")
-        return Outcome(True, proposal.content, r.name, verdict.regions, tuple(tried))
-    return Outcome(False, tried=tuple(tried))
+        return CaseResolution(True, proposal.content, r.name, verdict.regions, tuple(tried))
+    return CaseResolution(False, tried=tuple(tried))
 
 
 

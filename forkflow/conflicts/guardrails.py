@@ -14,41 +14,41 @@ from forkflow.planning.symbols import parses_cleanly
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class GuardrailCheck:
     ok: bool
     reason: str
     regions: tuple[str, ...] = ()  # the resolved text of each region, when ok
 
 
-def check(case: ConflictCase, content: bytes | None) -> Verdict:
+def check(case: ConflictCase, content: bytes | None) -> GuardrailCheck:
     """Accept or reject a proposed resolution of one conflicted path, saying why."""
     if content is None:
         if case.kind is ConflictKind.DELETE_MODIFY:
-            return Verdict(True, "deletes the path, as one side did")
-        return Verdict(False, "deletes the path, but neither side deleted it")
+            return GuardrailCheck(True, "deletes the path, as one side did")
+        return GuardrailCheck(False, "deletes the path, but neither side deleted it")
     if not case.kind.is_text:
-        return Verdict(False, f"{case.kind.value} conflicts are left to a person")
+        return GuardrailCheck(False, f"{case.kind.value} conflicts are left to a person")
     if b"\0" in content:
-        return Verdict(False, "the result is binary (NUL bytes)")
+        return GuardrailCheck(False, "the result is binary (NUL bytes)")
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
         sides = [decode(case.ours) or "", decode(case.theirs) or ""]
         if all(_is_utf8(s) for s in sides):
-            return Verdict(False, "the result is not UTF-8 text")
+            return GuardrailCheck(False, "the result is not UTF-8 text")
         text = content.decode("utf-8", "surrogateescape")
     sides = [decode(x) or "" for x in (case.ours, case.base, case.theirs)]
     if _new_marker_lines(text, sides):
-        return Verdict(False, "conflict markers left in the result")
+        return GuardrailCheck(False, "conflict markers left in the result")
     found = extract_regions(case.segments, text)
     if found is None:
-        return Verdict(False, "changes outside the conflicted regions")
+        return GuardrailCheck(False, "changes outside the conflicted regions")
     for answer, region in zip(found, regions(case.segments)):
         if _new_marker_lines(answer, [region.ours, region.base, region.theirs]):
-            return Verdict(False, "conflict markers left in the result")
+            return GuardrailCheck(False, "conflict markers left in the result")
     if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
-        return Verdict(False, f"{case.path} no longer parses")
-    return Verdict(True, "no markers, only the conflicted regions changed, parses", tuple(found))
+        return GuardrailCheck(False, f"{case.path} no longer parses")
+    return GuardrailCheck(True, "no markers, only the conflicted regions changed, parses", tuple(found))
 
 
 def _new_marker_lines(text: str, sides: list[str]) -> bool:

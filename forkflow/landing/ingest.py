@@ -37,8 +37,7 @@ from forkflow.ledger.decisions import decider_of
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
-from forkflow.ledger.classify import RecordedDecision
-from forkflow.models import Disposition, Ledger, Sha
+from forkflow.models import Disposition, Ledger, RecordedDecision, Sha
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
@@ -122,7 +121,7 @@ class QuietReporter:
 def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
     """The L1 tier when `[[suite]]` declares L1 suites, else `[ingest] l1_command`."""
     if settings.has_l1_suites:
-        from forkflow.tiers.gate import TierGate  # the validation machinery: only when it gates
+        from forkflow.triage.gate import TierGate  # the validation machinery: only when it gates
 
         return TierGate(ctx)
     if settings.l1_command:

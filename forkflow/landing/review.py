@@ -25,8 +25,7 @@ from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.landing.worktree import catch_up_work_trees
-from forkflow.ledger.classify import Decider, RecordedDecision, Verdict
-from forkflow.models import Disposition, Sha
+from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store import queries
 from forkflow.store.schema_review import ReviewRow
 
@@ -222,7 +221,7 @@ class Reviewer:
                     if outcome == "closed":  # a person closed it: theirs to reopen (forkflow decide --clear)
                         queries.record_decision(s, self.ctx.fork_id, RecordedDecision(
                             Sha(sha), Disposition.DEFERRED, f"its review was closed: {where}",
-                            source=Decider.PERSON, verdict=Verdict.DEFER))
+                            source=Decider.PERSON, verdict=Decision.DEFER))
                     else:  # landed: git shows the pick; stale: planned again
                         queries.forget_decision(s, self.ctx.fork_id, Sha(sha))
             out.append((name, outcome, detail))

@@ -12,7 +12,7 @@ from forkflow.config import Config
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
-from forkflow.ledger.classify import LedgerBuilder, RecordedDecision
+from forkflow.ledger.classify import LedgerBuilder
 from forkflow.models import (
     Commit,
     Disposition,
@@ -21,6 +21,7 @@ from forkflow.models import (
     Ledger,
     LedgerEntry,
     PointInTime,
+    RecordedDecision,
     Sha,
 )
 from forkflow.store import queries

@@ -6,64 +6,13 @@
 from __future__ import annotations
 
 import bisect
-import enum
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from forkflow.ledger import evidence as ev
 from forkflow.ledger import sections
-from forkflow.models import Commit, Disposition, Evidence, EvidenceKind, LedgerEntry, Sha
-
-
-class Decider(str, enum.Enum):
-    """Who took a recorded decision: forkflow itself (a conflict, an empty pick) or a person."""
-
-    AUTO = "auto"
-    PERSON = "person"
-
-
-class Verdict(str, enum.Enum):
-    """A person's decision on an upstream commit (`forkflow decide`)."""
-
-    SKIP = "skip"
-    DEFER = "defer"
-    WONT_PORT = "wont-port"
-
-    @property
-    def disposition(self) -> Disposition:
-        return Disposition.DEFERRED if self is Verdict.DEFER else Disposition.SKIPPED
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedDecision:
-    """A decision stored for an upstream commit (it wins over PENDING only)."""
-
-    sha: Sha
-    disposition: Disposition
-    reason: str
-    fork_shas: tuple[Sha, ...] = ()
-    source: Decider = Decider.AUTO
-    verdict: Verdict | None = None
-    until: str | None = None  # ISO date: a person's deferral lapses after it
-    task: str = ""
-    decided_by: str = ""
-    decided_at: str = field(default="", compare=False)
-
-    def is_active(self, today: str) -> bool:
-        """False once a deferral's `until` date has passed (the commit is pending again)."""
-        return self.until is None or today <= self.until
-
-    def describe(self) -> str:
-        """'decided by a person: wont-port: reason (until ..., task ...)'."""
-        if self.source is not Decider.PERSON:
-            return self.reason or self.disposition.value.lower()
-        extra = [f"until {self.until}" if self.until else "", f"task {self.task}" if self.task else "",
-                 f"by {self.decided_by}" if self.decided_by else ""]
-        tail = ", ".join(x for x in extra if x)
-        kind = self.verdict.value if self.verdict else self.disposition.value.lower()
-        return f"decided by a person: {kind}: {self.reason}" + (f" ({tail})" if tail else "")
+from forkflow.models import Commit, Decider, Disposition, Evidence, EvidenceKind, LedgerEntry, RecordedDecision, Sha
 
 
 class ShaIndex:

@@ -14,8 +14,8 @@ from datetime import date, datetime, timezone
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
-from forkflow.ledger.classify import Decider, RecordedDecision, ShaIndex, Verdict
-from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
+from forkflow.ledger.classify import ShaIndex
+from forkflow.models import Decider, Decision, Disposition, EvidenceKind, Ledger, LedgerEntry, RecordedDecision, Sha
 from forkflow.store import queries
 
 _PR = re.compile(r"^#?(\d{1,7})$")
@@ -51,10 +51,10 @@ def resolve_commits(ledger: Ledger, refs: list[str]) -> list[LedgerEntry]:
     return out
 
 
-def parse_until(value: str | None, verdict: Verdict | None) -> str | None:
+def parse_until(value: str | None, verdict: Decision | None) -> str | None:
     if value is None:
         return None
-    if verdict is not Verdict.DEFER:
+    if verdict is not Decision.DEFER:
         raise UserError("--until only goes with --defer: a deferral ends, a skip does not")
     try:
         day = date.fromisoformat(value)
@@ -71,7 +71,7 @@ def _who(ctx: Context) -> str:
     return f"{name} <{email}>" if name and email else (name or email)
 
 
-def decide(ctx: Context, refs: list[str], verdict: Verdict | None, reason: str,
+def decide(ctx: Context, refs: list[str], verdict: Decision | None, reason: str,
            until: str | None = None, task: str = "") -> list[DecideResult]:
     """Record (or, with verdict None, clear) a person's decision on each named upstream commit."""
     if verdict is not None and not reason.strip():

@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from forkflow import __version__
-from forkflow.config import Config
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import check_repo
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
-from forkflow.replay.engine import ENGINE_VERSION, Engine, landed_of, state_of
+from forkflow.replay.engine import ENGINE_VERSION, Engine
 from forkflow.replay.model import (
     DEFAULT_GATE_NOTE,
     Report,
@@ -31,7 +30,8 @@ from forkflow.replay.model import (
     step_times,
     summarize,
 )
-from forkflow.replay.scratch import Scratch, forget_objects, open_scratch, set_state
+from forkflow.replay.scratch import Scratch, open_scratch, set_state
+from forkflow.replay.step import Point, compute_step
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +58,6 @@ class QuietReporter:
 
     def step_done(self, step: Step) -> None:
         pass
-
-
-@dataclass(frozen=True, slots=True)
-class Point:
-    at: int
-    fork: Sha
-    upstream: Sha
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,19 +271,6 @@ def takes_of(ledger: Ledger, dates: Mapping[str, int]) -> Takes:
         by_upstream[e.commit.sha] = (f, dates[f])
         by_fork.setdefault(f, []).append(e.commit.sha)
     return Takes(by_upstream, {f: tuple(u) for f, u in by_fork.items()})
-
-
-def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point) -> Step:
-    """The state at p, forkflow's ingest on it, and the state after."""
-    began = time.monotonic()
-    set_state(scratch, config, p.fork, p.upstream)
-    forget_objects(scratch)  # after the refs moved: none of them names a scratch object any more
-    ctx = engine.context(f"replay:{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}")
-    real = engine.status(ctx, p.fork, p.upstream)
-    outcome = engine.ingest(ctx, p.upstream)
-    return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,
-                state_of(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
-                outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes)
 
 
 def compute_steps(run: Replay, todo: Sequence[Point], jobs: int) -> Iterator[Step]:

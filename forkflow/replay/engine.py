@@ -43,7 +43,7 @@ class MergeabilityGate:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class StateWork:
     """forkflow's work on one state, before the fork's real picks are looked up."""
 
     after: State
@@ -87,7 +87,7 @@ class Engine:
     def status(self, ctx: Context, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
         return build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip, use_recorded_point=recorded)
 
-    def ingest(self, ctx: Context, upstream_tip: Sha) -> Outcome:
+    def ingest(self, ctx: Context, upstream_tip: Sha) -> StateWork:
         """`forkflow ingest --land` on the scratch fork branch; the state it leaves."""
         ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
         try:
@@ -104,7 +104,7 @@ class Engine:
         for r in report.results:
             if r.status is UnitStatus.LANDED:
                 landed += [(sha, subjects.get(sha, ""), *_how(r, sha)) for sha in r.picked]
-        return Outcome(
+        return StateWork(
             after=state_of(after), landed=tuple(landed),
             skipped=sum(len(r.skipped) for r in report.results),
             deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
@@ -187,5 +187,5 @@ def _how(r: UnitResult, sha: str) -> tuple[str, str]:
     return ("resolved", resolver) if resolver else ("applied", "")
 
 
-def landed_of(outcome: Outcome) -> tuple[Landed, ...]:
+def landed_of(outcome: StateWork) -> tuple[Landed, ...]:
     return tuple(Landed(sha, subject, how, resolver) for sha, subject, how, resolver in outcome.landed)

@@ -13,6 +13,7 @@ from typing import Any
 from forkflow.config import find_config, load_config
 from forkflow.git.repo import Repo
 from forkflow.replay.model import Step
+from forkflow.replay.step import compute_step
 
 _WORKER: dict[str, Any] = {}
 
@@ -31,8 +32,6 @@ def _init(repo_path: str, root: str, gate: str, slots: Any) -> None:
 
 
 def _one(point: Any) -> dict[str, Any]:
-    from forkflow.replay.driver import compute_step
-
     step = compute_step(_WORKER["engine"], _WORKER["scratch"], _WORKER["config"], point)
     return step.to_json()
 

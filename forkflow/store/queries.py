@@ -11,8 +11,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from forkflow.ledger.classify import Decider, RecordedDecision, Verdict
-from forkflow.models import Better, Disposition, MetricPoint, Sha
+from forkflow.models import Better, Decider, Decision, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store.schema import (
     CommitFactRow,
     DispositionRow,
@@ -43,7 +42,7 @@ def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
     return [
         RecordedDecision(Sha(r.upstream_sha), Disposition(r.disposition), r.reason,
                          tuple(Sha(x) for x in json.loads(r.fork_shas)),
-                         source=Decider(r.source or "auto"), verdict=Verdict(r.verdict) if r.verdict else None,
+                         source=Decider(r.source or "auto"), verdict=Decision(r.verdict) if r.verdict else None,
                          until=r.until, task=r.task or "", decided_by=r.decided_by or "",
                          decided_at=r.decided_at.isoformat() if r.decided_at else "")
         for r in rows

@@ -1,6 +1,6 @@
 """Tables of hierarchical validation: runs, jobs, per-test outcomes, L3 requests and sign-offs.
 
-Read them through `forkflow.tiers.queries` (dataclasses, never these rows).
+Read them through `forkflow.tiers.records` (dataclasses, never these rows).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Tables of triage: failure groups, failures, their classifications, tracking issues.
 
-Read and write them through `forkflow.triage.store` (dataclasses, never these rows).
+Read and write them through `forkflow.triage.records` (dataclasses, never these rows).
 """
 from __future__ import annotations
 

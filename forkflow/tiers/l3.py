@@ -2,7 +2,7 @@
 
     request_id = request(ctx, "fsdp-training", "HEAD", by="alice")
     outcome = run_request(ctx, request_id)          # a validation run linked to the request
-    signoff(ctx, request_id, owner="compiler-oncall", verdict=Verdict.ACCEPT, note="loss ok")
+    signoff(ctx, request_id, owner="compiler-oncall", verdict=SignOff.ACCEPT, note="loss ok")
 
 Only an owner listed in the suite's `owners` may sign off, and only once the request has a
 finished run; the newest sign-off is the request's verdict (ACCEPTED / REJECTED).
@@ -13,12 +13,12 @@ import enum
 
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.tiers import Suite, Tier, load_suites
 from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, validate
 
 
-class Verdict(str, enum.Enum):
+class SignOff(str, enum.Enum):
     ACCEPT = "accept"
     REJECT = "reject"
 
@@ -63,7 +63,7 @@ def run_request(ctx: Context, request_id: int, runner: str | None = None,
                                          l3_request_id=request_id), reporter)
 
 
-def signoff(ctx: Context, request_id: int, owner: str, verdict: Verdict, note: str = "") -> int:
+def signoff(ctx: Context, request_id: int, owner: str, verdict: SignOff, note: str = "") -> int:
     """Record an owner's verdict on the request's newest finished run; returns the sign-off id."""
     req = _get(ctx, request_id)
     suite = _l3_suite(ctx, req.suite)

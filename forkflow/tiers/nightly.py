@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, validate
 

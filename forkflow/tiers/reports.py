@@ -35,8 +35,10 @@ _ANSI = re.compile(r"(?:\x1b|#x1B)\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class Outcome(str, enum.Enum):
+class TestOutcome(str, enum.Enum):
     """One test's outcome."""
+
+    __test__ = False  # not a pytest class
 
     PASS = "PASS"
     FAIL = "FAIL"
@@ -45,11 +47,11 @@ class Outcome(str, enum.Enum):
 
     @property
     def ran(self) -> bool:
-        return self is not Outcome.SKIP
+        return self is not TestOutcome.SKIP
 
     @property
     def bad(self) -> bool:
-        return self in (Outcome.FAIL, Outcome.ERROR)
+        return self in (TestOutcome.FAIL, TestOutcome.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +59,7 @@ class TestResult:
     __test__ = False  # not a pytest class
 
     test_id: str
-    outcome: Outcome
+    outcome: TestOutcome
     duration_s: float = 0.0
     message: str = ""
 
@@ -79,7 +81,7 @@ class ParsedReport:
     def ran(self) -> int:
         return sum(1 for r in self.results if r.outcome.ran)
 
-    def count(self, outcome: Outcome) -> int:
+    def count(self, outcome: TestOutcome) -> int:
         return sum(1 for r in self.results if r.outcome is outcome)
 
 
@@ -149,7 +151,7 @@ class _Capped:
 class _Case:
     test_id: str
     time: str
-    outcome: Outcome = Outcome.PASS
+    outcome: TestOutcome = TestOutcome.PASS
     message: _Capped | None = None
     captured: dict[str, _Capped] | None = None
 
@@ -184,7 +186,7 @@ def _case_result(case: _Case) -> TestResult:
     return TestResult(case.test_id, case.outcome, _duration(case.time), clean_text(message))
 
 
-_OUTCOME_TAGS = {"failure": Outcome.FAIL, "error": Outcome.ERROR, "skipped": Outcome.SKIP}
+_OUTCOME_TAGS = {"failure": TestOutcome.FAIL, "error": TestOutcome.ERROR, "skipped": TestOutcome.SKIP}
 
 
 class _JUnitReader:
@@ -201,8 +203,8 @@ class _JUnitReader:
             self.case = _Case(_junit_id(attrs), attrs.get("time", "0"))
         elif self.case is None:
             return
-        elif tag in _OUTCOME_TAGS and (self.case.outcome is Outcome.PASS
-                                       or self.case.outcome is Outcome.SKIP):
+        elif tag in _OUTCOME_TAGS and (self.case.outcome is TestOutcome.PASS
+                                       or self.case.outcome is TestOutcome.SKIP):
             self.case.outcome = _OUTCOME_TAGS[tag]
             self.case.message = _Capped(MAX_MESSAGE)
             if attrs.get("message"):
@@ -262,10 +264,10 @@ def parse_junit(path: Path) -> ParsedReport:
 # -- lit ---------------------------------------------------------------------------------------
 
 _LIT_CODES = {
-    "PASS": Outcome.PASS, "XFAIL": Outcome.PASS, "FLAKYPASS": Outcome.PASS,
-    "FAIL": Outcome.FAIL, "XPASS": Outcome.FAIL, "TIMEOUT": Outcome.FAIL,
-    "UNRESOLVED": Outcome.ERROR,
-    "UNSUPPORTED": Outcome.SKIP, "SKIPPED": Outcome.SKIP, "EXCLUDED": Outcome.SKIP,
+    "PASS": TestOutcome.PASS, "XFAIL": TestOutcome.PASS, "FLAKYPASS": TestOutcome.PASS,
+    "FAIL": TestOutcome.FAIL, "XPASS": TestOutcome.FAIL, "TIMEOUT": TestOutcome.FAIL,
+    "UNRESOLVED": TestOutcome.ERROR,
+    "UNSUPPORTED": TestOutcome.SKIP, "SKIPPED": TestOutcome.SKIP, "EXCLUDED": TestOutcome.SKIP,
 }
 _LIT_LINE = re.compile(r"^(?P<code>[A-Z]+): (?P<name>.+? :: .+?)(?: \(\d+ of \d+\))?\s*$")
 
@@ -313,7 +315,7 @@ def _parse_lit_json(path: Path) -> ParsedReport:
     for t in tests:
         if not isinstance(t, dict) or not isinstance(t.get("name"), str):
             continue
-        outcome = _LIT_CODES.get(str(t.get("code", "")), Outcome.ERROR)
+        outcome = _LIT_CODES.get(str(t.get("code", "")), TestOutcome.ERROR)
         elapsed = t.get("elapsed")
         duration = _finite(elapsed) or 0.0
         output = t.get("output", "")
@@ -381,14 +383,14 @@ def parse_metrics(path: Path) -> ParsedReport:
         if isinstance(m, str):
             problems.append(m)
             name = item.get("name") if isinstance(item, dict) else None
-            results.append(TestResult(cap_test_id(str(name or f"metrics[{i}]")), Outcome.ERROR, 0.0, m))
+            results.append(TestResult(cap_test_id(str(name or f"metrics[{i}]")), TestOutcome.ERROR, 0.0, m))
             continue
         if m.name in seen:
             problems.append(f"metric '{m.name}' appears twice")
             continue
         seen.add(m.name)
         metrics.append(m)
-        results.append(TestResult(m.name, Outcome.PASS, 0.0, f"{m.value:g} {m.unit}".strip()))
+        results.append(TestResult(m.name, TestOutcome.PASS, 0.0, f"{m.value:g} {m.unit}".strip()))
     problem = "; ".join(problems[:5])
     if not results and not problem:
         problem = "the metrics report lists no metrics"

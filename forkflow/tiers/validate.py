@@ -33,9 +33,9 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.models import MetricPoint, Sha
 from forkflow.store import queries as store_queries
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.reports import (
-    Outcome,
+    TestOutcome,
     ParsedReport,
     TestResult,
     count_from_output,
@@ -263,7 +263,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
     own = None
     if not infra and suite.report is not ReportFormat.METRICS:
         own = count_from_output(Path(pj.job.log_path), suite.count_pattern)
-    bad = report.count(Outcome.FAIL) + report.count(Outcome.ERROR)
+    bad = report.count(TestOutcome.FAIL) + report.count(TestOutcome.ERROR)
     ev = SuiteEvidence(
         suite=suite.name, finished=not infra, timed_out=res.state is JobState.TIMEOUT,
         returncode=res.returncode, report_exists=report.exists, report_problem=report.problem,
@@ -281,7 +281,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
         tail = log_tail(Path(pj.job.log_path), 2048)
         message = (message + ("\n--- log tail ---\n" + tail if tail else "")).strip()
         if bad == 0:  # no test to blame: one synthetic outcome carries the suite's failure
-            results = results + (TestResult(f"[{suite.name}]", Outcome.ERROR, res.duration_s, message),)
+            results = results + (TestResult(f"[{suite.name}]", TestOutcome.ERROR, res.duration_s, message),)
     metrics = tuple(m.to_json() for m in report.metrics)
     finish = q.JobFinish(status=status, returncode=res.returncode, duration_s=res.duration_s,
                          message=message, tests_reported=report.total, tests_ran=report.ran,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from forkflow.triage.models import Classification, Failure, FailureKind, Verdict
+from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind
 
 C = Classification
 
@@ -70,35 +70,35 @@ def has_flipped(history: Sequence[HistoryPoint], key: str, policy: FlakyPolicy =
     return sandwiches >= policy.min_sandwiches
 
 
-def classify_failure(f: Failure, ev: Evidence, policy: FlakyPolicy = FlakyPolicy()) -> Verdict:
+def classify_failure(f: Failure, ev: Evidence, policy: FlakyPolicy = FlakyPolicy()) -> Diagnosis:
     """The classification of one failure, with the reason in words."""
     key = f.signature.key
     if f.signature.kind is FailureKind.INFRA:
-        return Verdict(f, C.INFRA, "runner or machine fault: " + f.signature.text[:120])
+        return Diagnosis(f, C.INFRA, "runner or machine fault: " + f.signature.text[:120])
     if f.test in ev.infra_tests:
-        return Verdict(f, C.INFRA, "validation judged the job an infrastructure failure")
+        return Diagnosis(f, C.INFRA, "validation judged the job an infrastructure failure")
     if (f.test, key) in ev.trunk_failures:
-        return Verdict(f, C.BROKEN_TRUNK, "fails the same way on the fork base or latest trunk run")
+        return Diagnosis(f, C.BROKEN_TRUNK, "fails the same way on the fork base or latest trunk run")
     flipped = has_flipped(ev.history.get(f.test, ()), key, policy)
     reruns = ev.reruns.get(f.test, ())
     if reruns:
         passed = sum(reruns)
         if passed == 0:
-            return Verdict(f, C.NEW, f"failed again on all {len(reruns)} reruns", reruns)
+            return Diagnosis(f, C.NEW, f"failed again on all {len(reruns)} reruns", reruns)
         if flipped:
-            return Verdict(f, C.FLAKY, f"passed {passed} of {len(reruns)} reruns; flipped before "
+            return Diagnosis(f, C.FLAKY, f"passed {passed} of {len(reruns)} reruns; flipped before "
                            "with this signature", reruns)
         if passed == len(reruns) and passed >= policy.min_clean_reruns:
-            return Verdict(f, C.FLAKY, f"passed all {passed} reruns", reruns)
-        return Verdict(f, C.NEW, f"intermittent: passed {passed} of {len(reruns)} reruns and never "
+            return Diagnosis(f, C.FLAKY, f"passed all {passed} reruns", reruns)
+        return Diagnosis(f, C.NEW, f"intermittent: passed {passed} of {len(reruns)} reruns and never "
                        "flipped before; this unit may have introduced it", reruns)
     if flipped:
-        return Verdict(f, C.FLAKY, "flipped before with this signature (no rerun)")
-    return Verdict(f, C.NEW, "not red on trunk, not known flaky")
+        return Diagnosis(f, C.FLAKY, "flipped before with this signature (no rerun)")
+    return Diagnosis(f, C.NEW, "not red on trunk, not known flaky")
 
 
 def classify(failures: Sequence[Failure], ev: Evidence,
-             policy: FlakyPolicy = FlakyPolicy()) -> list[Verdict]:
+             policy: FlakyPolicy = FlakyPolicy()) -> list[Diagnosis]:
     """Verdicts for every failure, NEW first (then by test)."""
     out = [classify_failure(f, ev, policy) for f in failures]
     return sorted(out, key=lambda v: (v.classification.order, v.failure.test))

@@ -20,7 +20,7 @@ from forkflow.bisect.workflow import BisectReport, bisect_fork
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.regress import records
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import ReportFormat, Suite, load_suites
 from forkflow.triage.models import FailureKind
 from forkflow.triage.trunk import RedItem, red_test_metric, trunk_health

@@ -86,7 +86,7 @@ class FailureGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Diagnosis:
     """A failure's classification and why."""
 
     failure: Failure

@@ -14,12 +14,12 @@ import os
 import re
 import secrets
 import shlex
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.chat import ChatError, chat_completion
+from forkflow.process import run
 from forkflow.triage.signature import strip_ansi
 from forkflow.triage.sinks.base import defuse_markers
 
@@ -192,17 +192,16 @@ class CommandAgent:
 
     def complete(self, system: str, user: str) -> str:
         try:
-            p = subprocess.run(self.argv, input=f"{system}\n\n{user}".encode(), capture_output=True,
-                               timeout=self.timeout, check=False)
-        except subprocess.TimeoutExpired:
-            raise AgentError(f"no answer within {self.timeout:g}s") from None
+            p = run(self.argv, input=f"{system}\n\n{user}".encode(), timeout=self.timeout)
         except OSError as e:
             raise AgentError(f"cannot start {self.argv[0] if self.argv else 'the agent command'}: "
                              f"{e.strerror or e}") from None
-        log.info("agent command rc=%d, %d bytes out", p.returncode, len(p.stdout))
-        if p.returncode != 0:
+        if p.timed_out or p.rc is None:
+            raise AgentError(f"no answer within {self.timeout:g}s")
+        log.info("agent command rc=%d, %d bytes out", p.rc, len(p.stdout))
+        if p.rc != 0:
             last = p.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise AgentError(f"exit {p.returncode}" + (f": {strip_ansi(last[0])[:200]}" if last[0] else ""))
+            raise AgentError(f"exit {p.rc}" + (f": {strip_ansi(last[0])[:200]}" if last[0] else ""))
         return p.stdout.decode("utf-8", "replace")  # guard_answer caps it, and says from what size
 
 

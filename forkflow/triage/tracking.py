@@ -18,7 +18,7 @@ from typing import Any
 from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.tiers.tiers import Tier
-from forkflow.triage import store as ts
+from forkflow.triage import records as ts
 from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, defuse_markers, ensure
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.suggest import (

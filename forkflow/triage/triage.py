@@ -1,7 +1,7 @@
 """Triage a stored validation run: signatures, evidence from trunk, reruns, verdicts.
 
 The edge around the pure core (`signature`, `classify`): it reads runs, jobs and per-test
-outcomes through `forkflow.tiers.queries`, streams job logs from disk, reruns failed tests
+outcomes through `forkflow.tiers.records`, streams job logs from disk, reruns failed tests
 through `forkflow.tiers.validate.rerun_tests`, and stores failures, groups and verdicts.
 """
 from __future__ import annotations
@@ -14,15 +14,15 @@ from typing import Any
 from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.tiers import queries as tq
-from forkflow.tiers.reports import Outcome
-from forkflow.triage import store as ts
+from forkflow.tiers import records as tq
+from forkflow.tiers.reports import TestOutcome
+from forkflow.triage import records as ts
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
-from forkflow.triage.models import Classification, Failure, FailureGroup, Verdict
+from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup
 from forkflow.triage.signature import signature_of, signature_of_file
 
-BAD = (Outcome.FAIL, Outcome.ERROR)
+BAD = (TestOutcome.FAIL, TestOutcome.ERROR)
 
 # One rerun of some failed tests of a run: test id -> passed?
 Rerunner = Callable[[int, Sequence[str]], dict[str, bool]]
@@ -74,10 +74,10 @@ def tiers_rerunner(ctx: Context) -> Rerunner:
     return rerun
 
 
-def rerun_passes(tests: Sequence[str], got: dict[str, Outcome]) -> dict[str, bool]:
+def rerun_passes(tests: Sequence[str], got: dict[str, TestOutcome]) -> dict[str, bool]:
     """Which rerun tests passed; one missing from the rerun's report did not run, so it did not pass
     (issue 12: it was counted as passed when the rerun as a whole passed, making failures FLAKY)."""
-    return {t: got.get(t) in (Outcome.PASS, Outcome.SKIP) for t in tests}
+    return {t: got.get(t) in (TestOutcome.PASS, TestOutcome.SKIP) for t in tests}
 
 
 def _signature(message: str, log_path: str, synthetic: bool) -> Any:
@@ -110,11 +110,11 @@ def failures_of_run(ctx: Context, run_id: int) -> list[Failure]:
 @dataclass(frozen=True, slots=True)
 class TriageReport:
     run: tq.RunInfo
-    verdicts: tuple[Verdict, ...]
+    verdicts: tuple[Diagnosis, ...]
     groups: tuple[FailureGroup, ...]
     compared_with: tuple[int, ...]   # the base / trunk runs whose failures count as BROKEN_TRUNK
 
-    def of(self, c: Classification) -> list[Verdict]:
+    def of(self, c: Classification) -> list[Diagnosis]:
         return [v for v in self.verdicts if v.classification is c]
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,7 +202,7 @@ def triage_run(ctx: Context, run_id: int, *, settings: TriageSettings | None = N
                         tuple(r.id for r in trunk))
 
 
-def blocking_failures(ctx: Context, run_id: int, *, rerunner: Rerunner | None = None) -> list[Verdict]:
+def blocking_failures(ctx: Context, run_id: int, *, rerunner: Rerunner | None = None) -> list[Diagnosis]:
     """The failures of run `run_id` that block its landing unit: only NEW ones.
 
     For the ingest gate: a failure already red on trunk (BROKEN_TRUNK), a flaky one or a runner

@@ -16,7 +16,7 @@ from forkflow.bisect.bisector import Status
 from forkflow.context import Context
 from forkflow.regress import records
 from forkflow.regress.records import BisectionRecord
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.triage.models import Failure
 

@@ -110,7 +110,7 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
     from forkflow.context import open_context
     from forkflow.demo import check_keep, run_demo
     from forkflow.ledger.build import build_ledger
-    from forkflow.web.seed import DAY, SeedSize, seed_store
+    from forkflow.testing.seed import DAY, SeedSize, seed_store
 
     check_port(host, port)
     check_keep(keep)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,6 +17,7 @@ from typing import Any
 
 from forkflow.errors import UserError
 from forkflow.models import Better
+from forkflow.process import run
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.models import Metric
 from forkflow.workloads.metrics import MetricsReport, with_context, write_metrics
@@ -74,12 +74,15 @@ def child(size: str, device: str) -> dict[str, float]:
 def run_child(size: str, device: str, cache: Path, timeout: float) -> float:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
                TRITON_CACHE_DIR=str(cache / "triton"))
-    p = subprocess.run([sys.executable, "-m", "forkflow.workloads.compile_time", "--child",
-                        "--size", size, "--device", device], capture_output=True, text=True,
-                       env=env, timeout=timeout, check=False)
-    if p.returncode != 0:
-        raise RuntimeError(f"compile child failed (rc {p.returncode}): {p.stderr.strip()[-800:]}")
-    return float(json.loads(p.stdout.strip().splitlines()[-1])["compile_s"])
+    # its own process group: a timeout also ends the compile workers Inductor starts
+    p = run([sys.executable, "-m", "forkflow.workloads.compile_time", "--child",
+             "--size", size, "--device", device], env=env, timeout=timeout)
+    stdout, stderr = p.text()
+    if p.timed_out:
+        raise RuntimeError(f"compile child timed out after {timeout:g}s")
+    if p.rc != 0:
+        raise RuntimeError(f"compile child failed (rc {p.rc}): {stderr.strip()[-800:]}")
+    return float(json.loads(stdout.strip().splitlines()[-1])["compile_s"])
 
 
 def measure(size: str, device: str, repeats: int, timeout: float) -> tuple[list[float], list[float]]:
@@ -124,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"compile-time: {args.size} block on {device}, torch {torch.__version__}", flush=True)
     try:
         cold, warm = measure(args.size, device, args.repeats, args.timeout)
-    except (RuntimeError, subprocess.TimeoutExpired) as e:
+    except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         if args.report:
             write_metrics(args.report, MetricsReport((), errors=(str(e)[:2000],)))

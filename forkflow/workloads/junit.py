@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
-class Outcome(str, enum.Enum):
+class CaseOutcome(str, enum.Enum):
     PASSED = "passed"
     FAILED = "failed"   # the check ran and the result is wrong
     ERROR = "error"     # the check could not run to the end (out of memory, a crash)
@@ -22,7 +22,7 @@ class CaseResult:
 
     classname: str
     name: str
-    outcome: Outcome
+    outcome: CaseOutcome
     seconds: float = 0.0
     message: str = ""
     detail: str = ""
@@ -32,8 +32,8 @@ class CaseResult:
         return f"{self.classname}::{self.name}"
 
 
-def counts(cases: list[CaseResult]) -> dict[Outcome, int]:
-    out = {o: 0 for o in Outcome}
+def counts(cases: list[CaseResult]) -> dict[CaseOutcome, int]:
+    out = {o: 0 for o in CaseOutcome}
     for c in cases:
         out[c.outcome] += 1
     return out
@@ -44,8 +44,8 @@ def to_xml(suite: str, cases: list[CaseResult], properties: dict[str, str] | Non
     n = counts(cases)
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", {
-        "name": suite, "tests": str(len(cases)), "failures": str(n[Outcome.FAILED]),
-        "errors": str(n[Outcome.ERROR]), "skipped": str(n[Outcome.SKIPPED]),
+        "name": suite, "tests": str(len(cases)), "failures": str(n[CaseOutcome.FAILED]),
+        "errors": str(n[CaseOutcome.ERROR]), "skipped": str(n[CaseOutcome.SKIPPED]),
         "time": f"{sum(c.seconds for c in cases):.3f}",
     })
     if properties:
@@ -55,9 +55,9 @@ def to_xml(suite: str, cases: list[CaseResult], properties: dict[str, str] | Non
     for c in cases:
         tc = ET.SubElement(ts, "testcase", {"classname": c.classname, "name": c.name,
                                              "time": f"{c.seconds:.3f}"})
-        if c.outcome is not Outcome.PASSED:
-            tag = {Outcome.FAILED: "failure", Outcome.ERROR: "error",
-                   Outcome.SKIPPED: "skipped"}[c.outcome]
+        if c.outcome is not CaseOutcome.PASSED:
+            tag = {CaseOutcome.FAILED: "failure", CaseOutcome.ERROR: "error",
+                   CaseOutcome.SKIPPED: "skipped"}[c.outcome]
             el = ET.SubElement(tc, tag, {"message": c.message})
             if c.detail:
                 el.text = c.detail

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from forkflow.workloads.checks import TOLERANCES, compare, is_out_of_memory
 from forkflow.workloads.device import DeviceInfo, unsupported_reason
-from forkflow.workloads.junit import CaseResult, Outcome, counts, write_junit
+from forkflow.workloads.junit import CaseOutcome, CaseResult, counts, write_junit
 
 if TYPE_CHECKING:
     import torch
@@ -24,7 +24,7 @@ def run_check(classname: str, name: str, dtype: str, dev: DeviceInfo,
     """Run one check: `fn` returns (output, reference); never raises for the check's own faults."""
     reason = skip or unsupported_reason(dtype, dev)
     if reason:
-        return CaseResult(classname, name, Outcome.SKIPPED, message=reason)
+        return CaseResult(classname, name, CaseOutcome.SKIPPED, message=reason)
     t0 = time.perf_counter()
     try:
         out, ref = fn()
@@ -34,11 +34,11 @@ def run_check(classname: str, name: str, dtype: str, dev: DeviceInfo,
         tail = "".join(traceback.format_exception(e)[-6:])
         if is_out_of_memory(e):
             first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-            return CaseResult(classname, name, Outcome.ERROR, dt,
+            return CaseResult(classname, name, CaseOutcome.ERROR, dt,
                               f"out of memory on {dev.describe()}: {first}", tail)
-        return CaseResult(classname, name, Outcome.ERROR, dt, f"{type(e).__name__}: {e}"[:500], tail)
+        return CaseResult(classname, name, CaseOutcome.ERROR, dt, f"{type(e).__name__}: {e}"[:500], tail)
     dt = time.perf_counter() - t0
-    return CaseResult(classname, name, Outcome.PASSED if res.ok else Outcome.FAILED, dt,
+    return CaseResult(classname, name, CaseOutcome.PASSED if res.ok else CaseOutcome.FAILED, dt,
                       "" if res.ok else res.message, res.message)
 
 
@@ -65,13 +65,13 @@ def finish(suite: str, cases: list[CaseResult], report: Path | None, dev: Device
     wall = time.perf_counter() - started
     # The closing line in pytest's form, so a runner's own count reads it (forkflow.tiers.reports).
     print(f"{suite} on {dev.describe()}")
-    print(f"{n[Outcome.PASSED]} passed, {n[Outcome.FAILED]} failed, {n[Outcome.ERROR]} errors, "
-          f"{n[Outcome.SKIPPED]} skipped in {wall:.1f}s")
+    print(f"{n[CaseOutcome.PASSED]} passed, {n[CaseOutcome.FAILED]} failed, {n[CaseOutcome.ERROR]} errors, "
+          f"{n[CaseOutcome.SKIPPED]} skipped in {wall:.1f}s")
     if report is not None:
         write_junit(report, suite, cases, {"device": dev.describe(), "wall_seconds": f"{wall:.2f}"})
         print(f"report: {report}")
     sys.stdout.flush()
-    return 1 if n[Outcome.FAILED] or n[Outcome.ERROR] else 0
+    return 1 if n[CaseOutcome.FAILED] or n[CaseOutcome.ERROR] else 0
 
 
 def pack_main(suite: str, module: str, argv: list[str] | None, ids: list[str],

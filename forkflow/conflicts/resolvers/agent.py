@@ -4,11 +4,7 @@ never as instructions; every attempt is logged with the guardrails' verdict."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import selectors
-import signal
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +16,7 @@ from forkflow.conflicts.case import ConflictCase, decode
 from forkflow.conflicts.classify import regions
 from forkflow.conflicts.resolvers import Proposal
 from forkflow.planning.symbols import language_of
+from forkflow.process import run
 
 MAX_LOG = 200_000  # characters of request and response kept in the attempt log
 MAX_ANSWER = 2 * 1024 * 1024  # bytes an answer may have; a larger one is cut off and fails
@@ -117,78 +114,21 @@ class CommandBackend:
     def ask(self, request: dict[str, object]) -> tuple[bytes, str]:
         data = json.dumps(request, ensure_ascii=False).encode("utf-8", "surrogateescape")
         try:
-            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, start_new_session=True)
+            done = run(self.argv, input=data, timeout=self.timeout, max_stdout=self.max_answer)
         except OSError as e:
             raise AgentFailure("error", f"cannot start {self.argv[0]}: {e}") from e
-        try:
-            out, err = _bounded_exchange(proc, data, self.timeout, self.max_answer)
-        except AgentFailure:
-            _kill_group(proc)
-            raise
+        out = done.stdout
+        if done.timed_out:
+            raise AgentFailure("timeout", f"no answer within {self.timeout:g}s",
+                               out[:MAX_LOG].decode("utf-8", "replace"))
+        if done.too_large:
+            raise AgentFailure("error", f"answer larger than {self.max_answer} bytes",
+                               out[:2000].decode("utf-8", "replace"))
         text = out.decode("utf-8", "replace")
-        if proc.returncode != 0:
-            last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-            raise AgentFailure("error", f"exit {proc.returncode}: {last[0][:200]}", text)
+        if done.rc != 0:
+            last = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+            raise AgentFailure("error", f"exit {done.rc}: {last[0][:200]}", text)
         return out, text
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
-
-
-def _bounded_exchange(proc: subprocess.Popen[bytes], data: bytes, timeout: float,
-                      max_answer: int) -> tuple[bytes, bytes]:
-    """Write `data` to the command and read its stdout and stderr, within `timeout` in all and
-    at most `max_answer` bytes of stdout (stderr: its last 64 KiB); AgentFailure otherwise."""
-    assert proc.stdin and proc.stdout and proc.stderr
-    sel = selectors.DefaultSelector()
-    for f in (proc.stdin, proc.stdout, proc.stderr):
-        os.set_blocking(f.fileno(), False)
-    sel.register(proc.stdin, selectors.EVENT_WRITE)
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    sel.register(proc.stderr, selectors.EVENT_READ)
-    out, err = bytearray(), bytearray()
-    pos = 0
-    deadline = time.monotonic() + timeout
-    try:
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise AgentFailure("timeout", f"no answer within {timeout:g}s",
-                                   out[:MAX_LOG].decode("utf-8", "replace"))
-            for key, _ in sel.select(min(left, 1.0)):
-                if key.fileobj is proc.stdin:
-                    try:
-                        pos += os.write(proc.stdin.fileno(), data[pos:pos + 65536])
-                    except BrokenPipeError:
-                        pos = len(data)
-                    if pos >= len(data):
-                        sel.unregister(proc.stdin)
-                        proc.stdin.close()
-                    continue
-                chunk = os.read(key.fd, 65536)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                elif key.fileobj is proc.stdout:
-                    out += chunk
-                    if len(out) > max_answer:
-                        raise AgentFailure("error", f"answer larger than {max_answer} bytes",
-                                           out[:2000].decode("utf-8", "replace"))
-                else:
-                    err = (err + chunk)[-65536:]
-        left = deadline - time.monotonic()
-        try:
-            proc.wait(max(left, 0.01))
-        except subprocess.TimeoutExpired:
-            raise AgentFailure("timeout", f"no answer within {timeout:g}s") from None
-    finally:
-        sel.close()
-    return bytes(out), bytes(err)
 
 
 class HttpBackend:

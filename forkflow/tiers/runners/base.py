@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.errors import UserError
-
-KILL_GRACE_S = 3.0
+from forkflow.git.run import no_git_env
+from forkflow.process import kill_group
 
 
 class JobState(str, enum.Enum):
@@ -133,54 +133,6 @@ def _set_parent_death_signal() -> None:
         pass
 
 
-def _group_alive(pgid: int) -> bool:
-    """Whether a live (not zombie) process is left in the group; orphaned zombies may never be
-    reaped in a container whose PID 1 does not reap, so they must not count."""
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for pid in entries:
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(stat) > 2 and int(stat[2]) == pgid and stat[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def kill_group(pgid: int, grace_s: float = KILL_GRACE_S,
-               reap: Callable[[], object] | None = None, first: int = signal.SIGTERM) -> None:
-    """SIGTERM the whole process group, then SIGKILL whatever is left after `grace_s`.
-
-    `reap` (the leader's `Popen.poll`) collects the leader so its zombie does not keep the
-    group looking alive.
-    """
-    steps = ((first, grace_s), (signal.SIGKILL, 1.0)) if first != signal.SIGKILL else ((first, 1.0),)
-    for sig, wait in steps:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        deadline = time.monotonic() + wait
-        pause = 0.001
-        while time.monotonic() < deadline:
-            if reap is not None:
-                reap()
-            if not _group_alive(pgid):
-                return
-            time.sleep(pause)
-            pause = min(pause * 2, 0.05)
-
-
 def run_process(job: Job) -> JobResult:
     """Run `job.command` with /bin/sh in its own process group, output to its log file.
 
@@ -188,7 +140,7 @@ def run_process(job: Job) -> JobResult:
     process the command left running in its group is killed too.
     """
     start = time.monotonic()
-    env = dict(os.environ)
+    env = no_git_env()  # a hook's GIT_DIR must not point the suite's git calls elsewhere
     env.update(dict(job.env))
     try:
         os.makedirs(os.path.dirname(job.log_path) or ".", exist_ok=True)

@@ -10,13 +10,13 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import UserError
-from forkflow.ledger.classify import Verdict
+from forkflow.models import Decision
 from forkflow.web.errors import Unavailable
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
 router = APIRouter()
-VERDICTS = {v.value: v for v in Verdict}
+VERDICTS = {v.value: v for v in Decision}
 
 
 @router.post("/commits/{sha}/decide", name="commit-decide")

@@ -11,7 +11,7 @@ from forkflow.ledger.report import iso
 from forkflow.models import Disposition, Ledger
 from forkflow.regress import records as regress_records
 from forkflow.store import queries
-from forkflow.tiers import queries as tiers_queries
+from forkflow.tiers import records as tiers_records
 from forkflow.web import charts, reads
 from forkflow.web.render import both, emptiness, page
 from forkflow.web.source import Source
@@ -57,7 +57,7 @@ def _attention(s: Session, fid: int) -> dict[str, Any]:
 
     trunk = reads.trunk_runs(s, fid, limit=1)
     alerts = regress_records.alerts(s, fid)
-    l3 = tiers_queries.l3_requests(s, fid, limit=100)
+    l3 = tiers_records.l3_requests(s, fid, limit=100)
     groups = reads.failure_groups(s, fid)
     return {
         "open_conflicts": len(conflict_records.conflicts(s, fid, "open")),

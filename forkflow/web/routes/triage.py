@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 from forkflow.errors import UserError
-from forkflow.triage import store as triage_store
+from forkflow.triage import records as triage_records
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
 from forkflow.web.render import both, emptiness, page
@@ -26,7 +26,7 @@ _KEY = re.compile(r"[0-9a-f]{16}")  # triage.models.signature_key
 def _tracking(s: Session, fid: int) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for sink in reads.tracking_sinks(s, fid):
-        for key, t in triage_store.tracking(s, fid, sink).items():
+        for key, t in triage_records.tracking(s, fid, sink).items():
             out.setdefault(key, []).append({"sink": t.sink, "issue_id": t.issue_id, "url": t.url,
                                             "open": t.open, "green_streak": t.green_streak})
     return out

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import ForkflowError, UserError
-from forkflow.tiers import queries as tq
+from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.web import charts, reads
 from forkflow.web import jobs as background
@@ -138,7 +138,7 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
         raise Unavailable("sign-offs check the suite's owners in forkflow.toml: start the dashboard in the "
                           "fork's checkout (forkflow serve --repo PATH --token ...)")
     try:
-        chosen = l3.Verdict(verdict)
+        chosen = l3.SignOff(verdict)
     except ValueError:
         record(request, "l3-signoff", target, "refused: bad verdict", verdict=verdict[:40])
         raise UserError(f"verdict must be accept or reject, not {verdict[:40]!r}") from None

@@ -36,7 +36,7 @@ from forkflow.store.schema_tiers import (
     ValidationJobRow,
     ValidationRunRow,
 )
-from forkflow.tiers.reports import Outcome, TestResult
+from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.selection import HistoryEntry
 from forkflow.tiers.tiers import Tier
 
@@ -99,7 +99,7 @@ class TestOutcomeInfo:
     job_id: int
     suite: str
     test_id: str
-    outcome: Outcome
+    outcome: TestOutcome
     duration_s: float
     message: str
 
@@ -253,10 +253,10 @@ def test_outcomes(s: Session, run_id: int, *, bad_only: bool = False,
     """Per-test outcomes of a run; `bad_only` keeps FAIL and ERROR."""
     q = select(TestOutcomeRow).where(TestOutcomeRow.run_id == run_id)
     if bad_only:
-        q = q.where(TestOutcomeRow.outcome.in_([Outcome.FAIL.value, Outcome.ERROR.value]))
+        q = q.where(TestOutcomeRow.outcome.in_([TestOutcome.FAIL.value, TestOutcome.ERROR.value]))
     if suite is not None:
         q = q.where(TestOutcomeRow.suite == suite)
-    return [TestOutcomeInfo(t.run_id, t.job_id, t.suite, t.test_id, Outcome(t.outcome),
+    return [TestOutcomeInfo(t.run_id, t.job_id, t.suite, t.test_id, TestOutcome(t.outcome),
                             t.duration_s, t.message) for t in s.scalars(q.order_by(TestOutcomeRow.id))]
 
 
@@ -270,7 +270,7 @@ def outcomes_of_tests(s: Session, run_ids: Sequence[int], test_ids: Iterable[str
             rows += s.scalars(select(TestOutcomeRow).where(TestOutcomeRow.run_id.in_(list(run_ids[i:i + 500])),
                                                            TestOutcomeRow.test_id.in_(tests[j:j + 500])))
     for t in sorted(rows, key=lambda r: r.id):
-        out[t.run_id].append(TestOutcomeInfo(t.run_id, t.job_id, t.suite, t.test_id, Outcome(t.outcome),
+        out[t.run_id].append(TestOutcomeInfo(t.run_id, t.job_id, t.suite, t.test_id, TestOutcome(t.outcome),
                                              t.duration_s, t.message))
     return out
 
@@ -323,7 +323,7 @@ def cofailure_history(s: Session, fid: int, limit: int = 1000) -> list[HistoryEn
     for chunk in range(0, len(ids), 500):
         q = select(TestOutcomeRow.run_id, TestOutcomeRow.suite, TestOutcomeRow.test_id).where(
             TestOutcomeRow.run_id.in_(ids[chunk:chunk + 500]),
-            TestOutcomeRow.outcome.in_([Outcome.FAIL.value, Outcome.ERROR.value]))
+            TestOutcomeRow.outcome.in_([TestOutcome.FAIL.value, TestOutcome.ERROR.value]))
         for run_id, suite, test_id in s.execute(q):
             failed[run_id].add((suite, test_id))
     return [HistoryEntry(frozenset(json.loads(r.changed_files)), frozenset(failed[r.id])) for r in runs]

@@ -17,7 +17,7 @@ from forkflow.store.schema_triage import (
     FailureRow,
     TrackingIssueRow,
 )
-from forkflow.triage.models import Classification, Failure, FailureKind, Signature, Verdict
+from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, Signature
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql as pg
@@ -83,7 +83,7 @@ def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]
                 "excerpt": f.signature.excerpt} for f in failures])
 
 
-def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Verdict]) -> None:
+def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Diagnosis]) -> None:
     """Record the verdict on each failure of the run; a later triage's verdict replaces an earlier one."""
     if not verdicts:
         return
@@ -99,7 +99,7 @@ def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Verdict]) -> None:
                       "reruns": json.dumps(list(v.reruns)), "classified_at": now} for v in verdicts])
 
 
-def stored_verdicts(s: Session, run_id: int) -> list[Verdict] | None:
+def stored_verdicts(s: Session, run_id: int) -> list[Diagnosis] | None:
     failures = stored_failures(s, run_id)
     if failures is None:
         return None
@@ -109,7 +109,7 @@ def stored_verdicts(s: Session, run_id: int) -> list[Verdict] | None:
             FailureRow.run_id == run_id))}
     if len(rows) < len(failures):
         return None
-    return [Verdict(f, Classification(rows[(f.job, f.test)].classification),
+    return [Diagnosis(f, Classification(rows[(f.job, f.test)].classification),
                     rows[(f.job, f.test)].reason, tuple(json.loads(rows[(f.job, f.test)].reruns)))
             for f in failures]
 

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from sqlalchemy.orm import Session
 
 from forkflow.ledger.build import ledger_to_json
-from forkflow.ledger.classify import RecordedDecision
 from forkflow.models import (
     Better,
     Commit,
@@ -32,6 +31,7 @@ from forkflow.models import (
     LedgerEntry,
     MetricPoint,
     PointInTime,
+    RecordedDecision,
     Sha,
 )
 from forkflow.store import queries
@@ -324,8 +324,8 @@ def _alerts(s: Session, fid: int, info: SeedInfo, values: list[list[float]], sub
 
 def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.Random,
                 hostile: bool, start: int) -> None:
-    from forkflow.tiers import queries as tq
-    from forkflow.tiers.reports import Outcome, TestResult
+    from forkflow.tiers import records as tq
+    from forkflow.tiers.reports import TestOutcome, TestResult
     from forkflow.tiers.tiers import Tier
 
     suites = ("lit", "unit", "kernels")
@@ -336,14 +336,14 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
             [tq.NewJob(x, f"run {x}", f"/logs/{d}/{x}.log", "", "", False, None, size.tests_per_run)
              for x in suites])
         for j, (suite, job_id) in enumerate(zip(suites, jobs)):
-            results = [TestResult(f"{suite}/test_{k}.py::case", Outcome.PASS, 0.4)
+            results = [TestResult(f"{suite}/test_{k}.py::case", TestOutcome.PASS, 0.4)
                        for k in range(size.tests_per_run)]
-            results[-1] = TestResult(results[-1].test_id, Outcome.SKIP, 0.0)
+            results[-1] = TestResult(results[-1].test_id, TestOutcome.SKIP, 0.0)
             findings: tuple[str, ...] = ()
             status = "PASS"
             if red and suite == "kernels":
                 msg = "RuntimeError: CUDA error: an illegal memory access" + (f" {HOSTILE}" if hostile else "")
-                results[0] = TestResult(results[0].test_id, Outcome.FAIL, 1.2, msg)
+                results[0] = TestResult(results[0].test_id, TestOutcome.FAIL, 1.2, msg)
                 status = "FAIL"
             short = d % 53 == 17 or d == len(info.fork_revs) - 5
             if short and suite == "lit":
@@ -362,12 +362,12 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
                                      [tq.NewJob(x, f"run {x}", "", "", "", True, None, None) for x in suites])
         for suite, job_id in zip(suites, jobs):
             tq.finish_job(s, job_id, tq.JobFinish("PASS", 0, 12.0, "", 5, 5, 5, (), (), 1),
-                          [TestResult(f"{suite}/t{k}", Outcome.PASS) for k in range(5)])
+                          [TestResult(f"{suite}/t{k}", TestOutcome.PASS) for k in range(5)])
         tq.finish_run(s, run_id, "PASS", "L1 gate", ())
 
 
 def _l3(s: Session, fid: int, info: SeedInfo) -> None:
-    from forkflow.tiers import queries as tq
+    from forkflow.tiers import records as tq
     from forkflow.tiers.tiers import Tier
 
     rev = info.fork_revs[-1]
@@ -383,8 +383,8 @@ def _l3(s: Session, fid: int, info: SeedInfo) -> None:
 
 
 def _triage(s: Session, fid: int, info: SeedInfo, hostile: bool) -> None:
-    from forkflow.triage import store as ts
-    from forkflow.triage.models import Classification, Failure, FailureKind, Signature, Verdict
+    from forkflow.triage import records as ts
+    from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, Signature
 
     extra = f" {HOSTILE}" if hostile else ""
     sigs = [Signature(FailureKind.CUDA_ERROR, "CUDA_ERROR: illegal memory access @ matmul.py:launch" + extra,
@@ -400,7 +400,7 @@ def _triage(s: Session, fid: int, info: SeedInfo, hostile: bool) -> None:
                     for k in range(3) if (k + n) % 2 == 0 or k == 0]
         ts.save_failures(s, fid, run_id, failures)
         s.flush()
-        ts.save_verdicts(s, run_id, [Verdict(f, classes[sigs.index(f.signature)] if n % 3 else
+        ts.save_verdicts(s, run_id, [Diagnosis(f, classes[sigs.index(f.signature)] if n % 3 else
                                              Classification.FLAKY, "seeded", (n % 2 == 0,))
                                      for f in failures])
     info.group_keys = [sg.key for sg in sigs]

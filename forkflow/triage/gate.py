@@ -17,7 +17,7 @@ from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.landing.gate import GateResult
 from forkflow.models import Sha
-from forkflow.tiers import queries as q
+from forkflow.tiers import records as q
 from forkflow.tiers.selection import matches
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, validate
