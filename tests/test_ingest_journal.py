@@ -9,8 +9,7 @@ from forkflow.context import open_context
 from forkflow.landing.gate import GateResult
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.landing.journal import KeptConflict, UnitStart, UsedResolution, landing_decisions
-from forkflow.ledger.classify import RecordedDecision
-from forkflow.models import Disposition, Sha
+from forkflow.models import Disposition, RecordedDecision, Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
 

@@ -1,18 +1,15 @@
 """The L1 gate a landing unit must pass before it lands.
 
 Two implementations: a configured command in a temporary work tree (`[ingest] l1_command`),
-and the L1 validation tier (`forkflow.tiers.gate.TierGate`) when L1 suites are configured.
+and the L1 validation tier (`forkflow.triage.gate.TierGate`) when L1 suites are configured.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +17,7 @@ from typing import Protocol
 from forkflow.errors import GitError
 from forkflow.git.repo import Repo
 from forkflow.git.run import no_git_env
+from forkflow.process import run_in_group  # one runner: own process group, killed whole
 from forkflow.models import Sha
 
 
@@ -106,56 +104,6 @@ class CommandGate:
 
 
 WORKTREE_PREFIX = "forkflow-l1-"
-
-
-def run_in_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
-    """Run `sh -c command` as a process group of its own: (exit code or None on timeout, output).
-
-    The whole group is killed when the command times out, when it exits leaving background
-    processes, and when forkflow is interrupted or terminated (SIGTERM) meanwhile: an L1 command
-    used to keep running as an orphan after `ingest` was killed (issue 13)."""
-    proc = subprocess.Popen(["sh", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    restore = _terminate_as_exit()
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out + err
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:  # a member left its own group and holds the pipes
-            out, err = b"", b""
-        return None, out + err
-    finally:
-        _kill_group(proc.pid)  # background processes it left, or all of it on an interrupt
-        if proc.poll() is None:
-            proc.wait()
-        restore()
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _terminate_as_exit() -> Callable[[], None]:
-    """Make SIGTERM unwind (finally blocks run: the group is killed, the work tree removed)
-    instead of ending the process on the spot; returns how to put the old handler back."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def exit_on_term(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    def restore() -> None:
-        signal.signal(signal.SIGTERM, previous)
-
-    signal.signal(signal.SIGTERM, exit_on_term)
-    return restore
 
 
 def prune_stale_worktrees(repo: Repo) -> None:

@@ -9,8 +9,7 @@ from typing import Protocol
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
 from forkflow.landing import records
-from forkflow.ledger.classify import RecordedDecision
-from forkflow.models import Disposition, Sha
+from forkflow.models import Disposition, RecordedDecision, Sha
 from forkflow.store import queries
 from forkflow.store.session import Store
 
