@@ -7,15 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
-
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.cli.progress import PhaseBar, progress_bar
 from forkflow.conflicts import approval, guardrails
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import case_from_marked
@@ -52,8 +45,7 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
     """Route pending upstream commits into risk chains and low-risk bundles, with reasons."""
     ctx = open_context(repo, store)
     # progress on stderr, so that `plan --json > plan.json` stays clean (issue 12: 63 s of silence)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as bar:
+    with progress_bar(err_console) as bar:
         task = bar.add_task("reading the ledger", total=None)
         ledger = build_ledger(ctx)
         settings = ingest_settings(ctx.config)
@@ -70,14 +62,7 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
     return 0
 
 
-class _BarReporter:
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = progress.add_task("starting", total=None)
-
-    def phase(self, text: str) -> None:
-        self.progress.update(self.task, description=text)
-
+class _BarReporter(PhaseBar):
     def start_units(self, total: int) -> None:
         self.progress.update(self.task, description="landing units", total=total, completed=0)
 
@@ -106,8 +91,7 @@ def ingest_cmd(
     mode = Mode.DRY_RUN if dry_run else Mode.LAND if do_land else Mode.VALIDATE
     ctx = open_context(repo, store)
     options = IngestOptions(mode, push, max_units, until, max_bundle)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=json_out) as bar:
+    with progress_bar(console, disable=json_out) as bar:
         if unit is not None:
             from forkflow.landing.retry import retry_unit
 

@@ -6,22 +6,15 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json
+from forkflow.cli.progress import PhaseBar, progress_bar
 from forkflow.context import open_context
 from forkflow.replay.model import Report, Step, iso_day, parse_day, parse_every
 
 
-class _BarReporter:
-    def __init__(self, progress: Progress) -> None:
-        self.progress = progress
-        self.task = progress.add_task("starting", total=None)
-
-    def phase(self, text: str) -> None:
-        self.progress.update(self.task, description=text)
-
+class _BarReporter(PhaseBar):
     def start(self, total: int) -> None:
         self.progress.update(self.task, description="replaying", total=total, completed=0)
 
@@ -46,8 +39,7 @@ def replay(
 
     request = Request(parse_day(since, "--since"), parse_day(until, "--until"), parse_every(every), gate)
     ctx = open_context(repo, store)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True, disable=json_out) as bar:
+    with progress_bar(console, disable=json_out) as bar:
         report = run_replay(ctx, request, _BarReporter(bar), jobs=jobs)
     if html is not None:
         from forkflow.replay.html import render_html
