@@ -4,9 +4,8 @@
 """
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import sys
 import threading
 import time
@@ -614,14 +613,9 @@ def test_nan_timeouts_are_config_errors_not_crashes(cli, fork: Path, snippet: st
 def test_conflicts_resolve_reads_a_bounded_file(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
     import resource
 
-    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
-    builder.branch_fork()
-    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
-    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
-    fork = builder.f.path
-    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
-    with (fork / "forkflow.toml").open("a") as f:
-        f.write('\n[ingest]\nl1_command = "true"\n')
+    from tests.test_ingest import _conflict_fork
+
+    fork = _conflict_fork(cli, builder)
     assert cli("ingest", "--land", repo=fork).rc == 4  # units wait on a person (docs/automation.md)
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
