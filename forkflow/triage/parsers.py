@@ -324,12 +324,28 @@ def parse_cuda(before: str, after: str) -> str | None:
     canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
     if canonical and "device-side assert" not in key:
         runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
-        return f"{runtime} runtime error: " + canonical[1].lower()
+        where = _launched_from(before) if _KERNEL_FAULT.match(canonical[1]) else ""
+        return f"{runtime} runtime error: " + canonical[1].lower() + where
     if "device-side assert" in key:
         asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
         if asserts:
             key += " | " + "".join(asserts[-1])
     return key
+
+
+# A kernel's own fault, unlike a missing device or binary (the machine's fault, wherever seen)
+_KERNEL_FAULT = re.compile(r"(?i)an illegal memory|misaligned|unspecified launch|illegal instruction")
+
+
+def _launched_from(before: str) -> str:
+    """` @ file:function` of the innermost project frame of the traceback that ends where the
+    runtime error is printed: one runtime error from two kernels is two failures."""
+    lines = before[-16000:].split("\n")
+    frames = [f for f in frames_above(lines, len(lines) - 1) if not f[1].startswith("<")]
+    if not frames:  # --tb=short: `dir/file.py:12: in func`
+        frames = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[-80:]))]
+    frame = _project_frame(frames, strict=True)
+    return f" @ {frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else ""
 
 
 def parse_oom(before: str, after: str) -> str | None:

@@ -120,6 +120,7 @@ _MARKS = (*_FOOTERS_LIST, "Exception ignored in")
 _MATCHER = ahocorasick_rs.BytesAhoCorasick([t.literal for t in TRIGGERS] + [m.encode() for m in _MARKS],
                                            implementation=ahocorasick_rs.Implementation.DFA)
 _N_TRIGGERS = len(TRIGGERS)
+_FOOTER_BYTES = ahocorasick_rs.BytesAhoCorasick([m.encode() for m in _FOOTERS_LIST])
 _KINDS = {t.kind for t in TRIGGERS}
 MAX_MARKS = 4096  # positions of footers kept; past that, windows are searched as before
 
@@ -129,6 +130,13 @@ def _is_teardown(buf: bytes, pos: int) -> bool:
     lo = buf.rfind(b"\n", 0, pos)
     prev = buf.rfind(b"\n", 0, max(lo, 0))
     return lo > 0 and b"Exception ignored in" in buf[prev + 1: lo]
+
+
+def _on_footer(buf: bytes, pos: int) -> bool:
+    lo = buf.rfind(b"\n", 0, pos) + 1
+    hi = buf.find(b"\n", pos)
+    line = buf[lo: hi if hi >= 0 else len(buf)]
+    return len(line) < MAX_LINE and bool(_FOOTER_BYTES.find_matches_as_indexes(line))
 
 
 def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
@@ -198,6 +206,8 @@ class Scanner:
             if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
                 continue
             if trig.kind is K.EXCEPTION and _is_teardown(buf, start):
+                continue
+            if _on_footer(buf, start):  # `... to enable device-side assertions.` is no CUDA error
                 continue
             found[trig.kind] = (start, trig.label)
             if len(found) == len(_KINDS):
