@@ -39,3 +39,49 @@ def test_a_missing_kernel_image_is_the_machine_wherever_it_is_seen() -> None:
         return (f'Traceback (most recent call last):\n  File "/w/{f}", line 3, in g\n    y = f(x)\n'
                 "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
     assert signature_of(log("a.py")).key == signature_of(log("b.py")).key
+
+
+def test_details_after_the_first_clause_do_not_split_an_error() -> None:
+    # sizes and hints after the first `, ` / `. ` / ` (` change with the run and the version
+    a = signature_of("ValueError: too few workspace slots, have: 12, want: 48. Raise the limit.\n")
+    b = signature_of("ValueError: too few workspace slots, have: 4, want: 64, try a larger pool\n")
+    c = signature_of("ValueError: too few workspace slots (have 4 of 64)\n")
+    assert a.key == b.key == c.key
+    assert a.text == "EXCEPTION: ValueError: too few workspace slots"
+    # but a comma inside quotes or brackets is part of the message
+    d = signature_of("RuntimeError: shape '[2, 3]' is invalid for input of size 5\n")
+    assert d.text.endswith("shape '[N, N]' is invalid for input of size N")
+
+
+def test_an_exception_is_found_after_whatever_the_logger_put_before_it() -> None:
+    plain = signature_of("mylib.errors.OutOfSlots: no free slot, needed 3\n")
+    for line in ("[16:10:42] worker/ERROR  mylib.errors.OutOfSlots: no free slot, needed 9 (x5)\n",
+                 "93 mylib.errors.OutOfSlots: no free slot, needed 3\n",  # a numbered paste
+                 "W1210 08:01:33.059000 3495860 mylib/run.py:987] [0/0] OutOfSlots: no free slot\n"):
+        assert signature_of(line).key == plain.key, line
+
+
+def test_a_line_that_introduces_the_error_is_followed_to_it() -> None:
+    log = ("E0912 11:54:57.366000 1121181 pkg/tune.py:2100] [7/0] Runtime error during tuning: \n"
+           "E0912 11:54:57.366000 1121181 pkg/tune.py:2100] [7/0] No valid configs. "
+           "OutOfSlots: no free slot, needed 3\n"
+           "E0912 11:54:57.366000 1121181 pkg/tune.py:2100] [7/0] Ignoring this choice.\n")
+    assert signature_of(log).key == signature_of("OutOfSlots: no free slot\n").key
+
+
+def test_an_exception_line_is_never_taken_for_harness_noise() -> None:
+    log = ('  File "/w/subprocess.py", line 526, in run\n    raise CalledProcessError(retcode, args,\n'
+           "subprocess.CalledProcessError: Command '['cc', 'a.c']' returned non-zero exit status 1.\n")
+    assert signature_of(log).text.startswith("EXCEPTION: CalledProcessError: Command")
+
+
+def test_a_wrapper_is_looked_through_to_any_exception_it_names() -> None:
+    inner = "mylib.errors.OutOfSlots: no free slot, needed 3\n"
+    wrapped = (inner + "\nThe above exception was the direct cause of the following exception:\n\n"
+               "Traceback (most recent call last):\n"
+               '  File "/site-packages/torch/_dynamo/output_graph.py", line 1465, in _call_user_compiler\n'
+               "    raise BackendCompilerFailed(self.compiler_fn, e) from e\n"
+               "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n" + inner)
+    assert signature_of(wrapped).key == signature_of(inner).key
+    inductor = inner + "torch._inductor.exc.InductorError: " + inner
+    assert signature_of(inductor).key == signature_of(inner).key

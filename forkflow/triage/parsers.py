@@ -41,9 +41,32 @@ def _from_hit(after: str) -> str:
     return after.lstrip("\n").split("\n", 1)[0]
 
 
+_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+
+
 def _first_sentence(text: str) -> str:
-    cut = re.search(r"\.\s", text)
-    return text[: cut.start() + 1] if cut else text
+    """The message up to its first clause: what follows a `. `, `, `, `; ` or ` (` outside
+    quotes and brackets is detail (sizes, limits, hints) that changes with the run and the
+    version (`out of resource: shared memory, Required: 98304, Hardware limit: ...`)."""
+    stack: list[str] = []
+    quote = ""
+    for i, ch in enumerate(text[:600]):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "`\"":
+            quote = ch
+        elif ch == "'" and (i == 0 or not text[i - 1].isalnum()):
+            quote = ch
+        elif stack and ch == stack[-1]:
+            stack.pop()
+        elif ch in _CLOSE and not (ch == "(" and i > 0 and text[i - 1] == " " and not stack):
+            stack.append(_CLOSE[ch])
+        elif stack:
+            continue
+        elif ch == "(" or (ch in ".,;" and text[i + 1: i + 2] in ("", " ", "\t", "\n")):
+            return text[: i + 1].rstrip(" (,;")
+    return text
 
 
 # Library frames are never where a failure is: the assertion helpers of torch and unittest,
@@ -58,7 +81,7 @@ _GENERIC_MESSAGE = re.compile(r"^\s*(?:Tensor-likes are not (?:close|equal)!|Sca
 # Wrappers that re-raise another error: the wrapped error is the signature.
 _WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' raised:|InductorError:|"
                       r"LoweringException:|TorchRuntimeError: Failed running [^:]*:|"
-                      r"Exception: Caused by sample input at index \d+:.*)\s*")
+                      r"Exception: Caused by sample input at index \d+:)\s*")
 
 
 def _project_frame(frames: list[tuple[str, str, str]], strict: bool = False) -> tuple[str, str] | None:
@@ -160,13 +183,37 @@ def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "
 
 
 def _unwrap(message: str, following: list[str]) -> str:
+    """The error a wrapper re-raises (on its line or the next), else the wrapper's own words
+    without the data it quotes (`Caused by sample input at index 3: SampleInput(...)`)."""
     m = _WRAPPER.match(message)
     if not m:
         return message
     rest = message[m.end():].strip()
-    if rest:
-        return rest
-    return next((ln.strip() for ln in following if ln.strip()), message)
+    if _is_error_line(rest):
+        return from_exception(rest)
+    nxt = next((ln.strip() for ln in following if ln.strip()), "")
+    if _is_error_line(nxt):
+        return from_exception(nxt)
+    return m[0].strip()
+
+
+# A Python exception inside a log line, after whatever the logger put before it
+_EXCEPTION_START = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|Exception|Error)"
+                              r"(?<!Warning): ")
+
+
+def _is_error_line(line: str) -> bool:
+    return bool(_INNER_ERROR.match(line) or _EXCEPTION_START.match(line))
+
+
+def from_exception(line: str) -> str:
+    """`[16:10:42] ERROR OutOfResources: out of resource, Required: 98304` -> the exception and
+    the first clause of its message; a line without one is returned as it is."""
+    m = _EXCEPTION_START.search(line)
+    if not m:
+        return line
+    exc = line[m.start():]
+    return exc if exc.rstrip().endswith(":") else _first_sentence(exc)
 
 
 def _exception_message(first: str, rest: str) -> str:
@@ -403,8 +450,9 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\
                             r"non-zero (?:exit )?status|^process completed with exit code")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
-_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
-_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic"],
+# `: ` finds the lines of exceptions whose names say neither (`OutOfResources: ...`)
+_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic", ": "])
+_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic", b": "],
                                                implementation=ahocorasick_rs.Implementation.DFA)
 
 
@@ -446,14 +494,22 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | Non
         seen.add(lo)
         hi = text.find("\n", pos)
         line = text[lo: len(text) if hi < 0 else hi].strip()
-        if not line or not (_GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
-                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _UNINFORMATIVE.search(line):
+        # an exception line is the error even when its message sounds like a harness's
+        # (`CalledProcessError: Command ... returned non-zero exit status 1`)
+        exc = _EXCEPTION_START.search(line) is not None
+        if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
+                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
+                or (not exc and _UNINFORMATIVE.search(line)):
             continue
         following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
         i = text.count("\n", 0, lo)
+        nxt = next((ln.strip() for ln in following if ln.strip()), "")
+        if line.endswith(":") and _EXCEPTION_START.search(nxt):
+            # `Runtime error during autotuning:` introduces the error on the next line
+            return from_exception(nxt), i, line
         if line.startswith("FAILED ") and " - " in line:
-            return _unwrap(line.split(" - ", 1)[1], following), i, line
-        return _unwrap(strip_test_prefix(line), following), i, line
+            return _unwrap(from_exception(line.split(" - ", 1)[1]), following), i, line
+        return _unwrap(from_exception(strip_test_prefix(line)), following), i, line
     return None
 
 

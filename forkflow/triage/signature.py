@@ -407,13 +407,16 @@ def _unquote(text: str) -> str:
 
 _ERROR_CODE = re.compile(r"((?:Error \[\w+\]|error code|errno|Code):\s*)(0x[0-9a-fA-F]+|\d+)\b")
 # `torch.cuda.OutOfMemoryError:` and `OutOfMemoryError:` are one exception type
-_QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b)")
+_QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b"
+                        r"|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+(?=: ))")
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 
 _FOOTERS = _FOOTERS_LIST
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
 _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?"
+             # glog and torch logging: `E0912 11:54:57.366000 1121181 torch/x.py:2100] [7/0] `
+             r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?:\[[\d/]+\] )?"
              r"|# \| ?|[\w.-]{1,20}> )+")
 _LINE_PREFIX = re.compile("^" + _PREFIXES, re.M)
 # the same after a newline: a literal first character lets the regex engine jump from line to
