@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import subprocess
 import tempfile
 import time
@@ -55,11 +56,26 @@ def _first_line(text: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
+_ERRORISH = re.compile(r"(?i)error|fail|fatal|abort|exception|panic")
+_VOLATILE = ((re.compile(r"^\S*\d\d:\d\d:\d\d\S*\s*"), ""), (re.compile(r"(?<![\w.])(?:[\w.~-]*/)+([\w.-]+)"), r"\1"),
+             (re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b"), "H"), (re.compile(r"\d+"), "N"))
+
+
+def plain_regex_key(text: str) -> str:
+    """The baseline a grep-based triage uses, kept apart from forkflow's code so that it does not
+    improve with it: the last line that says error/failed, paths, hex and numbers replaced."""
+    lines = [ln.strip() for ln in text[-20000:].splitlines() if ln.strip()]
+    line = next((ln for ln in reversed(lines) if _ERRORISH.search(ln)), lines[-1] if lines else "")
+    for rx, repl in _VOLATILE:
+        line = rx.sub(repl, line[:2000])
+    return line
+
+
 def _scores(cases: list[real_corpus.Case]) -> tuple[float, float, float]:
     truth = [c.cause for c in cases]
     ours = adjusted_rand_index(truth, [signature_of(c.combined).key for c in cases])
     exact = adjusted_rand_index(truth, [_first_line(c.message) for c in cases])
-    regex = adjusted_rand_index(truth, [normalize(generic_key(c.combined)[0]) for c in cases])
+    regex = adjusted_rand_index(truth, [plain_regex_key(c.combined) for c in cases])
     return ours, exact, regex
 
 
@@ -86,6 +102,28 @@ def real_grouping(heldout: bool) -> None:
         twins = {v.id.split("~")[0] for v in fam}
         o, e, r = _scores([c for c in pool if c.id in twins] + fam)
         print(f"  {family:12} {len(fam):4} variants + twins: {o:.3f} | {e:.3f} | {r:.3f}")
+
+
+def confusions(heldout: bool) -> None:
+    """The causes forkflow splits, and the signatures that merge causes (real failures and
+    their variants): what to look at when a figure drops."""
+    cases = [c for c in real_corpus.load() if heldout or c.split == "train"]
+    by_cause: dict[str, list[tuple[str, str, str]]] = {}
+    by_key: dict[str, tuple[str, set[str]]] = {}
+    for c in cases + real_corpus.variants(cases):
+        sig = signature_of(c.combined)
+        by_cause.setdefault(c.cause, []).append((sig.key, c.surface, sig.text))
+        by_key.setdefault(sig.key, (sig.text, set()))[1].add(c.cause)
+    print("== split causes (surface: signature)")
+    for cause, sigs in sorted(by_cause.items()):
+        if len({k for k, _s, _t in sigs}) > 1:
+            print(f"{cause}:")
+            for _k, surface, text in sorted(set(sigs), key=lambda x: (x[2], x[1])):
+                print(f"    {surface:10} {text[:150]}")
+    print("== signatures shared by several causes")
+    for text, causes in sorted(by_key.values()):
+        if len(causes) > 1:
+            print(f"{text[:150]}\n    {', '.join(sorted(causes))}")
 
 
 def pathological() -> None:
@@ -241,8 +279,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--heldout", action="store_true", help="also score the held-out causes")
     ap.add_argument("--only-real", action="store_true", help="only the real-corpus scores")
+    ap.add_argument("--confusions", action="store_true", help="print split and merged causes")
     args = ap.parse_args()
     real_grouping(args.heldout)
+    if args.confusions:
+        confusions(args.heldout)
     if args.only_real:
         return
     pathological()

@@ -85,3 +85,17 @@ def test_a_wrapper_is_looked_through_to_any_exception_it_names() -> None:
     assert signature_of(wrapped).key == signature_of(inner).key
     inductor = inner + "torch._inductor.exc.InductorError: " + inner
     assert signature_of(inductor).key == signature_of(inner).key
+
+
+def test_a_passed_test_named_before_the_failure_does_not_locate_it() -> None:
+    failure = "FAILED tests/test_mm.py::test_mm[bf16] - AssertionError: Tensor-likes are not close!\n"
+    passed = "".join(f"PASSED tests/test_ops.py::test_case_{i} [0.01s]\n" for i in range(50))
+    assert signature_of(passed + failure).key == signature_of(failure).key
+    assert signature_of(failure).text.endswith("@ test_mm.py")
+
+
+def test_pytest_e_marker_is_not_part_of_an_out_of_memory_message() -> None:
+    a = signature_of("E       RuntimeError: XPU out of memory (allocated: 3 GB, limit: 4 GB).\n")
+    b = signature_of("RuntimeError: XPU out of memory (allocated: 1 GB, limit: 2 GB).\n")
+    assert a.key == b.key
+    assert a.text == "OOM: XPU out of memory"

@@ -99,17 +99,24 @@ _PYTEST_ID = re.compile(r"([\w.-]+\.py)::[\w\[]")
 _UNITTEST_HEAD = re.compile(r"\n(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[\w.]*\.)?(\w+)\)|(\w+)\.\w+[ \t]*(?=\n|$))")
 
 
+# a test another line reports as passed or skipped is not the one that failed
+_PASSED = re.compile(r"\b(?:PASSED|SKIPPED|XFAIL|XPASS|PASS|SKIP)\b")
+
+
 def test_unit(text: str) -> str | None:
     """The last test named in `text`: its module file (pytest) or its class (unittest)."""
     tail = "\n" + text[-8000:]
     best: tuple[int, str] | None = None
     pos = tail.rfind(".py::")
-    if pos >= 0:  # only the line of the last pytest id is searched
+    while pos >= 0:  # only the line of the last pytest id of a test that did not pass
         lo = tail.rfind("\n", 0, pos) + 1
         hi = tail.find("\n", pos)
-        found = list(_PYTEST_ID.finditer(tail, lo, len(tail) if hi < 0 else hi))
-        if found:
+        hi = len(tail) if hi < 0 else hi
+        found = list(_PYTEST_ID.finditer(tail, lo, hi))
+        if found and not _PASSED.search(tail, lo, hi):
             best = (lo, found[-1][1])
+            break
+        pos = tail.rfind(".py::", 0, lo)
     heads = list(_UNITTEST_HEAD.finditer(tail))
     if heads and (best is None or heads[-1].start() >= best[0]):
         best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
@@ -176,7 +183,7 @@ def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
 def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "") -> str:
     """`message`, plus where it happened (`_where`) when the message alone says too little."""
     _type, _, text = message.partition(": ")
-    if not _GENERIC_MESSAGE.match(text):
+    if not _GENERIC_MESSAGE.match(text) or " @ " in text:  # located once is enough
         return message
     where = _where(frames, before)
     return f"{message} @ {where}" if where else message
@@ -398,6 +405,7 @@ def _launched_from(before: str) -> str:
 def parse_oom(before: str, after: str) -> str | None:
     """The out-of-memory sentence, without the exception type or test id in front of it."""
     line = strip_test_prefix(_hit_line(before, after).strip())
+    line = re.sub(r"^E\s+", "", line)  # pytest's `E` in front of an error line
     line = re.sub(r"^(?:[\w.]+(?:Error|Exception):\s*)+", "", line)
     return _first_sentence(line)
 
