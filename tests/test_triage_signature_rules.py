@@ -99,3 +99,25 @@ def test_pytest_e_marker_is_not_part_of_an_out_of_memory_message() -> None:
     b = signature_of("RuntimeError: XPU out of memory (allocated: 1 GB, limit: 2 GB).\n")
     assert a.key == b.key
     assert a.text == "OOM: XPU out of memory"
+
+
+def _rewrap(log: str, error_line: str) -> str:
+    return (log + "\nThe above exception was the direct cause of the following exception:\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "/site-packages/torch/_dynamo/output_graph.py", line 1465, in _call_user_compiler\n'
+            "    raise BackendCompilerFailed(self.compiler_fn, e) from e\n"
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n" + error_line)
+
+
+def test_a_rewrapped_kernel_fault_keeps_the_frame_that_launched_it() -> None:
+    log = _ima("attn.py", "forward").replace(DSA_FOOTER, "")
+    wrapped = _rewrap(log, "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert signature_of(wrapped).key == signature_of(log).key
+
+
+def test_a_rewrapped_timeout_is_located_where_it_first_happened() -> None:
+    log = ('Traceback (most recent call last):\n  File "/w/test_dist.py", line 40, in test_gather\n'
+           "    self._wait()\nRuntimeError: Process 0 timed out after 300 seconds\n")
+    wrapped = _rewrap(log, "RuntimeError: Process 0 timed out after 300 seconds\n")
+    assert signature_of(log).text == "TIMEOUT: timeout in test_dist.py:test_gather"
+    assert signature_of(wrapped).key == signature_of(log).key

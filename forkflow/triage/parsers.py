@@ -394,12 +394,33 @@ _KERNEL_FAULT = re.compile(r"(?i)an illegal memory|misaligned|unspecified launch
 def _launched_from(before: str) -> str:
     """` @ file:function` of the innermost project frame of the traceback that ends where the
     runtime error is printed: one runtime error from two kernels is two failures."""
-    lines = before[-16000:].split("\n")
+    text = before[-16000:]
+    frame = _launch_frame(text)
+    root = _chain_root(text)
+    if frame is None and root is not None:  # re-raised by a wrapper: where it was first raised
+        frame = _launch_frame(root)
+    return f" @ {frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else ""
+
+
+def _launch_frame(text: str) -> tuple[str, str] | None:
+    lines = text.rstrip("\n").split("\n")
     frames = [f for f in frames_above(lines, len(lines) - 1) if not f[1].startswith("<")]
     if not frames:  # --tb=short: `dir/file.py:12: in func`
         frames = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[-80:]))]
-    frame = _project_frame(frames, strict=True)
-    return f" @ {frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else ""
+    return _project_frame(frames, strict=True)
+
+
+_CHAIN = re.compile(r"\n(?:The above exception was the direct cause of the following exception:|"
+                    r"During handling of the above exception, another exception occurred:)")
+
+
+def _chain_root(text: str) -> str | None:
+    """In a chain of tracebacks, the text up to the end of the one before the last link: the
+    error a wrapper re-raised, with its own frames."""
+    found = None
+    for found in _CHAIN.finditer(text):
+        pass
+    return text[:found.start()].rstrip() if found else None
 
 
 def parse_oom(before: str, after: str) -> str | None:
@@ -415,9 +436,15 @@ def parse_timeout(before: str, after: str) -> str | None:
     text = before[-24000:] + after[:8000]
     main = text.rfind("Stack of MainThread")
     # without a dump, the traceback that reported the timeout ends just before the hit
-    frames = _FRAME.findall(text[main:] if main >= 0 else before[-8000:] + _hit_line(before, after))
+    # (in a chain of tracebacks, those of the error that was re-raised)
+    region = before[-8000:]
+    root = _chain_root(region)
+    if root is not None and not _project_frame(
+            [(p, _basename(p), f) for p, f in _FRAME.findall(region[len(root):])], strict=True):
+        region = root  # the last link is a wrapper's: the frames of what it re-raised
+    frames = _FRAME.findall(text[main:] if main >= 0 else region + _hit_line(before, after))
     if not frames and main < 0:  # --tb=short: `dir/file.py:12: in func`
-        frames = _SHORT_FRAME.findall(before[-8000:])
+        frames = _SHORT_FRAME.findall(region)
     if main >= 0:
         section = re.split(r"\n[~+]{5,}", text[main:], maxsplit=2)
         frames = _FRAME.findall(section[1] if len(section) > 1 else section[0]) or frames
