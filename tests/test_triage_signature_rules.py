@@ -121,3 +121,18 @@ def test_a_rewrapped_timeout_is_located_where_it_first_happened() -> None:
     wrapped = _rewrap(log, "RuntimeError: Process 0 timed out after 300 seconds\n")
     assert signature_of(log).text == "TIMEOUT: timeout in test_dist.py:test_gather"
     assert signature_of(wrapped).key == signature_of(log).key
+
+
+def test_an_assertion_is_keyed_by_its_function_not_by_what_the_runner_printed_before() -> None:
+    func = "T& llvm::SmallVectorTemplateCommon<T, {p}>::operator[](size_type) [with T = int]"
+    a = (f"test_a (__main__.TestX) ... python: /root/llvm/SmallVector.h:291: {func.format(p='<template-parameter-1-2>')}: "
+         "Assertion `idx < size()' failed.\n")
+    b = f"opt: /src/llvm/SmallVector.h:295: {func.format(p='')}: Assertion `idx < size()' failed.\n"
+    assert signature_of(a).key == signature_of(b).key
+    assert "TestX" not in signature_of(a).text
+
+
+def test_a_tests_parameters_are_not_part_of_its_signature() -> None:
+    def crash(params: str) -> str:
+        return f"worker 'gw3' crashed while running 'tests/test_bp.py::test_matmul[{params}]'\n"
+    assert signature_of(crash("shape0-4")).key == signature_of(crash("shape1-8")).key

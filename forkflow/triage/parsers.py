@@ -294,6 +294,9 @@ def parse_compiler(before: str, after: str) -> str | None:
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
+_LOCATION = re.compile(r":\d+: ")  # the end of `file:line: `
+
+
 def _lines_with(text: str, word: str) -> list[str]:
     """The lines of `text` that hold `word`, in order, without splitting the whole text."""
     out, pos = [], text.find(word)
@@ -326,6 +329,12 @@ def parse_crash(before: str, after: str) -> str | None:
     located = [m for ln in _lines_with(text, "Assertion") for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
+        # the function is what follows the last `file:line: ` (a test runner may print the
+        # test's name and the tool's before it); GCC's names for unnamed template parameters
+        # (`<template-parameter-1-2>`) are dropped, as a Markdown quote of the log drops them
+        ends = [m.end() for m in _LOCATION.finditer(func)]
+        func = func[ends[-1]:] if ends else func
+        func = re.sub(r"<template-parameter-[\d-]+>", "", func)
         func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
         return f"{func}: {assertion}" if func else assertion
     for rule in _CRASH_RULES:

@@ -337,6 +337,8 @@ _RULES: tuple[tuple[re.Pattern[str], str, tuple[str, ...]], ...] = tuple(
     (r"\b(?:tmp|pytest-)[\w-]{5,}", "tmp*", "tmp|pytest-"),
     # LLVM SelectionDAG node ids, xdist workers, ranks, pid/tid folders
     (r"\b(t|gw|rank|pid_|tid_|worker)\d+(?:_\d+)*\b", r"\1N", "0"),
+    # a test's parameters (`test_x.py::test_mm[shape0-4]`) are not where it failed
+    (r"(\.py::[\w:]+)\[[^\]\s']*\]", r"\1", "::"),
     # generated names (inductor's cache files, hashes): long mixes of letters and digits
     (r"\b(?=[a-z0-9]*\d)(?=[a-z0-9]*[a-z])[a-z0-9]{20,}\b", "<hash>", "0"),
     (r"(?<![\w.])[-+]?\d+(?:\.\d+)*(?:[eE][-+]?\d+)?", "N", "0"),
