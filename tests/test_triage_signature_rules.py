@@ -136,3 +136,24 @@ def test_a_tests_parameters_are_not_part_of_its_signature() -> None:
     def crash(params: str) -> str:
         return f"worker 'gw3' crashed while running 'tests/test_bp.py::test_matmul[{params}]'\n"
     assert signature_of(crash("shape0-4")).key == signature_of(crash("shape1-8")).key
+
+
+def test_a_message_is_one_error_whatever_type_carries_it() -> None:
+    # torch moved CUDA errors from RuntimeError to AcceleratorError; some logs print no type
+    a = signature_of("RuntimeError: XPU backend cannot allocate the workspace\n")
+    b = signature_of("torch.AcceleratorError: XPU backend cannot allocate the workspace\n")
+    c = signature_of("XPU backend cannot allocate the workspace, 64 MB requested\n")
+    assert a.key == b.key == c.key
+    # a message of one or two words says too little without its type
+    assert signature_of("KeyError: 'BLOCK_K'\n").key != signature_of("IndexError: 'BLOCK_K'\n").key
+
+
+def test_an_abort_after_another_fatal_error_is_not_the_cause() -> None:
+    fpe = "Fatal Python error: Floating point exception\n\nCurrent thread 0x00007fb2 (most recent call first):\n"
+    assert signature_of(fpe + "Fatal Python error: Aborted\n").key == signature_of(fpe).key
+
+
+def test_a_tools_name_and_version_are_not_part_of_its_error() -> None:
+    def log(tool: str) -> str:
+        return f"#3 0x1 _start (/bin/{tool}+0x1)\n{tool}: error: unable to execute command: Aborted (core dumped)\n"
+    assert signature_of(log("clang-8")).key == signature_of(log("clang++")).key

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 
@@ -23,6 +24,7 @@ class FailureKind(str, enum.Enum):
 
 PRIORITY: tuple[FailureKind, ...] = tuple(FailureKind)
 _KIND_VALUES = frozenset(k.value for k in FailureKind)
+_TYPED = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*): (.*)$", re.S)
 
 
 class Classification(str, enum.Enum):
@@ -58,7 +60,11 @@ class Signature:
         """The group id: of the normalized error text, not of the trigger that found it (the
         same error seen through a crash reporter or a compiler driver is the same failure)."""
         kind, sep, rest = self.text.partition(": ")
-        return signature_key(rest if sep and kind in _KIND_VALUES else self.text)
+        rest = rest if sep and kind in _KIND_VALUES else self.text
+        typed = _TYPED.match(rest)
+        if typed and len(typed[2].split()) >= 3:
+            rest = typed[2]
+        return signature_key(rest)
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,10 +215,10 @@ def _is_error_line(line: str) -> bool:
 
 def from_exception(line: str) -> str:
     """`[16:10:42] ERROR OutOfResources: out of resource, Required: 98304` -> the exception and
-    the first clause of its message; a line without one is returned as it is."""
+    the first clause of its message; a line without one: its first clause."""
     m = _EXCEPTION_START.search(line)
     if not m:
-        return line
+        return _first_sentence(line)
     exc = line[m.start():]
     return exc if exc.rstrip().endswith(":") else _first_sentence(exc)
 
@@ -366,9 +366,13 @@ def parse_crash(before: str, after: str) -> str | None:
             diag = _DIAGNOSTIC.search(reason)
             return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else reason
     if fatal:
+        # an abort after another fatal error is that error's end, not its cause
+        reason = next((f for f in reversed(fatal) if f.strip() != "Aborted"), fatal[-1])
         py = _FRAME.findall(after[:8000])
-        return f"Fatal Python error: {fatal[-1]}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
-    return None
+        return f"Fatal Python error: {reason}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
+    # `clang-8: error: unable to execute command: ...`: the tool's name and version are not the error
+    diag = _DIAGNOSTIC.search(_hit_line(before, after))
+    return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else None
 
 
 # The CUDA/HIP runtime's own error strings: whatever prints them (torch, Triton, a C++ check
@@ -518,7 +522,8 @@ def generic_line(text: str) -> tuple[str, int, str]:
         end, size = start, size * 4
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
-        return lines[-1].strip(), text.count("\n", 0, len(text.rstrip())), lines[-1].strip()
+        last = lines[-1].strip()
+        return from_exception(last), text.count("\n", 0, len(text.rstrip())), last
     return "", -1, ""
 
 
