@@ -42,12 +42,19 @@ def _from_hit(after: str) -> str:
 
 
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLAUSE_END = re.compile(r"[.,;](?=\s|$)| \(")
+_OPENERS = re.compile(r"[(\[{<`\"']")
 
 
 def _first_sentence(text: str) -> str:
     """The message up to its first clause: what follows a `. `, `, `, `; ` or ` (` outside
     quotes and brackets is detail (sizes, limits, hints) that changes with the run and the
     version (`out of resource: shared memory, Required: 98304, Hardware limit: ...`)."""
+    end = _CLAUSE_END.search(text, 0, 600)
+    if end is None:
+        return text
+    if not _OPENERS.search(text, 0, end.start()):  # nothing quoted before it: cut there
+        return text[: end.start() + 1].rstrip(" (,;")
     stack: list[str] = []
     quote = ""
     for i, ch in enumerate(text[:600]):
@@ -100,23 +107,21 @@ _UNITTEST_HEAD = re.compile(r"\n(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[
 
 
 # a test another line reports as passed or skipped is not the one that failed
-_PASSED = re.compile(r"\b(?:PASSED|SKIPPED|XFAIL|XPASS|PASS|SKIP)\b")
+_ID_LINE = re.compile(r"^(?![^\n]*(?:PASS|SKIP|XFAIL))[^\n]*\.py::[^\n]*", re.M)
 
 
 def test_unit(text: str) -> str | None:
     """The last test named in `text`: its module file (pytest) or its class (unittest)."""
     tail = "\n" + text[-8000:]
     best: tuple[int, str] | None = None
-    pos = tail.rfind(".py::")
-    while pos >= 0:  # only the line of the last pytest id of a test that did not pass
-        lo = tail.rfind("\n", 0, pos) + 1
-        hi = tail.find("\n", pos)
-        hi = len(tail) if hi < 0 else hi
-        found = list(_PYTEST_ID.finditer(tail, lo, hi))
-        if found and not _PASSED.search(tail, lo, hi):
-            best = (lo, found[-1][1])
-            break
-        pos = tail.rfind(".py::", 0, lo)
+    last = None
+    if ".py::" in tail:  # only the line of the last pytest id of a test that did not pass
+        for last in _ID_LINE.finditer(tail):
+            pass
+    if last is not None:
+        found = list(_PYTEST_ID.finditer(last[0]))
+        if found:
+            best = (last.start(), found[-1][1])
     heads = list(_UNITTEST_HEAD.finditer(tail))
     if heads and (best is None or heads[-1].start() >= best[0]):
         best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
