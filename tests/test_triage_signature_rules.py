@@ -51,6 +51,9 @@ def test_details_after_the_first_clause_do_not_split_an_error() -> None:
     # but a comma inside quotes or brackets is part of the message
     d = signature_of("RuntimeError: shape '[2, 3]' is invalid for input of size 5\n")
     assert d.text.endswith("shape '[N, N]' is invalid for input of size N")
+    # a parenthesised detail is dropped, what follows it is kept
+    e = signature_of("RuntimeError: The size of tensor a (4) must match the size of tensor b (5)\n")
+    assert e.text.endswith("The size of tensor a must match the size of tensor b")
 
 
 def test_an_exception_is_found_after_whatever_the_logger_put_before_it() -> None:
@@ -98,7 +101,7 @@ def test_pytest_e_marker_is_not_part_of_an_out_of_memory_message() -> None:
     a = signature_of("E       RuntimeError: XPU out of memory (allocated: 3 GB, limit: 4 GB).\n")
     b = signature_of("RuntimeError: XPU out of memory (allocated: 1 GB, limit: 2 GB).\n")
     assert a.key == b.key
-    assert a.text == "OOM: XPU out of memory"
+    assert a.text == "OOM: XPU out of memory."
 
 
 def _rewrap(log: str, error_line: str) -> str:

@@ -42,22 +42,29 @@ def _from_hit(after: str) -> str:
 
 
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
-_CLAUSE_END = re.compile(r"[.,;](?=\s|$)| \(")
+_CLAUSE_END = re.compile(r"[.,;](?=\s|$)")
+_PARENTHESISED = re.compile(r" \([^()]*\)")
 _OPENERS = re.compile(r"[(\[{<`\"']")
 
 
 def _first_sentence(text: str) -> str:
-    """The message up to its first clause: what follows a `. `, `, `, `; ` or ` (` outside
-    quotes and brackets is detail (sizes, limits, hints) that changes with the run and the
-    version (`out of resource: shared memory, Required: 98304, Hardware limit: ...`)."""
-    end = _CLAUSE_END.search(text, 0, 600)
+    """The message up to its first clause, without parenthesised details: what follows a `. `,
+    `, ` or `; ` outside quotes and brackets, and what stands in ` (...)`, is detail (sizes,
+    limits, paths, hints) that changes with the run and the version (`out of resource: shared
+    memory, Required: 98304, ...`, `out of memory (allocated: 3.2 GB, ...)`)."""
+    text = text[:600]
+    if " (" in text:
+        text = _PARENTHESISED.sub("", text)
+        cut = text.find(" (")  # one left open: the text was cut inside it
+        text = text[:cut] if cut >= 0 else text
+    end = _CLAUSE_END.search(text)
     if end is None:
         return text
     if not _OPENERS.search(text, 0, end.start()):  # nothing quoted before it: cut there
-        return text[: end.start() + 1].rstrip(" (,;")
+        return text[: end.start() + 1].rstrip(",;")
     stack: list[str] = []
     quote = ""
-    for i, ch in enumerate(text[:600]):
+    for i, ch in enumerate(text):
         if quote:
             if ch == quote:
                 quote = ""
@@ -67,12 +74,10 @@ def _first_sentence(text: str) -> str:
             quote = ch
         elif stack and ch == stack[-1]:
             stack.pop()
-        elif ch in _CLOSE and not (ch == "(" and i > 0 and text[i - 1] == " " and not stack):
+        elif ch in _CLOSE:
             stack.append(_CLOSE[ch])
-        elif stack:
-            continue
-        elif ch == "(" or (ch in ".,;" and text[i + 1: i + 2] in ("", " ", "\t", "\n")):
-            return text[: i + 1].rstrip(" (,;")
+        elif not stack and ch in ".,;" and text[i + 1: i + 2] in ("", " ", "\t", "\n"):
+            return text[: i + 1].rstrip(",;")
     return text
 
 
