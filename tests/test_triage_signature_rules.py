@@ -160,3 +160,12 @@ def test_a_tools_name_and_version_are_not_part_of_its_error() -> None:
     def log(tool: str) -> str:
         return f"#3 0x1 _start (/bin/{tool}+0x1)\n{tool}: error: unable to execute command: Aborted (core dumped)\n"
     assert signature_of(log("clang-8")).key == signature_of(log("clang++")).key
+
+
+def test_a_blank_e_line_does_not_end_pytests_error_block() -> None:
+    log = (">       torch.testing.assert_close(out, ref)\n"
+           "E       AssertionError: Tensor-likes are not close!\nE\n"
+           "E       Mismatched elements: 111 / 4096 (2.7%)\n"
+           "E       Greatest absolute difference: 0.00048 at index (5, 28)\n\n"
+           "tests/test_dot.py:12: AssertionError\n")
+    assert signature_of(log).text.startswith("EXCEPTION: AssertionError: Tensor-likes are not close!")

@@ -251,7 +251,8 @@ def parse_pytest(before: str, after: str) -> str | None:
     lines = before.split("\n") + [_from_hit(after)]
     end = len(lines) - 1
     start = end
-    while start > 0 and lines[start - 1].startswith("E "):
+    # the block goes on over `E` lines left blank (`E` alone between two paragraphs)
+    while start > 0 and (lines[start - 1].startswith("E ") or lines[start - 1].rstrip() == "E"):
         start -= 1
     first = _unwrap(lines[start][1:].strip(), [ln[1:] for ln in lines[start + 1:start + 4]])
     if first.endswith(":"):  # `Exception occurred in X:` introduces the error on the next E line
