@@ -169,3 +169,11 @@ def test_a_blank_e_line_does_not_end_pytests_error_block() -> None:
            "E       Greatest absolute difference: 0.00048 at index (5, 28)\n\n"
            "tests/test_dot.py:12: AssertionError\n")
     assert signature_of(log).text.startswith("EXCEPTION: AssertionError: Tensor-likes are not close!")
+
+
+def test_an_exception_printed_as_its_repr_is_the_same_exception() -> None:
+    def log(got: str) -> str:
+        return ("triton.compiler.errors.CompilationError: at 12:8:\n    c = tl.dot(a, b)\n        ^\n"
+                f"AssertionError('Both operands must be same dtype. Got {got} and fp32')\n")
+    assert signature_of(log("bf16")).key == signature_of(log("fp16")).key
+    assert signature_of(log("bf16")).text.endswith("AssertionError: Both operands must be same dtype.")

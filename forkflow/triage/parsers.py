@@ -43,6 +43,7 @@ def _from_hit(after: str) -> str:
 
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLAUSE_END = re.compile(r"[.,;](?=\s|$)")
+_REPR = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\((['\"])([^'\"\n]*)\2\)")
 _PARENTHESISED = re.compile(r" \([^()]*\)")
 _OPENERS = re.compile(r"[(\[{<`\"']")
 
@@ -53,6 +54,8 @@ def _first_sentence(text: str) -> str:
     limits, paths, hints) that changes with the run and the version (`out of resource: shared
     memory, Required: 98304, ...`, `out of memory (allocated: 3.2 GB, ...)`)."""
     text = text[:600]
+    if "(" in text:  # `AssertionError('msg')`, an exception as repr() prints it
+        text = _REPR.sub(r"\1: \3", text)
     if " (" in text:
         text = _PARENTHESISED.sub("", text)
         cut = text.find(" (")  # one left open: the text was cut inside it
