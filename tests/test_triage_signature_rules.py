@@ -177,3 +177,10 @@ def test_an_exception_printed_as_its_repr_is_the_same_exception() -> None:
                 f"AssertionError('Both operands must be same dtype. Got {got} and fp32')\n")
     assert signature_of(log("bf16")).key == signature_of(log("fp16")).key
     assert signature_of(log("bf16")).text.endswith("AssertionError: Both operands must be same dtype.")
+
+
+def test_a_message_that_only_introduces_a_block_is_located() -> None:
+    def failed(test: str) -> str:
+        return f"FAILED tests/{test}::test_k[a-1] - triton.compiler.errors.CompilationError: at 80:4:\n"
+    assert signature_of(failed("test_attn.py")).key != signature_of(failed("test_norm.py")).key
+    assert signature_of(failed("test_attn.py")).text.endswith("@ test_attn.py")

@@ -92,7 +92,9 @@ _LIBRARY = re.compile(r"(?:site|dist)-packages/(?:torch/(?:testing|_dynamo|_indu
 # Messages that say too little to tell causes apart: the innermost project frame is added.
 _GENERIC_MESSAGE = re.compile(r"^\s*(?:Tensor-likes are not (?:close|equal)!|Scalars are not (?:close|equal)!|"
                               r"PassManager::run failed|assert \w+$|True is not false|False is not true|"
-                              r"\S+ not raised|$)")
+                              r"\S+ not raised|$|"
+                              # a message that only introduces a block it did not quote (`at 80:4:`)
+                              r".*:\s*$)")
 # Wrappers that re-raise another error: the wrapped error is the signature.
 _WRAPPER = re.compile(r"^(?:[\w.]+\.)?(?:BackendCompilerFailed: backend='\w+' raised:|InductorError:|"
                       r"LoweringException:|TorchRuntimeError: Failed running [^:]*:|"
