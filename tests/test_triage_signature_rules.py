@@ -184,3 +184,11 @@ def test_a_message_that_only_introduces_a_block_is_located() -> None:
         return f"FAILED tests/{test}::test_k[a-1] - triton.compiler.errors.CompilationError: at 80:4:\n"
     assert signature_of(failed("test_attn.py")).key != signature_of(failed("test_norm.py")).key
     assert signature_of(failed("test_attn.py")).text.endswith("@ test_attn.py")
+
+
+def test_a_rewrapped_kernel_fault_is_located_past_other_ranks_tracebacks() -> None:
+    log = _ima("attn.py", "forward").replace(DSA_FOOTER, "")
+    other_rank = ('[rank1]: Traceback (most recent call last):\n'
+                  '[rank1]:   File "/w/train.py", line 72, in <module>\n')
+    wrapped = _rewrap(log + other_rank, "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert signature_of(wrapped).key == signature_of(log).key

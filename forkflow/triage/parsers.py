@@ -407,7 +407,7 @@ def parse_cuda(before: str, after: str) -> str | None:
     canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
     if canonical and "device-side assert" not in key:
         runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
-        where = _launched_from(before) if _KERNEL_FAULT.match(canonical[1]) else ""
+        where = _launched_from(before, canonical[1]) if _KERNEL_FAULT.match(canonical[1]) else ""
         return f"{runtime} runtime error: " + canonical[1].lower() + where
     if "device-side assert" in key:
         asserts = re.findall(r"Assertion `(.*?)` failed|Assertion `(.*?)' failed", before[-16000:])
@@ -420,14 +420,16 @@ def parse_cuda(before: str, after: str) -> str | None:
 _KERNEL_FAULT = re.compile(r"(?i)an illegal memory|misaligned|unspecified launch|illegal instruction")
 
 
-def _launched_from(before: str) -> str:
+def _launched_from(before: str, error: str) -> str:
     """` @ file:function` of the innermost project frame of the traceback that ends where the
     runtime error is printed: one runtime error from two kernels is two failures."""
     text = before[-16000:]
     frame = _launch_frame(text)
     root = _chain_root(text)
     if frame is None and root is not None:  # re-raised by a wrapper: where it was first raised
-        frame = _launch_frame(root)
+        at = root.rfind(error)  # (other ranks' tracebacks may follow it)
+        end = root.find("\n", at) if at >= 0 else -1
+        frame = _launch_frame(root[:end] if end >= 0 else root)
     return f" @ {frame[0]}:{frame[1]}" if frame and frame[1] != "<module>" else ""
 
 
