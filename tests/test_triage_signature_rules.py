@@ -192,3 +192,12 @@ def test_a_rewrapped_kernel_fault_is_located_past_other_ranks_tracebacks() -> No
                   '[rank1]:   File "/w/train.py", line 72, in <module>\n')
     wrapped = _rewrap(log + other_rank, "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert signature_of(wrapped).key == signature_of(log).key
+
+
+def test_runner_prefixes_on_every_line_are_not_part_of_the_error() -> None:
+    lines = ["step 1 ok", "ERROR: the build failed in stage compile", "done"]
+    plain = signature_of("".join(f"{ln}\n" for ln in lines))
+    for prefix in ("2024-08-04T01:59:02.2673094Z ", "[2024-08-04T01:59:02.267Z] ", "[16:10:42] ",
+                   "2024-08-04 01:59:02,267 - root - ", "[gw3] ", "[rank0]: ", "# | "):
+        log = "".join(f"{prefix}{ln}\n" for ln in lines)
+        assert signature_of(log).key == plain.key, prefix

@@ -419,6 +419,9 @@ _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?"
              # glog and torch logging: `E0912 11:54:57.366000 1121181 torch/x.py:2100] [7/0] `
              r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?:\[[\d/]+\] )?"
+             # bracketed or logging timestamps, pytest-xdist's worker tag
+             r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] ?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?"
+             r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:- [\w.]+ - )?|\[gw\d+\] ?"
              r"|# \| ?|[\w.-]{1,20}> )+")
 _LINE_PREFIX = re.compile("^" + _PREFIXES, re.M)
 # the same after a newline: a literal first character lets the regex engine jump from line to
