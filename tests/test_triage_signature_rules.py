@@ -201,3 +201,23 @@ def test_runner_prefixes_on_every_line_are_not_part_of_the_error() -> None:
                    "2024-08-04 01:59:02,267 - root - ", "[gw3] ", "[rank0]: ", "# | "):
         log = "".join(f"{prefix}{ln}\n" for ln in lines)
         assert signature_of(log).key == plain.key, prefix
+
+
+_CLOSE_E = "E       AssertionError: Tensor-likes are not close!\nE\nE       Mismatched elements: 11 / 4096 (0.3%)\n"
+
+
+def test_pytests_long_and_short_styles_give_one_signature() -> None:
+    long = ("    def test_dot(M):\n        out = kernel(x)\n>       torch.testing.assert_close(out, ref)\n"
+            + _CLOSE_E + "\ntests/test_dot.py:40: AssertionError\n")
+    short = "tests/test_dot.py:40: in test_dot\n    torch.testing.assert_close(out, ref)\n" + _CLOSE_E
+    native = ('Traceback (most recent call last):\n  File "/w/tests/test_dot.py", line 40, in test_dot\n'
+              "    torch.testing.assert_close(out, ref)\nAssertionError: Tensor-likes are not close!\n")
+    assert signature_of(long).key == signature_of(short).key == signature_of(native).key
+    assert signature_of(long).text.endswith("@ test_dot.py:test_dot")
+    # a helper that asserts is where it happened, in both styles
+    long_helper = ("    def test_dot(M):\n>       check(kernel(x), ref)\n\ntests/test_dot.py:40: \n"
+                   "_ _ _ _ _ _ _ _\n\n    def check(a, b):\n>       torch.testing.assert_close(a, b)\n"
+                   + _CLOSE_E + "\ntests/helpers.py:7: AssertionError\n")
+    short_helper = ("tests/test_dot.py:40: in test_dot\n    check(kernel(x), ref)\n"
+                    "tests/helpers.py:7: in check\n    torch.testing.assert_close(a, b)\n" + _CLOSE_E)
+    assert signature_of(long_helper).key == signature_of(short_helper).key

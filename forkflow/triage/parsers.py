@@ -272,13 +272,45 @@ def parse_pytest(before: str, after: str) -> str | None:
     _type, _, text = first.partition(": ")
     if not _GENERIC_MESSAGE.match(text if text else ""):
         return first
+    context = "\n".join(lines[max(0, start - 200):start])
     if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
         short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
         if short:
-            return with_frame(first, short, "\n".join(lines[max(0, start - 200):start]))
+            return with_frame(first, short, context)
+    else:  # --tb=long: the same frames, so that both styles give one signature
+        frames = _long_frames(context, after[len(_from_hit(after)):4000])
+        if frames:
+            return with_frame(first, frames, context)
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
+
+
+_DEF = re.compile(r"^[>\s]*(?:async\s+)?def (\w+)\(")
+_LONG_LOC = re.compile(r"^(\S+?\.py):\d+:(?: in (\w+)| .*)?$")
+
+
+def _long_frames(before: str, after: str) -> list[tuple[str, str, str]]:
+    """The frames of pytest's long traceback style: each entry's source (with its `def`),
+    closed by `path:line: [message]`; the last entry is closed after the `E` lines."""
+    frames: list[tuple[str, str, str]] = []
+    func = ""
+    for line in before.split("\n"):
+        d = _DEF.match(line)
+        if d:
+            func = d[1]
+            continue
+        loc = _LONG_LOC.match(line)
+        if loc:
+            frames.append((loc[1], _basename(loc[1]), loc[2] or func or "?"))
+            func = ""
+    for line in after.split("\n", 8)[:8]:
+        loc = _LONG_LOC.match(line.strip())
+        if loc:
+            frames.append((loc[1], _basename(loc[1]), loc[2] or func or "?"))
+            break
+    # without any function name (no `def` shown) the frames say less than the statement
+    return frames if any(f[2] != "?" for f in frames) else []
 
 
 def parse_filecheck(before: str, after: str) -> str | None:
