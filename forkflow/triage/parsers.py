@@ -117,21 +117,28 @@ _UNITTEST_HEAD = re.compile(r"\n(?:ERROR|FAIL)(?: \[[\d.]+m?s\])?: (?:\w+ \((?:[
 
 
 # a test another line reports as passed or skipped is not the one that failed
-_ID_LINE = re.compile(r"^(?![^\n]*(?:PASS|SKIP|XFAIL))[^\n]*\.py::[^\n]*", re.M)
+_PASSED = re.compile(r"PASS|SKIP|XFAIL")
+# after a literal newline, so the regex engine jumps from line to line
+_ID_LINE = re.compile(r"\n(?![^\n]*(?:PASS|SKIP|XFAIL))([^\n]*\.py::[^\n]*)")
 
 
 def test_unit(text: str) -> str | None:
     """The last test named in `text`: its module file (pytest) or its class (unittest)."""
     tail = "\n" + text[-8000:]
     best: tuple[int, str] | None = None
-    last = None
-    if ".py::" in tail:  # only the line of the last pytest id of a test that did not pass
-        for last in _ID_LINE.finditer(tail):
-            pass
-    if last is not None:
-        found = list(_PYTEST_ID.finditer(last[0]))
+    pos = tail.rfind(".py::")
+    if pos >= 0:  # only the line of the last pytest id of a test that did not pass
+        lo = tail.rfind("\n", 0, pos) + 1
+        hi = tail.find("\n", pos)
+        start, line = lo, tail[lo: len(tail) if hi < 0 else hi]
+        if _PASSED.search(line):  # the lines before, in one pass (rarely needed)
+            last = None
+            for last in _ID_LINE.finditer(tail, 0, lo):
+                pass
+            start, line = (last.start() + 1, last[1]) if last else (-1, "")
+        found = list(_PYTEST_ID.finditer(line))
         if found:
-            best = (last.start(), found[-1][1])
+            best = (start, found[-1][1])
     heads = list(_UNITTEST_HEAD.finditer(tail))
     if heads and (best is None or heads[-1].start() >= best[0]):
         best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
