@@ -221,3 +221,11 @@ def test_pytests_long_and_short_styles_give_one_signature() -> None:
     short_helper = ("tests/test_dot.py:40: in test_dot\n    check(kernel(x), ref)\n"
                     "tests/helpers.py:7: in check\n    torch.testing.assert_close(a, b)\n" + _CLOSE_E)
     assert signature_of(long_helper).key == signature_of(short_helper).key
+
+
+def test_a_number_at_the_end_of_a_path_keeps_the_name_before_it() -> None:
+    def failed(n: int, suite: str) -> str:
+        return (f"[  FAILED  ] Inst/{suite}.Run/{n}, where GetParam() = (gfx942, 3) (1434 ms)\n")
+    # gtest's parameter index is not the signature; the test's name is
+    assert signature_of(failed(29, "AssertTest")).key == signature_of(failed(30, "AssertTest")).key
+    assert signature_of(failed(29, "AssertTest")).key != signature_of(failed(29, "CopyTest")).key

@@ -367,6 +367,9 @@ _PATH = re.compile(r"(?<![\w.:])(?:[A-Za-z]:)?(?:[\w.+@~-]*[/\\])++[\w.+@-]*")
 
 def _last_part(m: re.Match[str]) -> str:
     parts = re.split(r"[/\\]", m[0])
+    if len(parts) >= 3 and parts[-1].isdigit() and parts[-2]:
+        # a number is an index, not a name: gtest's `Suite/Test.Name/29`, `/proc/1234`
+        return f"{parts[-2]}/{parts[-1]}"
     return m[0] if len(parts) < 2 or not parts[-1] else parts[-1]
 
 
