@@ -198,7 +198,8 @@ def test_runner_prefixes_on_every_line_are_not_part_of_the_error() -> None:
     lines = ["step 1 ok", "ERROR: the build failed in stage compile", "done"]
     plain = signature_of("".join(f"{ln}\n" for ln in lines))
     for prefix in ("2024-08-04T01:59:02.2673094Z ", "[2024-08-04T01:59:02.267Z] ", "[16:10:42] ",
-                   "2024-08-04 01:59:02,267 - root - ", "[gw3] ", "[rank0]: ", "# | "):
+                   "2024-08-04 01:59:02,267 - root - ", "[gw3] ", "[rank0]: ", "# | ",
+                   "209: "):  # ctest's test number
         log = "".join(f"{prefix}{ln}\n" for ln in lines)
         assert signature_of(log).key == plain.key, prefix
 
@@ -229,3 +230,9 @@ def test_a_number_at_the_end_of_a_path_keeps_the_name_before_it() -> None:
     # gtest's parameter index is not the signature; the test's name is
     assert signature_of(failed(29, "AssertTest")).key == signature_of(failed(30, "AssertTest")).key
     assert signature_of(failed(29, "AssertTest")).key != signature_of(failed(29, "CopyTest")).key
+
+
+def test_a_traceback_behind_ctests_test_number_is_still_a_traceback() -> None:
+    tb = ('Traceback (most recent call last):\n  File "/w/tests/test_io.py", line 9, in test_read\n'
+          "    check(x)\nValueError: bad header in block 3\n")
+    assert signature_of("".join(f"209: {ln}\n" for ln in tb.splitlines())).key == signature_of(tb).key

@@ -425,6 +425,8 @@ _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \
              # bracketed or logging timestamps, pytest-xdist's worker tag
              r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] ?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?"
              r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:- [\w.]+ - )?|\[gw\d+\] ?"
+             # ctest's test number when it runs tests in parallel: `209: `
+             r"|\d{1,5}: "
              r"|# \| ?|[\w.-]{1,20}> )+")
 _LINE_PREFIX = re.compile("^" + _PREFIXES, re.M)
 # the same after a newline: a literal first character lets the regex engine jump from line to
