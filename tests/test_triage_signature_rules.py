@@ -236,3 +236,16 @@ def test_a_traceback_behind_ctests_test_number_is_still_a_traceback() -> None:
     tb = ('Traceback (most recent call last):\n  File "/w/tests/test_io.py", line 9, in test_read\n'
           "    check(x)\nValueError: bad header in block 3\n")
     assert signature_of("".join(f"209: {ln}\n" for ln in tb.splitlines())).key == signature_of(tb).key
+
+
+def test_a_failed_mlir_pipeline_is_keyed_by_the_pass_that_failed() -> None:
+    def tb(pass_name: str, diag_after: bool = False) -> str:
+        diag = f"Pipeline failed while executing [`{pass_name}` on 'builtin.module' operation]\n"
+        text = ('Traceback (most recent call last):\n  File "/w/triton/compiler.py", line 304, in make_ttgir\n'
+                "    pm.run(mod)\nRuntimeError: PassManager::run failed\n")
+        return text + diag if diag_after else diag + text
+    a, b = signature_of(tb("TritonGPUPipeline")), signature_of(tb("TritonGPUCoalesce"))
+    assert a.key != b.key
+    assert signature_of(tb("TritonGPUPipeline", diag_after=True)).key == a.key
+    # the same pass failure seen only as the pass manager's line
+    assert signature_of("Pipeline failed while executing TritonGPUPipeline\n").key == a.key

@@ -185,7 +185,7 @@ def parse_traceback(before: str, after: str) -> str | None:
             earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
             return with_frame(inner, earlier, before)
         # import-time errors name the importing module: the message is the signature
-        return with_frame(message, frames, before)
+        return with_frame(message, frames, before, "\n".join(lines[i + 1:i + 12]))
     frame = _project_frame(frames)  # a log cut inside the traceback: where it was
     return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
 
@@ -202,11 +202,22 @@ def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
     return frames[::-1]
 
 
-def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "") -> str:
+# MLIR's pass manager: `Pipeline failed while executing [`TritonGPUPipeline` on 'builtin.module'
+# operation]`, or without the brackets
+_FAILED_PASS = re.compile(r"Pipeline failed while executing \[?`?([\w.:-]+)")
+
+
+def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "",
+               following: str = "") -> str:
     """`message`, plus where it happened (`_where`) when the message alone says too little."""
     _type, _, text = message.partition(": ")
     if not _GENERIC_MESSAGE.match(text) or " @ " in text:  # located once is enough
         return message
+    if text.startswith("PassManager::run failed"):
+        # MLIR names the pass that failed on stderr, before or after the exception
+        found = _FAILED_PASS.findall(before[-4000:] + "\n" + following[:2000])
+        if found:
+            return f"PassManager::run failed in {found[-1]}"
     where = _where(frames, before)
     return f"{message} @ {where}" if where else message
 
@@ -240,7 +251,8 @@ def from_exception(line: str) -> str:
     the first clause of its message; a line without one: its first clause."""
     m = _EXCEPTION_START.search(line)
     if not m:
-        return _first_sentence(line)
+        failed = _FAILED_PASS.search(line)
+        return f"PassManager::run failed in {failed[1]}" if failed else _first_sentence(line)
     exc = line[m.start():]
     return exc if exc.rstrip().endswith(":") else _first_sentence(exc)
 
@@ -283,11 +295,11 @@ def parse_pytest(before: str, after: str) -> str | None:
     if not stmt:  # --tb=short: no `>` line; the `file.py:N: in f` lines are the frames
         short = [(m[1], _basename(m[1]), m[2]) for m in _SHORT_FRAME.finditer("\n".join(lines[max(0, start - 80):start]))]
         if short:
-            return with_frame(first, short, context)
+            return with_frame(first, short, context, after[:4000])
     else:  # --tb=long: the same frames, so that both styles give one signature
         frames = _long_frames(context, after[len(_from_hit(after)):4000])
         if frames:
-            return with_frame(first, frames, context)
+            return with_frame(first, frames, context, after[:4000])
     loc = _PYTEST_LOC.search(after[:4000])
     where = f" @ {_basename(loc[1])}: {loc[2]}" if loc else ""
     return f"{first} | {stmt}{where}" if stmt else f"{first}{where}"
