@@ -249,3 +249,14 @@ def test_a_failed_mlir_pipeline_is_keyed_by_the_pass_that_failed() -> None:
     assert signature_of(tb("TritonGPUPipeline", diag_after=True)).key == a.key
     # the same pass failure seen only as the pass manager's line
     assert signature_of("Pipeline failed while executing TritonGPUPipeline\n").key == a.key
+
+
+def test_the_runners_and_build_tools_exit_lines_after_the_error_are_not_it() -> None:
+    error = "FAILED tests/test_a.py::test_b - ValueError: bad block size, got 3\n"
+    plain = signature_of(error)
+    for tail in ("##[error]Process completed with exit code 1.\n",
+                 "Error: Process completed with exit code 1.\n##[group]Run upload\n##[endgroup]\n",
+                 "make[2]: *** [CMakeFiles/t.dir/build.make:76: t] Error 1\nmake: *** [all] Error 2\n",
+                 "ninja: build stopped: subcommand failed.\n",
+                 "ERROR: InvocationError for command /usr/bin/pytest (exited with code 1)\n"):
+        assert signature_of(error + tail).key == plain.key, tail

@@ -563,8 +563,12 @@ def strip_test_prefix(line: str) -> str:
 
 # `FAILURE: test_name` only names what failed; the error is on another line
 # What a harness says when anything failed: never the error itself
-_UNINFORMATIVE = re.compile(r"(?i)^(?:the )?(?:test|command|job|step)?\s*failed\.?$|^exit code: -?\d+$|"
-                            r"non-zero (?:exit )?status|^process completed with exit code")
+# (also behind a runner's error marker: `##[error]`, `Error: `), and the build tools' own
+# lines that a step failed (make, ninja, tox)
+_UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:test|command|job|step)?\s*failed\.?$|"
+                            r"exit code: -?\d+$|process completed with exit code|"
+                            r"make(?:\[\d+\])?: \*\*\* |ninja: build stopped)|"
+                            r"non-zero (?:exit )?status|exited with (?:exit )?code -?\d+|InvocationError for command")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 # `: ` finds the lines of exceptions whose names say neither (`OutOfResources: ...`)
@@ -614,7 +618,9 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | Non
         line = text[lo: len(text) if hi < 0 else hi].strip()
         # an exception line is the error even when its message sounds like a harness's
         # (`CalledProcessError: Command ... returned non-zero exit status 1`)
-        exc = _EXCEPTION_START.search(line) is not None
+        found_exc = _EXCEPTION_START.search(line)
+        # (a bare `Error: ` is also a runner's label: `Error: Process completed with exit code 1.`)
+        exc = found_exc is not None and found_exc[0] != "Error: "
         if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
                 or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
                 or (not exc and _UNINFORMATIVE.search(line)):
