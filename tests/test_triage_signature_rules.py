@@ -260,3 +260,12 @@ def test_the_runners_and_build_tools_exit_lines_after_the_error_are_not_it() -> 
                  "ninja: build stopped: subcommand failed.\n",
                  "ERROR: InvocationError for command /usr/bin/pytest (exited with code 1)\n"):
         assert signature_of(error + tail).key == plain.key, tail
+
+
+def test_the_test_runners_closing_counts_are_not_the_error() -> None:
+    error = "FAILED tests/test_a.py::test_b - ValueError: bad block size, got 3\n"
+    plain = signature_of(error)
+    for tail in ("Ran 12 tests in 3.1s\n\nFAILED (errors=1, skipped=2)\n",
+                 "The following tests FAILED:\n\t 12 - test_io (Failed)\nErrors while running CTest\n",
+                 "Failed Tests (1):\n  TRITON :: TritonGPU/combine.mlir\n\nTesting Time: 3.1s\n  Failed: 1\n"):
+        assert signature_of(error + tail).key == plain.key, tail

@@ -26,7 +26,10 @@ _SKIP_FRAME = re.compile(r"llvm::sys::|SignalHandler|__restore_rt|\braise\b|\bab
 _INNER_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b")
 _GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b")
 _SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*\d+ (?:failed|passed)|"
-                          r"\b(?i:0|no) (?i:errors?|failures?|failed)\b")
+                          r"\b(?i:0|no) (?i:errors?|failures?|failed)\b|"
+                          # the runners' closing counts: unittest, lit, ctest
+                          r"^FAILED \((?:failures|errors)=|^\s*(?:Failed|Unresolved|Timed Out)(?: Tests \(\d+\))?:\s*\d*$|"
+                          r"^Errors while running CTest|^The following tests FAILED|^\s*\d+ - \S+ \([\w ]+\)\s*$")
 
 
 def _basename(path: str) -> str:
