@@ -269,3 +269,14 @@ def test_the_test_runners_closing_counts_are_not_the_error() -> None:
                  "The following tests FAILED:\n\t 12 - test_io (Failed)\nErrors while running CTest\n",
                  "Failed Tests (1):\n  TRITON :: TritonGPU/combine.mlir\n\nTesting Time: 3.1s\n  Failed: 1\n"):
         assert signature_of(error + tail).key == plain.key, tail
+
+
+def test_a_fatal_python_error_is_located_by_its_dump() -> None:
+    def dump(func: str) -> str:
+        return ("Fatal Python error: Segmentation fault\n\nCurrent thread 0x00007fb2 (most recent call first):\n"
+                f'  File "/w/driver.py", line 267 in {func}\n  File "/w/test_k.py", line 30 in test_k\n')
+    a, b = signature_of(dump("launch")), signature_of(dump("compile"))
+    assert a.key != b.key
+    assert a.text.endswith("@ driver.py:launch")
+    # an abort printed after it (a crashed xdist worker) keeps the same place
+    assert signature_of(dump("launch") + "Fatal Python error: Aborted\n").key == a.key

@@ -364,6 +364,7 @@ def parse_compiler(before: str, after: str) -> str | None:
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
+_FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)', re.M)
 _LOCATION = re.compile(r":\d+: ")  # the end of `file:line: `
 
 
@@ -438,8 +439,16 @@ def parse_crash(before: str, after: str) -> str | None:
     if fatal:
         # an abort after another fatal error is that error's end, not its cause
         reason = next((f for f in reversed(fatal) if f.strip() != "Aborted"), fatal[-1])
-        py = _FRAME.findall(after[:8000])
-        return f"Fatal Python error: {reason}" + (f" @ {_basename(py[0][0])}:{py[0][1]}" if py else "")
+        # where: the innermost project frame of the dump under the reason (faulthandler lists
+        # the most recent call first, `File "x.py", line 12 in f`)
+        at = text.rfind(f"Fatal Python error: {reason}")
+        dump = text[at: at + 8000]
+        dumped = [(p, _basename(p), f) for p, f in _FAULT_FRAME.findall(dump)][::-1]
+        frame = _project_frame(dumped) if dumped else None
+        if frame is None:
+            py = _FRAME.findall(dump)
+            frame = (_basename(py[0][0]), py[0][1]) if py else None
+        return f"Fatal Python error: {reason}" + (f" @ {frame[0]}:{frame[1]}" if frame else "")
     # `clang-8: error: unable to execute command: ...`: the tool's name and version are not the error
     diag = _DIAGNOSTIC.search(_hit_line(before, after))
     return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else None
