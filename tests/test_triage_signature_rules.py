@@ -280,3 +280,11 @@ def test_a_fatal_python_error_is_located_by_its_dump() -> None:
     assert a.text.endswith("@ driver.py:launch")
     # an abort printed after it (a crashed xdist worker) keeps the same place
     assert signature_of(dump("launch") + "Fatal Python error: Aborted\n").key == a.key
+
+
+def test_an_error_code_named_in_the_detail_is_kept() -> None:
+    def native(code: str) -> str:
+        return f"RuntimeError: Native API failed. Native API returns: -5 ({code}) -5 ({code})\n"
+    a, b = signature_of(native("PI_ERROR_OUT_OF_RESOURCES")), signature_of(native("PI_ERROR_INVALID_BINARY"))
+    assert a.key != b.key
+    assert a.text.endswith("Native API failed. [PI_ERROR_OUT_OF_RESOURCES]")

@@ -55,8 +55,21 @@ def _first_sentence(text: str) -> str:
     """The message up to its first clause, without parenthesised details: what follows a `. `,
     `, ` or `; ` outside quotes and brackets, and what stands in ` (...)`, is detail (sizes,
     limits, paths, hints) that changes with the run and the version (`out of resource: shared
-    memory, Required: 98304, ...`, `out of memory (allocated: 3.2 GB, ...)`)."""
-    text = text[:600]
+    memory, Required: 98304, ...`, `out of memory (allocated: 3.2 GB, ...)`).  An error code
+    named in the detail (`PI_ERROR_INVALID_BINARY`, `hipErrorNoBinaryForGpu`) is kept."""
+    head = _clause(text[:600])
+    if len(head) < min(len(text), 600):
+        code = _ERROR_CODE_NAME.search(text, 0, 600)
+        if code and code[0] not in head:
+            return f"{head} [{code[0]}]"
+    return head
+
+
+_ERROR_CODE_NAME = re.compile(r"\b(?:[A-Z][A-Z0-9]*_)+(?:ERROR|RESULT|STATUS)(?:_[A-Z0-9]+)+\b|"
+                              r"\b(?:cuda|hip|cu|nccl|ze)(?:Error|Status)[A-Z]\w*")
+
+
+def _clause(text: str) -> str:
     if "(" in text:  # `AssertionError('msg')`, an exception as repr() prints it
         text = _REPR.sub(r"\1: \3", text)
     if " (" in text:
