@@ -288,3 +288,10 @@ def test_an_error_code_named_in_the_detail_is_kept() -> None:
     a, b = signature_of(native("PI_ERROR_OUT_OF_RESOURCES")), signature_of(native("PI_ERROR_INVALID_BINARY"))
     assert a.key != b.key
     assert a.text.endswith("Native API failed. [PI_ERROR_OUT_OF_RESOURCES]")
+
+
+def test_timeouts_with_no_frame_are_told_apart_by_their_test_module() -> None:
+    def t(test: str, limit: int) -> str:
+        return f"FAILED tests/{test}::test_mm[{limit}] - Failed: Timeout >{limit}.0s\n"
+    assert signature_of(t("test_big.py", 300)).key == signature_of(t("test_big.py", 600)).key
+    assert signature_of(t("test_big.py", 300)).key != signature_of(t("test_io.py", 300)).key

@@ -571,6 +571,11 @@ def parse_timeout(before: str, after: str) -> str | None:
     if locs:
         return f"timeout in {_basename(locs[-1][0])}:{locs[-1][1]}"
     line = _hit_line(before, after)
+    # no frame at all (`FAILED dir/test_x.py::test - Failed: Timeout >300.0s`): the test's module,
+    # else every timeout of a run would be one group
+    unit = test_unit(before[-8000:] + line)
+    if unit:
+        return f"timeout in {unit}"
     return "timeout" if re.search(r"(?i)timeout|timed out", line) else line
 
 
