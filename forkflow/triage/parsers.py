@@ -58,7 +58,7 @@ def _first_sentence(text: str) -> str:
     memory, Required: 98304, ...`, `out of memory (allocated: 3.2 GB, ...)`).  An error code
     named in the detail (`PI_ERROR_INVALID_BINARY`, `hipErrorNoBinaryForGpu`) is kept."""
     head = _clause(text[:600])
-    if len(head) < min(len(text), 600):
+    if len(head) < min(len(text), 600) and ("_" in text or "Error" in text or "Status" in text):
         code = _ERROR_CODE_NAME.search(text, 0, 600)
         if code and code[0] not in head:
             return f"{head} [{code[0]}]"
@@ -70,7 +70,7 @@ _ERROR_CODE_NAME = re.compile(r"\b(?:[A-Z][A-Z0-9]*_)+(?:ERROR|RESULT|STATUS)(?:
 
 
 def _clause(text: str) -> str:
-    if "(" in text:  # `AssertionError('msg')`, an exception as repr() prints it
+    if "('" in text or '("' in text:  # `AssertionError('msg')`, an exception as repr() prints it
         text = _REPR.sub(r"\1: \3", text)
     if " (" in text:
         text = _PARENTHESISED.sub("", text)
@@ -267,7 +267,7 @@ def from_exception(line: str) -> str:
     the first clause of its message; a line without one: its first clause."""
     m = _EXCEPTION_START.search(line)
     if not m:
-        failed = _FAILED_PASS.search(line)
+        failed = _FAILED_PASS.search(line) if "Pipeline failed" in line else None
         return f"PassManager::run failed in {failed[1]}" if failed else _first_sentence(line)
     exc = line[m.start():]
     return exc if exc.rstrip().endswith(":") else _first_sentence(exc)
@@ -601,9 +601,8 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:t
                             r"non-zero (?:exit )?status|exited with (?:exit )?code -?\d+|InvocationError for command")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
-# `: ` finds the lines of exceptions whose names say neither (`OutOfResources: ...`)
-_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic", ": "])
-_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic", b": "],
+_WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
+_WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic"],
                                                implementation=ahocorasick_rs.Implementation.DFA)
 
 
@@ -638,33 +637,57 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | Non
     found = (_WORDS_BYTES.find_matches_as_indexes(block.encode().lower()) if block.isascii()
              else _WORDS.find_matches_as_indexes(block.lower()))
     seen: set[int] = set()
+    best: tuple[int, tuple[str, int, str]] | None = None
     for _idx, pos, _end in reversed(found):
         pos += start
         lo = text.rfind("\n", 0, pos) + 1
         if lo in seen:
             continue
         seen.add(lo)
-        hi = text.find("\n", pos)
-        line = text[lo: len(text) if hi < 0 else hi].strip()
-        # an exception line is the error even when its message sounds like a harness's
-        # (`CalledProcessError: Command ... returned non-zero exit status 1`)
-        found_exc = _EXCEPTION_START.search(line)
-        # (a bare `Error: ` is also a runner's label: `Error: Process completed with exit code 1.`)
-        exc = found_exc is not None and found_exc[0] != "Error: "
-        if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
-                or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
-                or (not exc and _UNINFORMATIVE.search(line)):
-            continue
-        following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
-        i = text.count("\n", 0, lo)
-        nxt = next((ln.strip() for ln in following if ln.strip()), "")
-        if line.endswith(":") and _EXCEPTION_START.search(nxt):
-            # `Runtime error during autotuning:` introduces the error on the next line
-            return from_exception(nxt), i, line
-        if line.startswith("FAILED ") and " - " in line:
-            return _unwrap(from_exception(line.split(" - ", 1)[1]), following), i, line
-        return _unwrap(from_exception(strip_test_prefix(line)), following), i, line
-    return None
+        got = _error_line(text, lo)
+        if got:
+            best = (lo, got)
+            break
+    # an exception whose name says neither error nor exception (`OutOfResources: ...`), after
+    # that line: one pass over what follows it, usually a few lines
+    after = text.find("\n", best[0]) + 1 if best else start
+    if (best is None or after > 0) and ": " in text[after:end]:
+        # searched backwards, as a forward search of the reversed text: the regex engine jumps
+        # to each ` :` and the first match is the last name
+        region = text[after:end]
+        m = _CAMEL_NAME_REVERSED.search(region[::-1])
+        got = _error_line(text, text.rfind("\n", 0, after + len(region) - m.start()) + 1) if m else None
+        if got:
+            return got
+    return best[1] if best else None
+
+
+# `Name: ` with a CamelCase name of two humps or more, not a warning, reversed
+_CAMEL_NAME_REVERSED = re.compile(r" :(?!gninraW)[a-z0-9]+[A-Z](?:[a-z0-9]*[A-Z])+(?![\w])")
+
+
+def _error_line(text: str, lo: int) -> tuple[str, int, str] | None:
+    """The key of the line starting at `lo` when it says what went wrong, else None."""
+    hi = text.find("\n", lo)
+    line = text[lo: len(text) if hi < 0 else hi].strip()
+    # an exception line is the error even when its message sounds like a harness's
+    # (`CalledProcessError: Command ... returned non-zero exit status 1`)
+    found_exc = _EXCEPTION_START.search(line)
+    # (a bare `Error: ` is also a runner's label: `Error: Process completed with exit code 1.`)
+    exc = found_exc is not None and found_exc[0] != "Error: "
+    if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
+            or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
+            or (not exc and _UNINFORMATIVE.search(line)):
+        return None
+    following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
+    i = text.count("\n", 0, lo)
+    nxt = next((ln.strip() for ln in following if ln.strip()), "")
+    if line.endswith(":") and _EXCEPTION_START.search(nxt):
+        # `Runtime error during autotuning:` introduces the error on the next line
+        return from_exception(nxt), i, line
+    if line.startswith("FAILED ") and " - " in line:
+        return _unwrap(from_exception(line.split(" - ", 1)[1]), following), i, line
+    return _unwrap(from_exception(strip_test_prefix(line)), following), i, line
 
 
 def _dispatch_exception(before: str, after: str) -> str | None:
