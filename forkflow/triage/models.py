@@ -58,7 +58,9 @@ class Signature:
     @property
     def key(self) -> str:
         """The group id: of the normalized error text, not of the trigger that found it (the
-        same error seen through a crash reporter or a compiler driver is the same failure)."""
+        same error seen through a crash reporter or a compiler driver is the same failure),
+        nor of the exception type when the message has three words or more (torch moved
+        errors between types across versions; some logs print the message alone)."""
         kind, sep, rest = self.text.partition(": ")
         rest = rest if sep and kind in _KIND_VALUES else self.text
         typed = _TYPED.match(rest)
