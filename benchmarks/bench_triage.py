@@ -102,6 +102,29 @@ def real_grouping(heldout: bool) -> None:
         twins = {v.id.split("~")[0] for v in fam}
         o, e, r = _scores([c for c in pool if c.id in twins] + fam)
         print(f"  {family:12} {len(fam):4} variants + twins: {o:.3f} | {e:.3f} | {r:.3f}")
+    # surfaces stacked on one failure, and variants drawn with other seeds: a rule fitted to
+    # one generated surface would show here
+    for chain in (("wrapper", "teardown", "truncation"), ("tb-short", "captured")):
+        stacked = _stacked(pool, chain)
+        twins = {v.id for v in stacked}
+        o, e, r = _scores([c for c in pool if c.id in twins] + stacked)
+        print(f"  {'+'.join(chain):28} {len(stacked):4} stacked + twins: {o:.3f} | {e:.3f} | {r:.3f}")
+    for seed in (1, 2):
+        drawn = pool + real_corpus.variants(pool, seed=seed)
+        o, e, r = _scores(drawn)
+        print(f"  {'variants, seed ' + str(seed):28} {len(drawn):4} real + variants: {o:.3f} | {e:.3f} | {r:.3f}")
+
+
+def _stacked(pool: list[real_corpus.Case], chain: tuple[str, ...]) -> list[real_corpus.Case]:
+    r = random.Random(5)
+    out = []
+    for c in pool:
+        v: real_corpus.Case | None = c
+        for family in chain:
+            v = real_corpus.VARIANTS[family](v, r) if v is not None else None
+        if v is not None:
+            out.append(v)
+    return out
 
 
 def confusions(heldout: bool) -> None:
