@@ -33,6 +33,14 @@ EXCERPT_LINES = 60
 EXCERPT_CHARS = 8000
 MAX_SIGNATURE = 600
 
+# The version of the rules below (triggers, parsers, normalization, `Signature.key`).  Bump it
+# whenever their output changes: stored signatures carry the version they were computed with,
+# and those of an older one are computed again from the failure text on read, so a failure red
+# on trunk stays BROKEN_TRUNK and a tracked group keeps its issue across an upgrade.
+# tests/test_signature_version.py fails when the output on its samples changes without a bump.
+# 1: the rules up to issue 14; 2: error regions, frames of the project, footers (issue 14).
+SIGNATURE_VERSION = 2
+
 K = FailureKind
 
 
