@@ -22,6 +22,8 @@ class FailureGroupRow(Base):
     key: Mapped[str] = mapped_column(String(16))
     kind: Mapped[str] = mapped_column(String(16))
     signature: Mapped[str] = mapped_column(Text)
+    # the version of the signature rules that computed `key` (triage.signature.SIGNATURE_VERSION)
+    sig_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
     first_seen_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     first_run_id: Mapped[int] = mapped_column(Integer)
@@ -64,6 +66,7 @@ class TrackingIssueRow(Base):
     fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
     sink: Mapped[str] = mapped_column(String(16))
     group_key: Mapped[str] = mapped_column(String(16))
+    sig_version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # of group_key
     issue_id: Mapped[str] = mapped_column(String(200))
     url: Mapped[str] = mapped_column(Text, default="")
     state: Mapped[str] = mapped_column(String(8))  # open | closed

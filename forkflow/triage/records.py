@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select
@@ -17,7 +19,9 @@ from forkflow.store.schema_triage import (
     FailureRow,
     TrackingIssueRow,
 )
+from forkflow.store.schema_tiers import TestOutcomeRow, ValidationJobRow
 from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, Signature
+from forkflow.triage.signature import SIGNATURE_VERSION, signature_of, signature_of_file
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql as pg
@@ -29,14 +33,106 @@ def _now() -> datetime:
 
 
 def stored_failures(s: Session, run_id: int) -> list[Failure] | None:
-    """The failures of a run as triage computed them, or None when it has not yet."""
-    rows = s.execute(select(FailureRow, FailureGroupRow).join(
-        FailureGroupRow, FailureGroupRow.id == FailureRow.group_id).where(
-        FailureRow.run_id == run_id).order_by(FailureRow.id)).all()
+    """The failures of a run as triage computed them, or None when it has not yet.
+
+    Failures keyed by older signature rules (a group's `sig_version` below SIGNATURE_VERSION)
+    are keyed again first, from the text the store keeps (see `rekey_run`)."""
+    rows = _failure_rows(s, run_id)
     if not rows:  # not triaged yet, or green: recomputing a green run reads no log
         return None
+    if any(g.sig_version < SIGNATURE_VERSION for _f, g in rows) and rekey_run(s, run_id):
+        rows = _failure_rows(s, run_id)
     return [Failure(f.test_id, Signature(FailureKind(g.kind), g.signature, f.excerpt, f.line),
                     run_id, f.suite) for f, g in rows]
+
+
+def _failure_rows(s: Session, run_id: int) -> list[tuple[FailureRow, FailureGroupRow]]:
+    return [(f, g) for f, g in s.execute(select(FailureRow, FailureGroupRow).join(
+        FailureGroupRow, FailureGroupRow.id == FailureRow.group_id).where(
+        FailureRow.run_id == run_id).order_by(FailureRow.id)).all()]
+
+
+def _source_signature(message: str, log_path: str, synthetic: bool) -> Signature | None:
+    """The signature from what triage computed it from: the test's message, kept in the store,
+    or the job's log when the message is empty or the failure is a job's (`[suite]`); None when
+    that log is gone (the store keeps its path only)."""
+    if synthetic or not message.strip():
+        path = Path(log_path) if log_path else None
+        if path is not None and path.is_file():
+            return signature_of_file(path)
+        if path is not None:
+            return None
+    return signature_of(message)
+
+
+def rekey_run(s: Session, run_id: int) -> bool:
+    """Key the failures of run `run_id` that older signature rules keyed again, with the current
+    rules; tracked groups move to the new key in place (their issue keeps its identity).
+
+    A failure whose source text is gone (a job log deleted since) keeps its old key: it still
+    matches that key as before.  True when a failure moved."""
+    rows = [(f, g) for f, g in _failure_rows(s, run_id) if g.sig_version < SIGNATURE_VERSION]
+    if not rows:
+        return False
+    fid = rows[0][0].fork_id
+    outcomes: dict[tuple[str, str], tuple[str, str]] = {}
+    for o, log_path in s.execute(select(TestOutcomeRow, ValidationJobRow.log_path).join(
+            ValidationJobRow, ValidationJobRow.id == TestOutcomeRow.job_id).where(
+            TestOutcomeRow.run_id == run_id, TestOutcomeRow.outcome.in_(("FAIL", "ERROR"))).order_by(
+            TestOutcomeRow.id)):
+        outcomes.setdefault((o.suite, o.test_id), (o.message, log_path))
+    fresh: list[tuple[FailureRow, FailureGroupRow, Signature]] = []
+    for f, g in rows:
+        source = outcomes.get((f.suite, f.test_id))
+        sig = None if source is None else _source_signature(source[0], source[1], f.test_id.startswith("["))
+        if sig is not None:
+            fresh.append((f, g, sig))
+    if not fresh:
+        return False
+    groups = _ensure_groups(s, fid, run_id, {sig.key: sig for _f, _g, sig in fresh})
+    moved: dict[str, Counter[str]] = {}
+    for f, g, sig in fresh:
+        f.group_id, f.line, f.excerpt = groups[sig.key].id, sig.line, sig.excerpt
+        moved.setdefault(g.key, Counter())[sig.key] += 1
+    s.flush()
+    for old, new in moved.items():
+        # an old group split by the new rules: its issue follows the largest part
+        _rekey_tracking(s, fid, old, max(sorted(new), key=lambda k: new[k]))
+    return True
+
+
+def _rekey_tracking(s: Session, fid: int, old: str, new: str) -> None:
+    for r in s.scalars(select(TrackingIssueRow).where(
+            TrackingIssueRow.fork_id == fid, TrackingIssueRow.group_key == old,
+            TrackingIssueRow.sig_version < SIGNATURE_VERSION)):
+        taken = old != new and s.scalar(select(TrackingIssueRow.id).where(
+            TrackingIssueRow.fork_id == fid, TrackingIssueRow.sink == r.sink,
+            TrackingIssueRow.group_key == new)) is not None
+        if not taken:  # two old groups merged by the new rules: the first one keeps tracking
+            r.group_key, r.sig_version = new, SIGNATURE_VERSION
+    s.flush()
+
+
+def _ensure_groups(s: Session, fid: int, run_id: int, sigs: dict[str, Signature]) -> dict[str, FailureGroupRow]:
+    """The group rows of `sigs` (created when new, brought to the current rules' version), their
+    last sighting moved forward to `run_id`.  One INSERT and one read per 500 keys."""
+    s.execute(_insert(s, FailureGroupRow).on_conflict_do_nothing(index_elements=["fork_id", "key"]),
+              [{"fork_id": fid, "key": k, "kind": sig.kind.value, "signature": sig.text,
+                "sig_version": SIGNATURE_VERSION, "first_run_id": run_id, "last_run_id": run_id}
+               for k, sig in sigs.items()])
+    groups: dict[str, FailureGroupRow] = {}
+    for part in _chunks(list(sigs)):
+        groups.update((g.key, g) for g in s.scalars(select(FailureGroupRow).where(
+            FailureGroupRow.fork_id == fid, FailureGroupRow.key.in_(part))))
+    now = _now()
+    for g in groups.values():
+        if run_id >= g.last_run_id:
+            g.last_run_id, g.last_seen_at = run_id, now
+        if run_id < g.first_run_id:
+            g.first_run_id = run_id
+        if g.sig_version < SIGNATURE_VERSION:  # same key, so the same normalized text
+            g.sig_version = SIGNATURE_VERSION
+    return groups
 
 
 def _insert(s: Session, table: type[Base]) -> pg.Insert | sqlite.Insert:
@@ -66,17 +162,7 @@ def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]
     sigs: dict[str, Signature] = {}
     for f in failures:
         sigs.setdefault(f.signature.key, f.signature)
-    s.execute(_insert(s, FailureGroupRow).on_conflict_do_nothing(index_elements=["fork_id", "key"]),
-              [{"fork_id": fid, "key": k, "kind": sig.kind.value, "signature": sig.text,
-                "first_run_id": run_id, "last_run_id": run_id} for k, sig in sigs.items()])
-    groups: dict[str, FailureGroupRow] = {}
-    for part in _chunks(list(sigs)):
-        groups.update((g.key, g) for g in s.scalars(select(FailureGroupRow).where(
-            FailureGroupRow.fork_id == fid, FailureGroupRow.key.in_(part))))
-    now = _now()
-    for g in groups.values():
-        if run_id >= g.last_run_id:
-            g.last_run_id, g.last_seen_at = run_id, now
+    groups = _ensure_groups(s, fid, run_id, sigs)
     s.execute(_insert(s, FailureRow).on_conflict_do_nothing(index_elements=["run_id", "suite", "test_id"]),
               [{"fork_id": fid, "run_id": run_id, "suite": f.job, "test_id": f.test,
                 "group_id": groups[f.signature.key].id, "line": f.signature.line,
@@ -126,6 +212,17 @@ class Tracking:
 
 
 def tracking(s: Session, fid: int, sink: str) -> dict[str, Tracking]:
+    """The tracked groups of `sink` by group key; a key from older signature rules is first moved
+    to the current rules' key of its group's newest failure (`rekey_run`)."""
+    for r in list(s.scalars(select(TrackingIssueRow).where(
+            TrackingIssueRow.fork_id == fid, TrackingIssueRow.sink == sink,
+            TrackingIssueRow.sig_version < SIGNATURE_VERSION))):
+        newest = s.scalar(select(FailureRow.run_id).join(
+            FailureGroupRow, FailureGroupRow.id == FailureRow.group_id).where(
+            FailureGroupRow.fork_id == fid, FailureGroupRow.key == r.group_key,
+            FailureGroupRow.sig_version < SIGNATURE_VERSION).order_by(FailureRow.run_id.desc()).limit(1))
+        if newest is not None:
+            rekey_run(s, newest)
     rows = s.scalars(select(TrackingIssueRow).where(TrackingIssueRow.fork_id == fid,
                                                     TrackingIssueRow.sink == sink))
     return {r.group_key: Tracking(r.group_key, r.sink, r.issue_id, r.url, r.state == "open",
@@ -137,7 +234,7 @@ def save_tracking(s: Session, fid: int, t: Tracking) -> None:
         TrackingIssueRow.fork_id == fid, TrackingIssueRow.sink == t.sink,
         TrackingIssueRow.group_key == t.group_key))
     if r is None:
-        r = TrackingIssueRow(fork_id=fid, sink=t.sink, group_key=t.group_key)
+        r = TrackingIssueRow(fork_id=fid, sink=t.sink, group_key=t.group_key, sig_version=SIGNATURE_VERSION)
         s.add(r)
     r.issue_id, r.url, r.state = t.issue_id, t.url, "open" if t.open else "closed"
     r.green_streak, r.last_run_id, r.updated_at = t.green_streak, t.last_run_id, _now()

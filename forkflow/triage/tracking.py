@@ -273,8 +273,13 @@ def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
     title = f"[forkflow] {sig.kind.value}: {sig.text.split(': ', 1)[-1][:90]} ({step.key[:8]})"
     draft = IssueDraft(step.key, title, render_body(step.items, culprit, owners, suggestions),
                        ("forkflow", "nightly-failure"))
-    ref, _created = ensure(sink, draft, f"Still failing in nightly run {run_id} "
-                           f"({len(step.items)} test(s)).")
+    comment = f"Still failing in nightly run {run_id} ({len(step.items)} test(s))."
+    found = sink.find(step.key)
+    if found is None and t is not None:
+        # a group keyed again by newer signature rules (records.rekey_run): its issue still
+        # carries the old key's marker; it is updated (and re-marked) in place, never filed twice
+        found = IssueRef(sink.name, t.issue_id, t.url, t.open)
+    ref = sink.update(found, draft, comment) if found is not None else ensure(sink, draft, comment)[0]
     return ref, ts.Tracking(step.key, sink.name, ref.id, ref.url, True, 0, run_id)
 
 

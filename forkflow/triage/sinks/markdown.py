@@ -45,7 +45,9 @@ class MarkdownSink:
         return f"{head}# {draft.title}\n\n{draft.body}\n{history}"
 
     def _history(self, key: str) -> list[str]:
-        path = self._path(key)
+        return self._history_of(self._path(key))
+
+    def _history_of(self, path: Path) -> list[str]:
         if not path.is_file():
             return []
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -65,9 +67,11 @@ class MarkdownSink:
         return self._ref(draft.key, True)
 
     def update(self, ref: IssueRef, draft: IssueDraft, comment: str) -> IssueRef:
-        log = self._history(draft.key) + ([self._stamp(comment)] if comment else [])
-        self._write(self._path(draft.key), self._render(draft, "open", log))
-        return self._ref(draft.key, True)
+        # the issue's own file: a group keyed again by newer signature rules keeps its file
+        path = self.folder / Path(ref.id).name if ref.id else self._path(draft.key)
+        log = self._history_of(path) + ([self._stamp(comment)] if comment else [])
+        self._write(path, self._render(draft, "open", log))
+        return IssueRef(self.name, path.name, path.resolve().as_uri(), True)
 
     def close(self, ref: IssueRef, comment: str) -> IssueRef:
         path = self.folder / ref.id
