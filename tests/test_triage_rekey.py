@@ -163,12 +163,12 @@ def test_tracking_is_keyed_again_when_read_first(fork: Path, builder: ForkBuilde
 
 
 def test_a_failure_whose_log_is_gone_keeps_its_old_key(fork: Path, builder: ForkBuilder) -> None:
-    """A job's failure was keyed from its log; the store keeps only its path: once the log is
-    deleted, the old key stays and matches as before."""
+    """A job's failure was keyed from its log; stores before triage_0002 kept only its path: once
+    the log is deleted, the old key stays and matches as before."""
     ctx = open_context(fork)
     rev = builder.f.git("rev-parse", "HEAD").strip()
     run = add_run(ctx, rev, [("[unit]", TestOutcome.ERROR, "")], log=KEYERROR)
-    ts_rows = _tamper_to_version_1(ctx, run)
+    ts_rows = _tamper_to_version_1(ctx, run, window=False)
     Path(_log_path(ctx, run)).unlink()
     with ctx.store.session_scope() as s:
         [f] = ts.stored_failures(s, run) or []
@@ -188,6 +188,32 @@ def test_a_failure_keyed_from_its_log_is_keyed_again_while_the_log_exists(fork: 
     assert f.signature.key == NEW_KEY
 
 
+def test_a_failure_keyed_from_its_log_is_keyed_again_from_its_window_once_the_log_is_gone(
+        fork: Path, builder: ForkBuilder) -> None:
+    ctx = open_context(fork)
+    rev = builder.f.git("rev-parse", "HEAD").strip()
+    noise = "".join(f"step {i} ok\n" for i in range(20_000))
+    run = add_run(ctx, rev, [("[unit]", TestOutcome.ERROR, "")], log=noise + KEYERROR + "teardown\n" * 5)
+    _tamper_to_version_1(ctx, run)
+    Path(_log_path(ctx, run)).unlink()
+    with ctx.store.session_scope() as s:
+        [f] = ts.stored_failures(s, run) or []
+        [window] = s.scalars(select(FailureRow.source)).all()
+    assert f.signature.key == NEW_KEY
+    assert KEYERROR in window and len(window) < 70_000  # the error's part of the log, capped
+
+
+def test_a_message_keeps_no_window(fork: Path, builder: ForkBuilder) -> None:
+    """A failure keyed from its message (kept in the store) stores nothing more."""
+    ctx = open_context(fork)
+    rev = builder.f.git("rev-parse", "HEAD").strip()
+    run = add_run(ctx, rev, [("test_tune", TestOutcome.FAIL, KEYERROR)], log="x\n" * 100)
+    _tamper_to_version_1(ctx, run)
+    with ctx.store.session_scope() as s:
+        assert [f.signature.key for f in ts.stored_failures(s, run) or []] == [NEW_KEY]
+        assert s.scalars(select(FailureRow.source)).all() == [""]
+
+
 def _log_path(ctx: Context, run: int) -> str:
     from forkflow.tiers import records as tq
 
@@ -196,12 +222,16 @@ def _log_path(ctx: Context, run: int) -> str:
     return job.log_path
 
 
-def _tamper_to_version_1(ctx: Context, run: int) -> int:
-    """Store the run's failures, then make their group look written by the first rules."""
+def _tamper_to_version_1(ctx: Context, run: int, window: bool = True) -> int:
+    """Store the run's failures, then make their group look written by the first rules (and,
+    without `window`, the failures stored before their log's window was)."""
     from forkflow.triage.triage import failures_of_run
 
     failures_of_run(ctx, run)
     with ctx.store.session_scope() as s:
+        if not window:
+            for f in s.scalars(select(FailureRow)):
+                f.source = ""
         groups: list[Any] = list(s.scalars(select(FailureGroupRow)))
         for g in groups:
             g.key, g.signature, g.sig_version = OLD_KEY, OLD_TEXT, 1

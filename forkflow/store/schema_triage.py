@@ -43,6 +43,9 @@ class FailureRow(Base):
     group_id: Mapped[int] = mapped_column(ForeignKey("triage_groups.id"), index=True)
     line: Mapped[int] = mapped_column(Integer, default=0)
     excerpt: Mapped[str] = mapped_column(Text, default="")
+    # a failure keyed from its job's log: the log's window around the error (signature.log_window),
+    # to key it again under newer rules once the log is gone; "" when keyed from its message
+    source: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class ClassificationRow(Base):

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from forkflow.store.schema import Base
@@ -21,7 +21,7 @@ from forkflow.store.schema_triage import (
 )
 from forkflow.store.schema_tiers import TestOutcomeRow, ValidationJobRow
 from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, Signature
-from forkflow.triage.signature import SIGNATURE_VERSION, signature_of, signature_of_file
+from forkflow.triage.signature import SIGNATURE_VERSION, log_window, signature_of, signature_of_file
 
 if TYPE_CHECKING:
     from sqlalchemy.dialects import postgresql as pg
@@ -52,24 +52,48 @@ def _failure_rows(s: Session, run_id: int) -> list[tuple[FailureRow, FailureGrou
         FailureRow.run_id == run_id).order_by(FailureRow.id)).all()]
 
 
-def _source_signature(message: str, log_path: str, synthetic: bool) -> Signature | None:
+def _source_signature(message: str, log_path: str, synthetic: bool, window: str) -> Signature | None:
     """The signature from what triage computed it from: the test's message, kept in the store,
-    or the job's log when the message is empty or the failure is a job's (`[suite]`); None when
-    that log is gone (the store keeps its path only)."""
+    or the job's log when the message is empty or the failure is a job's (`[suite]`), else the
+    log's window stored with the failure; None when neither is left (rows stored before the
+    window was)."""
     if synthetic or not message.strip():
         path = Path(log_path) if log_path else None
         if path is not None and path.is_file():
             return signature_of_file(path)
+        if window:
+            return signature_of(window)
         if path is not None:
             return None
     return signature_of(message)
+
+
+def _log_windows(s: Session, run_id: int, failures: Sequence[Failure]) -> dict[tuple[str, str], str]:
+    """The log window of each failure of the run that was keyed from its job's log (see
+    `_source_signature`): one query for those failures, then their logs read."""
+    lines = {(f.job, f.test): f.signature.line for f in failures}
+    out: dict[tuple[str, str], str] = {}
+    for suite, test, log_path in s.execute(select(
+            TestOutcomeRow.suite, TestOutcomeRow.test_id, ValidationJobRow.log_path).join(
+            ValidationJobRow, ValidationJobRow.id == TestOutcomeRow.job_id).where(
+            TestOutcomeRow.run_id == run_id, TestOutcomeRow.outcome.in_(("FAIL", "ERROR")),
+            or_(TestOutcomeRow.test_id.startswith("[", autoescape=True),
+                func.trim(TestOutcomeRow.message) == ""))):
+        path = Path(log_path) if log_path else None
+        if (suite, test) in lines and (suite, test) not in out and path is not None and path.is_file():
+            try:
+                out[(suite, test)] = log_window(path, lines[(suite, test)])
+            except OSError:
+                continue
+    return out
 
 
 def rekey_run(s: Session, run_id: int) -> bool:
     """Key the failures of run `run_id` that older signature rules keyed again, with the current
     rules; tracked groups move to the new key in place (their issue keeps its identity).
 
-    A failure whose source text is gone (a job log deleted since) keeps its old key: it still
+    A failure whose source text is gone (a job log deleted since, stored before its window was)
+    keeps its old key: it still
     matches that key as before.  True when a failure moved."""
     rows = [(f, g) for f, g in _failure_rows(s, run_id) if g.sig_version < SIGNATURE_VERSION]
     if not rows:
@@ -84,9 +108,16 @@ def rekey_run(s: Session, run_id: int) -> bool:
     fresh: list[tuple[FailureRow, FailureGroupRow, Signature]] = []
     for f, g in rows:
         source = outcomes.get((f.suite, f.test_id))
-        sig = None if source is None else _source_signature(source[0], source[1], f.test_id.startswith("["))
-        if sig is not None:
-            fresh.append((f, g, sig))
+        sig = None if source is None else _source_signature(source[0], source[1], f.test_id.startswith("["),
+                                                            f.source)
+        if sig is None:
+            continue
+        fresh.append((f, g, sig))
+        assert source is not None
+        path = Path(source[1]) if source[1] else None
+        if not f.source and (f.test_id.startswith("[") or not source[0].strip()) and path is not None \
+                and path.is_file():  # keyed from the log: keep its window from now on
+            f.source = log_window(path, sig.line)
     if not fresh:
         return False
     groups = _ensure_groups(s, fid, run_id, {sig.key: sig for _f, _g, sig in fresh})
@@ -155,6 +186,8 @@ def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]
 
     Batched: one INSERT of the groups, one read of them, one INSERT of the failures, however
     many failures there are (a run with 500 failures is a few statements, not 1,500).
+    A failure keyed from its job's log keeps the log's window around the error (capped), to be
+    keyed again from it under newer signature rules once the log is gone.
     Two processes may triage one run at once (the ingest gate and `forkflow triage`): rows the
     other one committed first are kept, not written twice, so neither one fails."""
     if not failures:
@@ -163,10 +196,12 @@ def save_failures(s: Session, fid: int, run_id: int, failures: Sequence[Failure]
     for f in failures:
         sigs.setdefault(f.signature.key, f.signature)
     groups = _ensure_groups(s, fid, run_id, sigs)
+    windows = _log_windows(s, run_id, failures)
     s.execute(_insert(s, FailureRow).on_conflict_do_nothing(index_elements=["run_id", "suite", "test_id"]),
               [{"fork_id": fid, "run_id": run_id, "suite": f.job, "test_id": f.test,
                 "group_id": groups[f.signature.key].id, "line": f.signature.line,
-                "excerpt": f.signature.excerpt} for f in failures])
+                "excerpt": f.signature.excerpt, "source": windows.get((f.job, f.test), "")}
+               for f in failures])
 
 
 def save_verdicts(s: Session, run_id: int, verdicts: Sequence[Diagnosis]) -> None:

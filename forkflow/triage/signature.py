@@ -534,3 +534,47 @@ def signature_of(log: bytes | str | BinaryIO) -> Signature:
 def signature_of_file(path: Path) -> Signature:
     with path.open("rb") as f:
         return scan(iter_chunks(f))
+
+
+WINDOW_LINES = (400, 60)           # lines kept before and after a log's error line
+WINDOW_CHARS = (48 * 1024, 16 * 1024)
+
+
+def log_window(path: Path, line: int) -> str:
+    """The part of a log around its error line (`Signature.line`, 1-based; 0: the end), capped:
+    the text a later version of these rules keys the failure again from, once the log is gone.
+    Read forward in chunks, like `scan`."""
+    before, after = WINDOW_CHARS
+    with path.open("rb") as f:
+        if line <= 0:
+            f.seek(max(0, path.stat().st_size - before - after))
+            return f.read().decode("utf-8", "replace")
+        first = max(1, line - WINDOW_LINES[0])
+        last = line + WINDOW_LINES[1]
+        at = 1                 # the line number at the start of `buf`
+        buf = b""
+        for chunk in iter_chunks(f):
+            buf += chunk
+            if at < first:
+                n = buf.count(b"\n")
+                if at + n < first:
+                    at, buf = at + n, buf[buf.rfind(b"\n") + 1:] if n else buf
+                    buf = buf[-(before + after):] if len(buf) > before + after else buf  # a huge line
+                    continue
+                buf, at = buf[_nth_newline(buf, first - at) + 1:], first
+            if buf.count(b"\n") >= last - at + 1:
+                break
+    end = _nth_newline(buf, last - at + 1)
+    window = buf[:end] if end >= 0 else buf
+    split = _nth_newline(window, line - at) + 1 if line > at else 0
+    return (window[:split][-before:] + window[split:][:after]).decode("utf-8", "replace")
+
+
+def _nth_newline(buf: bytes, n: int) -> int:
+    """The index of the `n`th newline of `buf` (1-based), -1 when it has fewer."""
+    pos = -1
+    for _ in range(n):
+        pos = buf.find(b"\n", pos + 1)
+        if pos < 0:
+            return -1
+    return pos

@@ -1,4 +1,4 @@
-"""triage: the signature rules' version of each group and tracked group key
+"""triage: the signature rules' version of each group and tracked group key, a log's window
 
 Revision ID: triage_0002
 Revises: triage_0001
@@ -20,9 +20,14 @@ def upgrade() -> None:
     for table in ("triage_groups", "triage_tracking"):
         with op.batch_alter_table(table) as batch:
             batch.add_column(sa.Column("sig_version", sa.Integer, nullable=False, server_default="1"))
+    # the part of a job's log a failure was keyed from: the store kept only the log's path
+    with op.batch_alter_table("triage_failures") as batch:
+        batch.add_column(sa.Column("source", sa.Text, nullable=False, server_default=""))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("triage_failures") as batch:
+        batch.drop_column("source")
     for table in ("triage_tracking", "triage_groups"):
         with op.batch_alter_table(table) as batch:
             batch.drop_column("sig_version")
