@@ -93,8 +93,7 @@ def rekey_run(s: Session, run_id: int) -> bool:
     rules; tracked groups move to the new key in place (their issue keeps its identity).
 
     A failure whose source text is gone (a job log deleted since, stored before its window was)
-    keeps its old key: it still
-    matches that key as before.  True when a failure moved."""
+    keeps its old key: it still matches that key as before.  True when a failure moved."""
     rows = [(f, g) for f, g in _failure_rows(s, run_id) if g.sig_version < SIGNATURE_VERSION]
     if not rows:
         return False
