@@ -22,6 +22,7 @@ from forkflow.triage import records as ts
 from forkflow.triage.models import Classification, FailureKind, Signature
 from forkflow.triage.signature import SIGNATURE_VERSION, signature_of
 from forkflow.triage.sinks.base import IssueDraft, key_in
+from forkflow.triage.sinks.github import GitHubSink
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.tracking import Action, sync_tracking
 from forkflow.triage.triage import TriageSettings, triage_run
@@ -236,3 +237,102 @@ def _tamper_to_version_1(ctx: Context, run: int, window: bool = True) -> int:
         for g in groups:
             g.key, g.signature, g.sig_version = OLD_KEY, OLD_TEXT, 1
         return len(groups)
+
+
+def _track(ctx: Context, sink: str, key: str, issue_id: str, url: str, run_id: int) -> None:
+    with ctx.store.engine.begin() as c:
+        c.execute(text("INSERT INTO triage_tracking (fork_id, sink, group_key, issue_id, url, state, green_streak, "
+                       "last_run_id, opened_at, updated_at) VALUES (:f, :s, :k, :i, :u, 'open', 0, :r, :t, :t)"),
+                  {"f": ctx.fork_id, "s": sink, "k": key, "i": issue_id, "u": url, "r": run_id,
+                   "t": datetime.now(timezone.utc)})
+
+
+def test_github_issue_of_a_rekeyed_group_is_updated_not_filed_again(fork: Path, builder: ForkBuilder) -> None:
+    from tests.fakeforge import FakeForge
+
+    token = "ghp_rekey_SECRET"
+    with FakeForge(tokens={token: "write"}) as forge:
+        sink = GitHubSink("acme/fork", token, api=forge.url + "/github", retries=1, backoff=0.01)
+        url = f"sqlite:///{fork.parent / 'gh.db'}"
+        old = previous_revision_context(fork, url)
+        first = builder.fork_commit({"k.py": "broken\n"}, "[fork] nightly change")
+        red = add_run(old, first, [("test_tune", TestOutcome.FAIL, KEYERROR)], tier=Tier.L2, trigger="nightly")
+        store_old_failure(old, red, "test_tune")
+        ref = sink.create(IssueDraft(OLD_KEY, "[forkflow] KeyError", "body"))
+        _track(old, "github", OLD_KEY, ref.id, ref.url, red)
+        old.store.dispose()
+        ctx = open_context(fork, url)
+        second = builder.fork_commit({"n.py": "x\n"}, "[fork] nightly change")
+        add_run(ctx, second, [("test_tune", TestOutcome.FAIL, KEYERROR)], tier=Tier.L2, trigger="nightly")
+        [(step, got)] = sync_tracking(ctx, sink=sink, agent=None).steps
+        assert step.action is Action.UPDATE and got is not None and got.id == ref.id
+        [issue] = forge.issues("acme/fork")
+        assert key_in(issue["body"]) == NEW_KEY
+        assert sink.find(NEW_KEY) is not None  # found by its marker from now on
+
+
+def test_two_tracked_groups_the_new_rules_merge_leave_one_issue_tracking(fork: Path, builder: ForkBuilder,
+                                                                          store_url: str) -> None:
+    """Two tests failed with one error that the old rules keyed twice: the first tracked group
+    takes the new key, the other keeps its old one and counts green nightlies until it closes."""
+    old = previous_revision_context(fork, store_url)
+    rev = builder.fork_commit({"k.py": "broken\n"}, "[fork] nightly change")
+    red = add_run(old, rev, [("test_a", TestOutcome.FAIL, KEYERROR), ("test_b", TestOutcome.FAIL, KEYERROR)],
+                  tier=Tier.L2, trigger="nightly")
+    store_old_failure(old, red, "test_a")
+    other = Signature(FailureKind.EXCEPTION, OLD_TEXT + " (b)", "").key
+    now = datetime.now(timezone.utc)
+    with old.store.engine.begin() as c:
+        c.execute(text("INSERT INTO triage_groups (fork_id, key, kind, signature, first_seen_at, last_seen_at, "
+                       "first_run_id, last_run_id) VALUES (:f, :k, 'EXCEPTION', :s, :t, :t, :r, :r)"),
+                  {"f": old.fork_id, "k": other, "s": OLD_TEXT + " (b)", "t": now, "r": red})
+        gid = c.execute(text("SELECT id FROM triage_groups WHERE key = :k"), {"k": other}).scalar_one()
+        c.execute(text("INSERT INTO triage_failures (fork_id, run_id, suite, test_id, group_id, line, excerpt) "
+                       "VALUES (:f, :r, 'unit', 'test_b', :g, 4, 'KeyError')"),
+                  {"f": old.fork_id, "r": red, "g": gid})
+    _track(old, "github", OLD_KEY, "1", "", red)
+    _track(old, "github", other, "2", "", red)
+    old.store.dispose()
+    ctx = open_context(fork, store_url)
+    with ctx.store.session_scope() as s:
+        [f_a, f_b] = ts.stored_failures(s, red) or []
+        tracked = ts.tracking(s, ctx.fork_id, "github")
+    assert f_a.signature.key == f_b.signature.key == NEW_KEY
+    assert sorted((k, t.issue_id) for k, t in tracked.items()) == sorted([(NEW_KEY, "1"), (other, "2")])
+
+
+def test_log_window_keeps_the_error_and_caps_the_rest(tmp_path: Path) -> None:
+    from forkflow.triage.signature import log_window, signature_of_file
+
+    log = tmp_path / "job.log"
+    log.write_bytes(b"x" * 3_000_000 + b"\n" + b"".join(b"step %d\n" % i for i in range(50_000))
+                    + KEYERROR.encode() + b"y" * 1_000_000 + b"\n")
+    sig = signature_of_file(log)
+    window = log_window(log, sig.line)
+    assert KEYERROR in window and len(window) <= 64 * 1024
+    assert signature_of(window).key == sig.key == NEW_KEY
+    assert len(log_window(log, 0)) == 64 * 1024          # no line known: the end of the log
+    assert log_window(log, 10**9) == ""                  # past the end: nothing
+    short = tmp_path / "short.log"
+    short.write_text(KEYERROR)
+    assert log_window(short, 1) == KEYERROR
+
+
+def test_triage_0002_downgrades_and_upgrades_again(store_url: str) -> None:
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+    from sqlalchemy import inspect
+
+    store = Store.open(store_url)
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with store.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "triage_0001")
+    assert "sig_version" not in {c["name"] for c in inspect(store.engine).get_columns("triage_groups")}
+    store.dispose()
+    store = Store.open(store_url)
+    for table in ("triage_groups", "triage_tracking"):
+        assert "sig_version" in {c["name"] for c in inspect(store.engine).get_columns(table)}
+    assert "source" in {c["name"] for c in inspect(store.engine).get_columns("triage_failures")}
+    store.dispose()
