@@ -160,7 +160,7 @@ def measure(samples=10):
     pair = measure_paired({"triton": [functools.partial(matmul, a, b, cfg, c), functools.partial(matmul, a2, b2, cfg, c2)],
                            "cublas": [functools.partial(torch.matmul, a, b, out=c3),
                                       functools.partial(torch.matmul, a2, b2, out=c4)]},
-                          repeats=samples, target_ms=30, warmup_ms=200, max_warmup_ms=1000)
+                          repeats=samples, target_ms=30, warmup_ms=100, max_warmup_ms=500)
     t = pair["triton"]
     ratios = paired_ratios(t, pair["cublas"])
     t_end = time.perf_counter()
