@@ -1,22 +1,26 @@
 """End to end on a GPU: seeded trials of a small slowdown hidden in a Triton kernel library.
 
-    python benchmarks/bench_bisect.py --triton-e2e DIR [--trials 5] [--shift 0.02]
+    python benchmarks/bench_bisect.py --triton-e2e DIR [--e2e-trials 5] [--shift 0.02]
+        [--e2e-metric vs_cublas|ms] [--e2e-unit run|sample] [--e2e-budget-s S]
 
 Each trial (seed t) builds an upstream Triton kernel library of 64 commits; one of them, at a
 seeded position, pads the matmul's K loop with masked tiles: about `--shift` more work, the
 result unchanged.  A fork takes them as single picks and bundles of 4 (with fork commits
 between).  The L2 suite (declared in forkflow.toml with `metrics = ["matmul/*"]`) is the
 library's bench.py, which times the matmul with forkflow's harness on a config tuned once and
-stored (forkflow.workloads.tuning): a bench run is one process and a few seconds.
+stored (forkflow.workloads.tuning), paired sample by sample with cuBLAS on the same operands
+(`measure_paired`): it reports the time (`.../ms`) and Triton over cuBLAS (`.../vs_cublas`), the
+ratio that cancels the GPU clock drift between processes.  A bench run is one process.
 
 Then, as a nightly would: every fork commit is measured once (in one process, as a nightly
-history fill), the points are stored, `forkflow detect` must open a regression alert over a
-range holding the culprit, and `forkflow bisect --alert N --per-run` (no --command: it uses the L2 suite
-that declares the metric) must name the culprit upstream commit.  Per trial it prints the
-alert, the culprit named, rounds, bench runs and seconds; the summary goes to $OUT/e2e.json.
+history fill), the points are stored, `forkflow detect --metric 'matmul/*/<metric>'` must open a
+regression alert over a range holding the culprit, and `forkflow bisect --alert N --per-<unit>`
+(no --command: it uses the L2 suite that declares the metric) must name the culprit upstream
+commit.  Per trial it prints the alert, the culprit named, rounds, bench runs and seconds; the
+summary goes to $OUT/e2e_<first seed>.json after every trial.
 
-Without a GPU the library's bench reports a simulated time (1 % process noise), a dry run of
-the pipeline.
+Without a GPU the library's bench reports a simulated time (1 % process noise, shared with the
+simulated cuBLAS), a dry run of the pipeline.
 """
 from __future__ import annotations
 
