@@ -12,6 +12,11 @@ seconds, not milliseconds (on an H200, 8192^3 bf16 ran 1670 us in the first seco
 and 1727 us once settled; measured after a fixed 300 ms warm-up, the same kernel varied 2.2%
 inside one process and 1.0% between processes).  So warm-up runs for at least `warmup_ms` and
 then until the last chunks' times stop moving (`is_steady`), up to `max_warmup_ms`.
+
+Pairing: what the warm-up cannot remove (clocks that differ by tenths of a percent from one
+process to the next) `measure_paired` cancels by timing the kernel and a reference that no commit
+changes (cuBLAS) sample by sample in alternation; their ratio varied 0.05-0.42% between processes
+on an H200 where `do_bench` varied 0.5-1.3% (#16, docs/benchmarks.md).
 """
 from __future__ import annotations
 
