@@ -251,8 +251,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--e2e-first-seed", type=int, default=1)
     ap.add_argument("--e2e-metric", default="vs_cublas", help="end to end: the metric detect and bisect use "
                     "(vs_cublas: Triton over cuBLAS, paired; ms: Triton alone)")
-    ap.add_argument("--e2e-unit", choices=("run", "sample"), default="run",
-                    help="end to end: bisect judges runs (--per-run) or samples (--per-sample)")
+    ap.add_argument("--e2e-unit", choices=("run", "sample", "auto"), default="run",
+                    help="end to end: bisect judges runs (--per-run) or samples (--per-sample), "
+                         "or (auto) what the metric's stored points declare")
     ap.add_argument("--e2e-budget-s", type=float, default=0.0, help="end to end: start no trial after this")
     ap.add_argument("--shift", type=float, default=0.02, help="end to end: the hidden slowdown")
     ap.add_argument("--l2-sim", action="store_true", help="simulate nightly series + detect + bisect")

@@ -1,7 +1,7 @@
 """End to end on a GPU: seeded trials of a small slowdown hidden in a Triton kernel library.
 
     python benchmarks/bench_bisect.py --triton-e2e DIR [--e2e-trials 5] [--shift 0.02]
-        [--e2e-metric vs_cublas|ms] [--e2e-unit run|sample] [--e2e-budget-s S]
+        [--e2e-metric vs_cublas|ms] [--e2e-unit run|sample|auto] [--e2e-budget-s S]
 
 Each trial (seed t) builds an upstream Triton kernel library of 64 commits; one of them, at a
 seeded position, pads the matmul's K loop with masked tiles: about `--shift` more work, the
@@ -128,7 +128,7 @@ def measure(samples=10):
         return [{"name": NAME, "value": vals[len(vals) // 2], "unit": "ms", "better": "lower",
                  "samples": vals, "context": ctx},
                 {"name": RATIO, "value": ratios[len(ratios) // 2], "unit": "ratio", "better": "lower",
-                 "samples": ratios, "context": ctx}]
+                 "samples": ratios, "context": {**ctx, "samples": "paired"}}]
     import functools
     import statistics
 
@@ -174,7 +174,7 @@ def measure(samples=10):
     return [{"name": NAME, "value": t.median_ms, "unit": "ms", "better": "lower",
              "samples": list(t.samples_ms), "context": ctx},
             {"name": RATIO, "value": statistics.median(ratios), "unit": "ratio", "better": "lower",
-             "samples": list(ratios), "context": ctx}]
+             "samples": list(ratios), "context": {**ctx, "samples": "paired"}}]  # bisect: per sample
 
 
 if __name__ == "__main__":
@@ -332,7 +332,8 @@ def trial(root: Path, seed: int, shift: float, metric: str = "vs_cublas", unit: 
     out["alerted"] = True
     out["alert_holds_culprit"] = has_culprit
     t2 = time.time()
-    p = forkflow("bisect", "--alert", str(a["id"]), f"--per-{unit}", "--json", cwd=fork, show=False)
+    flag = [] if unit == "auto" else [f"--per-{unit}"]  # auto: the unit the stored metric declares
+    p = forkflow("bisect", "--alert", str(a["id"]), *flag, "--json", cwd=fork, show=False)
     t_bisect = time.time() - t2
     try:
         doc = json.loads(p.stdout)
@@ -341,7 +342,7 @@ def trial(root: Path, seed: int, shift: float, metric: str = "vs_cublas", unit: 
         doc = {}
     named = (doc.get("culprit") or {}).get("upstream_commit")
     out.update(named=named, right=named == culprit, rounds=doc.get("rounds"), runs=doc.get("measurements"),
-               bisect_seconds=round(t_bisect, 1), trial_seconds=round(time.time() - t0, 1),
+               unit=doc.get("verdict_unit"), bisect_seconds=round(t_bisect, 1), trial_seconds=round(time.time() - t0, 1),
                magnitude=a["members"][0]["magnitude"], message=doc.get("message"))
     print(f"  alert {a['id']}: {a['members'][0]['magnitude']:+.2%}, range holds the culprit: {has_culprit}; "
           f"bisect named {str(named)[:12]}: {'RIGHT' if out['right'] else 'WRONG'} in {out['rounds']} rounds, "

@@ -283,6 +283,7 @@ def test_add_appends_a_suite_the_loader_accepts(tmp_path: Path) -> None:
     assert s.paths == ("python/triton/**",) and s.timeout_s == 45 * 60
     assert s.resource_map["gpus"] == 1
     assert s.metrics == ("matmul.*",) and k.metrics == ()  # bisect finds the sweep by its metrics
+    assert s.per_sample == ("matmul.*.vs_cublas",) and k.per_sample == ()  # paired: judged per sample
 
 
 def test_add_refuses_a_taken_name_and_leaves_the_file_alone(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from forkflow.errors import UserError
-from forkflow.models import Better
+from forkflow.models import PAIRED_SAMPLES, Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.workloads.device import NO_GPU, parse_dtypes, torch_dtype
 from forkflow.models import Metric
@@ -37,6 +37,7 @@ WORKLOAD = Workload(
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
     metrics=("matmul.*",),
+    per_sample=("matmul.*.vs_cublas",),
 )
 
 # (M, N, K): square large, an MLP projection (8192x4096x14336), mid sizes, and decode (few rows).
@@ -223,7 +224,8 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
         Metric(f"{base}.latency_us", t_tri.median_ms * 1e3, "us", Better.LOWER,
                tuple(x * 1e3 for x in t_tri.samples_ms), ctx),
         Metric(f"{base}.cublas_tflops", med_c, "TFLOP/s", Better.HIGHER, tf_c, cub),
-        Metric(f"{base}.vs_cublas", ratio, "ratio", Better.HIGHER, speedups, ctx),
+        Metric(f"{base}.vs_cublas", ratio, "ratio", Better.HIGHER, speedups,
+               tuple(sorted((*ctx, PAIRED_SAMPLES)))),
     ], None
 
 
