@@ -15,7 +15,8 @@ ratio that cancels the GPU clock drift between processes.  A bench run is one pr
 Then, as a nightly would: every fork commit is measured once (in one process, as a nightly
 history fill), the points are stored, `forkflow detect --metric 'matmul/*/<metric>'` must open a
 regression alert over a range holding the culprit, and `forkflow bisect --alert N --per-<unit>`
-(no --command: it uses the L2 suite that declares the metric) must name the culprit upstream
+(no flag with `--e2e-unit auto`: the ratio's context says samples = paired, so it is judged per
+sample; no --command: it uses the L2 suite that declares the metric) must name the culprit upstream
 commit.  Per trial it prints the alert, the culprit named, rounds, bench runs and seconds; the
 summary goes to $OUT/e2e_<first seed>.json after every trial.
 
