@@ -249,6 +249,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--triton-e2e", type=Path, default=None, help="run the GPU end-to-end study here")
     ap.add_argument("--e2e-trials", type=int, default=5, help="seeded end-to-end trials")
     ap.add_argument("--e2e-first-seed", type=int, default=1)
+    ap.add_argument("--e2e-metric", default="vs_cublas", help="end to end: the metric detect and bisect use "
+                    "(vs_cublas: Triton over cuBLAS, paired; ms: Triton alone)")
+    ap.add_argument("--e2e-unit", choices=("run", "sample", "auto"), default="run",
+                    help="end to end: bisect judges runs (--per-run) or samples (--per-sample), "
+                         "or (auto) what the metric's stored points declare")
+    ap.add_argument("--e2e-budget-s", type=float, default=0.0, help="end to end: start no trial after this")
     ap.add_argument("--shift", type=float, default=0.02, help="end to end: the hidden slowdown")
     ap.add_argument("--l2-sim", action="store_true", help="simulate nightly series + detect + bisect")
     ap.add_argument("--sim-trials", type=int, default=200)
@@ -263,7 +269,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_bisect_e2e import run_e2e
 
-        run_e2e(args.triton_e2e, args.e2e_trials, args.shift, args.e2e_first_seed)
+        run_e2e(args.triton_e2e, args.e2e_trials, args.shift, args.e2e_first_seed, args.e2e_metric,
+                args.e2e_budget_s, args.e2e_unit)
         return
     print(f"{N} commits, noise {NOISE:.0%}, shift {SHIFT:.0%}; bounds: serial log2(N)+2 = "
           f"{math.log2(N) + 2:.0f} rounds, K=4 ceil(log5 N)+2 = {math.ceil(math.log(N, 5)) + 2} rounds")

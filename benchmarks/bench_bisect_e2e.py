@@ -1,22 +1,27 @@
 """End to end on a GPU: seeded trials of a small slowdown hidden in a Triton kernel library.
 
-    python benchmarks/bench_bisect.py --triton-e2e DIR [--trials 5] [--shift 0.02]
+    python benchmarks/bench_bisect.py --triton-e2e DIR [--e2e-trials 5] [--shift 0.02]
+        [--e2e-metric vs_cublas|ms] [--e2e-unit run|sample|auto] [--e2e-budget-s S]
 
 Each trial (seed t) builds an upstream Triton kernel library of 64 commits; one of them, at a
 seeded position, pads the matmul's K loop with masked tiles: about `--shift` more work, the
 result unchanged.  A fork takes them as single picks and bundles of 4 (with fork commits
 between).  The L2 suite (declared in forkflow.toml with `metrics = ["matmul/*"]`) is the
 library's bench.py, which times the matmul with forkflow's harness on a config tuned once and
-stored (forkflow.workloads.tuning): a bench run is one process and a few seconds.
+stored (forkflow.workloads.tuning), paired sample by sample with cuBLAS on the same operands
+(`measure_paired`): it reports the time (`.../ms`) and Triton over cuBLAS (`.../vs_cublas`), the
+ratio that cancels the GPU clock drift between processes.  A bench run is one process.
 
 Then, as a nightly would: every fork commit is measured once (in one process, as a nightly
-history fill), the points are stored, `forkflow detect` must open a regression alert over a
-range holding the culprit, and `forkflow bisect --alert N --per-run` (no --command: it uses the L2 suite
-that declares the metric) must name the culprit upstream commit.  Per trial it prints the
-alert, the culprit named, rounds, bench runs and seconds; the summary goes to $OUT/e2e.json.
+history fill), the points are stored, `forkflow detect --metric 'matmul/*/<metric>'` must open a
+regression alert over a range holding the culprit, and `forkflow bisect --alert N --per-<unit>`
+(no flag with `--e2e-unit auto`: the ratio's context says samples = paired, so it is judged per
+sample; no --command: it uses the L2 suite that declares the metric) must name the culprit upstream
+commit.  Per trial it prints the alert, the culprit named, rounds, bench runs and seconds; the
+summary goes to $OUT/e2e_<first seed>.json after every trial.
 
-Without a GPU the library's bench reports a simulated time (1 % process noise), a dry run of
-the pipeline.
+Without a GPU the library's bench reports a simulated time (1 % process noise, shared with the
+simulated cuBLAS), a dry run of the pipeline.
 """
 from __future__ import annotations
 
@@ -104,25 +109,39 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 NAME = "matmul/4096x4096x6400/ms"
 
 
-def measure(samples=8):
+RATIO = "matmul/4096x4096x6400/vs_cublas"
+
+
+def measure(samples=10):
+    import time
+
+    t0 = time.perf_counter()
     import torch
 
     if not torch.cuda.is_available():  # a dry run of the pipeline: a simulated time
         src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels", "matmul.py")).read()
         share = float(src.split("PAD_SHARE = ")[1].split()[0])
-        base = 0.33 * (1 + share) * (1 + 0.01 * random.gauss(0, 1))
+        clock = 1 + 0.01 * random.gauss(0, 1)  # what moves the process moves cuBLAS alike
+        base = 0.33 * (1 + share) * clock * (1 + 0.002 * random.gauss(0, 1))
         vals = sorted(base * (1 + 0.001 * random.gauss(0, 1)) for _ in range(samples))
+        ratios = sorted(v / (0.3 * clock) for v in vals)
+        ctx = {"config": "simulated"}
         return [{"name": NAME, "value": vals[len(vals) // 2], "unit": "ms", "better": "lower",
-                 "samples": vals, "context": {"config": "simulated"}}]
+                 "samples": vals, "context": ctx},
+                {"name": RATIO, "value": ratios[len(ratios) // 2], "unit": "ratio", "better": "lower",
+                 "samples": ratios, "context": {**ctx, "samples": "paired"}}]
     import functools
+    import statistics
 
     import triton
     from forkflow.workloads.device import environment
     from forkflow.workloads.harness import measure as harness
+    from forkflow.workloads.harness import measure_paired, paired_ratios
     from forkflow.workloads.tuning import TuneKey, TuneStore, software_version, stored_or_tuned
     from kernels.configs import MATMUL
     from kernels.matmul import matmul
 
+    t_import = time.perf_counter()
     m, n, k = 4096, 4096, 6400  # 100 K tiles of 64: the padding commit adds whole tiles
     g = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn((m, k), device="cuda", dtype=torch.float16, generator=g)
@@ -130,6 +149,7 @@ def measure(samples=8):
     c = torch.empty((m, n), device="cuda", dtype=torch.float16)
     # a second operand set: calls alternate, so none finds its inputs in L2 (60 MB on an H200)
     a2, b2, c2 = a.clone(), b.clone(), torch.empty_like(c)
+    c3, c4 = torch.empty_like(c), torch.empty_like(c)
     env = environment()
     key = TuneKey("library-matmul", f"{m}x{n}x{k}", "fp16", env.get("device", ""),
                   software_version(torch.__version__, triton.__version__))
@@ -139,12 +159,23 @@ def measure(samples=8):
     cfg = dict(choice.params)
     ref = a[:256].float() @ b.float()
     assert torch.allclose(matmul(a, b, cfg, c)[:256].float(), ref, atol=1.0, rtol=0.05), "matmul is wrong"
-    t = harness([functools.partial(matmul, a, b, cfg, c), functools.partial(matmul, a2, b2, cfg, c2)],
-                repeats=samples, target_ms=40, warmup_ms=300,
-                max_warmup_ms=1500)
+    t_setup = time.perf_counter()
+    # Triton and cuBLAS (which no commit here changes) sample by sample in alternation: their
+    # ratio cancels the clock drift that moves both between processes
+    pair = measure_paired({"triton": [functools.partial(matmul, a, b, cfg, c), functools.partial(matmul, a2, b2, cfg, c2)],
+                           "cublas": [functools.partial(torch.matmul, a, b, out=c3),
+                                      functools.partial(torch.matmul, a2, b2, out=c4)]},
+                          repeats=samples, target_ms=30, warmup_ms=100, max_warmup_ms=500)
+    t = pair["triton"]
+    ratios = paired_ratios(t, pair["cublas"])
+    t_end = time.perf_counter()
     ctx = {**env, "config": choice.label, "config_source": source, "timer": t.method}
+    print(f"bench: import {t_import - t0:.2f} s, setup {t_setup - t_import:.2f} s, measure {t_end - t_setup:.2f} s; "
+          f"triton {t.median_ms:.4f} ms, cuBLAS {pair['cublas'].median_ms:.4f} ms", file=sys.stderr)
     return [{"name": NAME, "value": t.median_ms, "unit": "ms", "better": "lower",
-             "samples": list(t.samples_ms), "context": ctx}]
+             "samples": list(t.samples_ms), "context": ctx},
+            {"name": RATIO, "value": statistics.median(ratios), "unit": "ratio", "better": "lower",
+             "samples": list(ratios), "context": {**ctx, "samples": "paired"}}]  # bisect: per sample
 
 
 if __name__ == "__main__":
@@ -245,7 +276,14 @@ def measure_series(fork: Path, trees: Path) -> list[tuple[str, int, list[dict[st
     return out
 
 
-def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
+def noise_of(vals: list[float]) -> float:
+    """Point-to-point noise of a series with one step: the median absolute difference of
+    neighbours over the median, scaled to a standard deviation (1.4826 / sqrt 2)."""
+    diffs = [abs(b - a) for a, b in zip(vals, vals[1:])]
+    return 1.0484 * statistics.median(diffs) / statistics.median(vals) if diffs else 0.0
+
+
+def trial(root: Path, seed: int, shift: float, metric: str = "vs_cublas", unit: str = "run") -> dict[str, Any]:
     t0 = time.time()
     rng = random.Random(seed)
     culprit_at = rng.randint(2, N_UPSTREAM)
@@ -267,15 +305,18 @@ def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
                         suite="l2-kernels", commit_date=date,
                         context=tuple(sorted((k, str(v)) for k, v in m.get("context", {}).items())))
             for sha, date, metrics in series for m in metrics])
-    vals = [float(ms[0]["value"]) for _, _, ms in series]
     configs = sorted({ms[0].get("context", {}).get("config", "") for _, _, ms in series})
     print(f"trial {seed}: culprit upstream #{culprit_at} {culprit[:12]}; {len(series)} fork commits measured "
           f"in {t_series:.0f} s; config {configs}", flush=True)
-    print("  series (ms, oldest first): " + " ".join(f"{v:.4f}" for v in vals), flush=True)
     out: dict[str, Any] = {"seed": seed, "culprit_at": culprit_at, "culprit": culprit, "shift": shift,
                            "fork_commits": len(series), "series_seconds": round(t_series, 1),
-                           "configs": configs}
-    p = forkflow("detect", "--json", cwd=fork, show=False)
+                           "configs": configs, "metric": metric, "unit": unit, "series": {}, "series_noise": {}}
+    for name in [m["name"] for m in series[0][2]]:
+        vals = [float(m["value"]) for _, _, ms in series for m in ms if m["name"] == name]
+        out["series"][name], out["series_noise"][name] = vals, noise_of(vals)
+        print(f"  {name} (oldest first; point-to-point noise {noise_of(vals):.2%}): "
+              + " ".join(f"{v:.4f}" for v in vals), flush=True)
+    p = forkflow("detect", "--json", "--metric", f"matmul/*/{metric}", cwd=fork, show=False)
     alerts = json.loads(p.stdout)["alerts"] if p.returncode == 0 else []
     regressions = [a for a in alerts if a["direction"] == "regression"]
     out["alerts"] = [{k: a[k] for k in ("id", "good", "bad", "direction")} | {
@@ -292,7 +333,8 @@ def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
     out["alerted"] = True
     out["alert_holds_culprit"] = has_culprit
     t2 = time.time()
-    p = forkflow("bisect", "--alert", str(a["id"]), "--per-run", "--json", cwd=fork, show=False)
+    flag = [] if unit == "auto" else [f"--per-{unit}"]  # auto: the unit the stored metric declares
+    p = forkflow("bisect", "--alert", str(a["id"]), *flag, "--json", cwd=fork, show=False)
     t_bisect = time.time() - t2
     try:
         doc = json.loads(p.stdout)
@@ -301,7 +343,7 @@ def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
         doc = {}
     named = (doc.get("culprit") or {}).get("upstream_commit")
     out.update(named=named, right=named == culprit, rounds=doc.get("rounds"), runs=doc.get("measurements"),
-               bisect_seconds=round(t_bisect, 1), trial_seconds=round(time.time() - t0, 1),
+               unit=doc.get("verdict_unit"), bisect_seconds=round(t_bisect, 1), trial_seconds=round(time.time() - t0, 1),
                magnitude=a["members"][0]["magnitude"], message=doc.get("message"))
     print(f"  alert {a['id']}: {a['members'][0]['magnitude']:+.2%}, range holds the culprit: {has_culprit}; "
           f"bisect named {str(named)[:12]}: {'RIGHT' if out['right'] else 'WRONG'} in {out['rounds']} rounds, "
@@ -309,13 +351,17 @@ def trial(root: Path, seed: int, shift: float) -> dict[str, Any]:
     return out
 
 
-def run_e2e(root: Path, trials: int = 5, shift: float = 0.02, first_seed: int = 1) -> None:
+def run_e2e(root: Path, trials: int = 5, shift: float = 0.02, first_seed: int = 1, metric: str = "vs_cublas",
+            budget_s: float = 0.0, unit: str = "run") -> None:
     root.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("FORKFLOW_TUNE_STORE", str(root / "tuning.json"))
     results = []
     t0 = time.time()
     for seed in range(first_seed, first_seed + trials):
-        results.append(trial(root, seed, shift))
+        if budget_s and time.time() - t0 > budget_s:
+            print(f"# budget of {budget_s:.0f} s spent before trial {seed}", flush=True)
+            break
+        results.append(trial(root, seed, shift, metric, unit))
         doc = {"shift": shift, "trials": results}
         out = os.environ.get("OUT")
         if out:
@@ -323,7 +369,7 @@ def run_e2e(root: Path, trials: int = 5, shift: float = 0.02, first_seed: int = 
     right = sum(r.get("right", False) for r in results)
     alerted = sum(r.get("alerted", False) for r in results)
     bis = [r["bisect_seconds"] for r in results if "bisect_seconds" in r]
-    print(f"\n{trials} trial(s) at {shift:.1%}: alerted {alerted}, culprit named {right}; "
+    print(f"\n{len(results)} trial(s) at {shift:.1%}: alerted {alerted}, culprit named {right}; "
           f"rounds {[r.get('rounds') for r in results]}, runs {[r.get('runs') for r in results]}, "
           f"bisect seconds median {statistics.median(bis) if bis else 0:.0f}; total {time.time() - t0:.0f} s",
           flush=True)

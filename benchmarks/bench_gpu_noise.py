@@ -5,8 +5,11 @@ processes one after the other, next to the noise inside one process.
 
 First one process tunes each shape once and stores the choice (forkflow.workloads.tuning); then
 `--procs` fresh processes, one after the other, each measure every shape `--inner` times with
-three timers, interleaved: forkflow's harness (CUDA graph, cold L2), triton's `do_bench` and
-`do_bench_cudagraph`, all on the stored config.  Per shape and timer it reports
+three timers, interleaved: forkflow's harness (CUDA graph, cold L2; paired sample by sample with
+cuBLAS on the same operands, `measure_paired`), triton's `do_bench` and `do_bench_cudagraph`, all
+on the stored config.  Two derived timers cancel the GPU's clock drift between processes:
+`harness/cuBLAS` (the paired ratio) and `harness x SM clock` (time at the maximum clock, the SM
+clock read through NVML during the samples).  Per shape and timer it reports
 
   within   the mean over processes of the CV of that process's `--inner` results
   between  the CV of the per-process medians (the number an L2 series sees night to night)
@@ -30,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 SHAPES = "8192x8192x8192,8192x4096x14336,4096x4096x4096"
-TIMERS = ("harness", "do_bench", "do_bench_cudagraph")
+TIMERS = ("harness", "do_bench", "do_bench_cudagraph", "cuBLAS (harness)", "harness/cuBLAS",
+          "harness x SM clock")
 
 
 def cv(xs: list[float]) -> float:
@@ -43,13 +47,15 @@ def child(args: argparse.Namespace) -> int:
     import triton
     from triton.testing import do_bench, do_bench_cudagraph
 
-    from forkflow.workloads.device import environment
-    from forkflow.workloads.harness import measure, rotations_needed
+    from forkflow.workloads.device import ClockSampler, environment
+    from forkflow.workloads.harness import measure, measure_paired, paired_ratios, rotations_needed
     from forkflow.workloads.kernels.matmul import matmul, matmul_tuned
-    from forkflow.workloads.matmul_sweep import _operands, bytes_per_call, choose_config, parse_shapes
+    from forkflow.workloads.matmul_sweep import (_operands, bytes_per_call, choose_config, cublas_call,
+                                                 parse_shapes)
     from forkflow.workloads.tuning import TuneStore, config_label
 
     env = environment()
+    max_mhz = float(env.get("sm_clock_max_mhz", 1980))
     store = TuneStore(args.tune_store)
     l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
     out: dict[str, Any] = {"env": env, "shapes": {}}
@@ -61,13 +67,25 @@ def child(args: argparse.Namespace) -> int:
         row: dict[str, Any] = {"config": choice.label, "source": source}
         if args.child == "measure":
             calls = [functools.partial(matmul, s[0], s[1], config=cfg, c=s[2]) for s in sets]
+            cub = [functools.partial(cublas_call, s[0], s[1], s[3]) for s in sets]
             fn = calls[0]
             got: dict[str, list[float]] = {t: [] for t in TIMERS}
-            for _ in range(args.inner):  # interleaved: the three timers see the same GPU state
-                got["harness"].append(measure(calls, repeats=args.repeats, target_ms=args.target_ms).median_ms)
+            clocks: list[dict[str, float]] = []
+            for _ in range(args.inner):  # interleaved: the timers see the same GPU state
+                sampler = ClockSampler()  # read while the timed samples run, not in the warm-up
+                pair = measure_paired({"triton": calls, "cublas": cub}, repeats=args.repeats,
+                                      target_ms=args.target_ms, during=sampler)
+                clk = sampler.summary()
+                clocks.append(clk)
+                got["harness"].append(pair["triton"].median_ms)
+                got["cuBLAS (harness)"].append(pair["cublas"].median_ms)
+                got["harness/cuBLAS"].append(statistics.median(paired_ratios(pair["triton"], pair["cublas"])))
+                if clk:  # time x clock: cycles, what a compute-bound kernel costs at any clock
+                    got["harness x SM clock"].append(pair["triton"].median_ms * clk["sm_mhz"] / max_mhz)
                 got["do_bench"].append(float(do_bench(fn, return_mode="median")))
                 got["do_bench_cudagraph"].append(float(do_bench_cudagraph(fn, return_mode="median")))
-            row["ms"] = got
+            row["ms"] = {t: v for t, v in got.items() if v}
+            row["clocks"] = clocks
             if args.autotune_each:  # triton's own autotune, fresh in this process
                 auto = [functools.partial(matmul, s[0], s[1], config=None, c=s[2]) for s in sets]
                 auto[0]()
@@ -108,6 +126,7 @@ def main() -> int:
     ap.add_argument("--target-ms", type=float, default=25.0, help="harness sample length")
     ap.add_argument("--tune-store", type=Path, default=None)
     ap.add_argument("--no-autotune-each", dest="autotune_each", action="store_false")
+    ap.add_argument("--budget-s", type=float, default=0.0, help="start no process after this many seconds")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.child:
@@ -122,25 +141,36 @@ def main() -> int:
         f"{s} {r['config']} ({r['source']})" for s, r in tuned["shapes"].items()), flush=True)
     runs = []
     for i in range(args.procs):
+        if args.budget_s and time.perf_counter() - t0 > args.budget_s and len(runs) >= 2:
+            print(f"# budget of {args.budget_s:.0f} s spent: {len(runs)} processes", flush=True)
+            break
         r = run_child(args, "measure")
         runs.append(r)
+        if args.out:  # raw results survive a timeout
+            args.out.with_suffix(".procs.json").write_text(json.dumps(runs))
         clocks = r["env"].get("sm_clock_mhz", "?")
         print(f"process {i + 1}/{args.procs}: {r['seconds']:.1f} s, SM clock at start {clocks} MHz; " + "; ".join(
             f"{s} harness {statistics.median(row['ms']['harness']) * 1e3:.1f} us"
+            f" /cuBLAS {statistics.median(row['ms']['harness/cuBLAS']):.4f}"
+            + "".join(f" [{c.get('sm_mhz', 0):.0f} MHz {c.get('temp_c', 0):.0f} C {c.get('power_w', 0):.0f} W]"
+                      for c in row.get("clocks", []) if c)
             + (f", autotune {row['autotune_config']} {row['autotune_ms'] * 1e3:.1f} us" if "autotune_ms" in row else "")
             for s, row in r["shapes"].items()), flush=True)
-    print(f"\n## {args.procs} processes x {args.inner} measurements per timer (CV: stdev / mean)")
+    print(f"\n## {len(runs)} processes x {args.inner} measurements per timer (CV: stdev / mean)")
     print(f"{'shape':>16} {'timer':>19} {'within':>8} {'between':>8} {'median us':>10} {'min..max of process medians':>30}")
-    summary: dict[str, Any] = {"env": env, "procs": args.procs, "inner": args.inner, "shapes": {}}
+    summary: dict[str, Any] = {"env": env, "procs": len(runs), "inner": args.inner, "shapes": {}}
     for shape in tuned["shapes"]:
         rows = [r["shapes"][shape] for r in runs]
         srow: dict[str, Any] = {"config": tuned["shapes"][shape]["config"]}
         for t in TIMERS:
+            if not all(t in x["ms"] for x in rows):
+                continue
             per = [statistics.median(x["ms"][t]) for x in rows]
             within = statistics.fmean(cv(x["ms"][t]) for x in rows)
-            srow[t] = {"within_cv": within, "between_cv": cv(per), "medians_ms": per}
-            print(f"{shape:>16} {t:>19} {within:8.3%} {cv(per):8.3%} {statistics.median(per) * 1e3:10.1f} "
-                  f"{min(per) * 1e3:14.1f}..{max(per) * 1e3:.1f}")
+            srow[t] = {"within_cv": within, "between_cv": cv(per), "medians": per}
+            scale = 1.0 if t == "harness/cuBLAS" else 1e3  # a ratio, else us
+            print(f"{shape:>16} {t:>19} {within:8.3%} {cv(per):8.3%} {statistics.median(per) * scale:10.4g} "
+                  f"{min(per) * scale:14.4g}..{max(per) * scale:.4g}")
         if "autotune_ms" in rows[0]:
             per = [x["autotune_ms"] for x in rows]
             chosen = sorted({x["autotune_config"] for x in rows})
@@ -150,6 +180,8 @@ def main() -> int:
             for c in chosen:
                 print(f"{'':>18}  {sum(x['autotune_config'] == c for x in rows)} x {c}")
         summary["shapes"][shape] = srow
+        if args.out:  # partial results survive a timeout
+            args.out.write_text(json.dumps(summary, indent=1))
     summary["seconds"] = time.perf_counter() - t0
     print(f"\ntotal {summary['seconds']:.0f} s")
     if args.out:

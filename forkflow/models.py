@@ -151,6 +151,12 @@ class Better(str, enum.Enum):
     LOWER = "lower"
 
 
+# A metric's context entry saying its every sample is a ratio to a baseline timed alongside it
+# (harness `measure_paired`): what moves a whole process cancels in it, so bisect judges its
+# samples one by one rather than each run's median (#16).
+PAIRED_SAMPLES = ("samples", "paired")
+
+
 @dataclass(frozen=True, slots=True)
 class Metric:
     """One entry of a metrics report: `{"name", "value", "unit", "better", "samples"}`."""

@@ -20,12 +20,16 @@ from forkflow.workloads import ReportFormat, Tier, Workload, all_workloads, get_
 from forkflow.workloads.device import (
     Backend,
     DeviceInfo,
+    ClockSampler,
     parse_dtypes,
     unsupported_reason,
 )
 from forkflow.workloads.harness import (
+    Timing,
     calls_per_sample,
     coefficient_of_variation,
+    measure_paired,
+    paired_ratios,
     quantile,
     rotations_needed,
 )
@@ -199,6 +203,23 @@ def test_rotation_covers_twice_the_l2_and_samples_are_whole_rotations() -> None:
     assert calls_per_sample(100.0, 40.0, 2) == 2       # at least one full rotation
 
 
+def test_paired_samples_alternate_and_their_ratio_is_per_sample() -> None:
+    order: list[str] = []
+    got = measure_paired({"a": [lambda: order.append("a")], "b": [lambda: order.append("b")]},
+                         device="cpu", repeats=3, target_ms=0.0)
+    assert [len(t.samples_ms) for t in got.values()] == [3, 3]
+    assert order[-2:] == ["a", "b"] and order.count("a") == order.count("b")
+    a = Timing((2.0, 4.0, 3.0), "cuda-graph", 1)
+    b = Timing((1.0, 2.0, 1.5), "cuda-graph", 1)
+    assert paired_ratios(a, b) == (2.0, 2.0, 2.0)
+
+
+def test_clock_sampler_without_nvml_reads_nothing_and_says_so() -> None:
+    with ClockSampler(period_s=0.001) as s:
+        pass
+    assert s.summary() == {} or s.summary()["reads"] >= 1
+
+
 # -- dtypes and hardware ------------------------------------------------------------------------
 
 def test_dtype_the_hardware_lacks_is_named_with_its_need() -> None:
@@ -262,6 +283,7 @@ def test_add_appends_a_suite_the_loader_accepts(tmp_path: Path) -> None:
     assert s.paths == ("python/triton/**",) and s.timeout_s == 45 * 60
     assert s.resource_map["gpus"] == 1
     assert s.metrics == ("matmul.*",) and k.metrics == ()  # bisect finds the sweep by its metrics
+    assert s.per_sample == ("matmul.*.vs_cublas",) and k.per_sample == ()  # paired: judged per sample
 
 
 def test_add_refuses_a_taken_name_and_leaves_the_file_alone(tmp_path: Path) -> None:

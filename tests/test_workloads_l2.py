@@ -122,4 +122,9 @@ def test_sweep_on_a_gpu_reports_tflops_and_out_of_memory(tmp_path: Path) -> None
     doc = json.loads(report.read_text())
     names = [m["name"] for m in doc["metrics"]]
     assert "matmul.bf16.1024x1024x1024.tflops" in names
+    # Triton over cuBLAS: one ratio per paired sample, declared paired so bisect judges it per sample
+    by = {m["name"]: m for m in doc["metrics"]}
+    ratio = by["matmul.bf16.1024x1024x1024.vs_cublas"]
+    assert len(ratio["samples"]) == 6 and ratio["context"]["samples"] == "paired"
+    assert "samples" not in by["matmul.bf16.1024x1024x1024.tflops"]["context"]
     assert doc["errors"][0].startswith("out of memory: 400000x400000x400000 bf16 needs")

@@ -21,7 +21,7 @@ from forkflow.bisect.verdict import VerdictPolicy
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger.evidence import pr_number
-from forkflow.models import Better, Sha
+from forkflow.models import PAIRED_SAMPLES, Better, Sha
 from forkflow.tiers.tiers import ReportFormat, Suite
 
 
@@ -125,6 +125,42 @@ def runs_are_the_unit(context: Sequence[tuple[str, str]]) -> bool:
     when it was measured on a GPU (its context names a device other than the CPU)."""
     device = dict(context).get("device", "")
     return bool(device) and device != "CPU"
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictUnit:
+    """What a metric bisection judges, runs (each its median, `RunMedians`) or samples, and why."""
+
+    per_run: bool
+    reason: str
+
+    @property
+    def name(self) -> str:
+        return "run" if self.per_run else "sample"
+
+
+def verdict_unit(metric: str, flag: bool | None, context: Sequence[tuple[str, str]] | None,
+                 suite: Suite | None) -> VerdictUnit:
+    """The unit a bisection of `metric` judges by default (#16).
+
+    In order: the flag (`--per-run` True, `--per-sample` False); the measuring suite's
+    `per_sample` globs; the newest stored point's context: paired samples (`samples = paired`,
+    a ratio to a baseline timed alongside each sample, so what moves a process cancels) are
+    judged one by one, samples measured on a GPU run by run; else samples.
+    """
+    if flag is not None:
+        return VerdictUnit(flag, f"{'--per-run' if flag else '--per-sample'} given")
+    declared = [g for g in (suite.per_sample if suite else ()) if fnmatch.fnmatchcase(metric, g)]
+    if suite is not None and declared:
+        return VerdictUnit(False, f"suite {suite.name!r} declares it per_sample ({declared[0]!r})")
+    if context is None:
+        return VerdictUnit(False, "no stored point says how it was measured")
+    if PAIRED_SAMPLES in context:
+        return VerdictUnit(False, "its stored points say its samples are paired (context samples = paired)")
+    if runs_are_the_unit(context):
+        return VerdictUnit(True, f"its stored points ran on a GPU ({dict(context)['device']}), where the "
+                                 "samples of one run share that process's clocks")
+    return VerdictUnit(False, "its stored points name no GPU")
 
 
 class _ConflictAware:

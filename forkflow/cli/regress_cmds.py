@@ -17,10 +17,11 @@ from forkflow.bisect.workflow import (
     PER_RUN_POLICY,
     BisectReport,
     RunMedians,
+    VerdictUnit,
     bisect_fork,
-    runs_are_the_unit,
     measurement_suite,
     suite_command,
+    verdict_unit,
 )
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
 from forkflow.context import Context, open_context
@@ -76,7 +77,8 @@ def detect(
         _render_alert(a)
     for b in bisections:
         console.print(f"alert {b['alert']}: bisection {b['id']} {b['status']}"
-                      + (f", culprit {short(b['culprit'])}" if b.get("culprit") else ""))
+                      + (f", culprit {short(b['culprit'])}" if b.get("culprit") else "")
+                      + f" (judged each {b['verdict_unit']}: {escape(b['verdict_unit_reason'])})")
     return 0
 
 
@@ -89,23 +91,28 @@ def _bisect_new_alerts(ctx: Context, found: Sequence[Alert], parallel: int,
             continue
         metric = a.worst.metric
         cmd, env = _measurement_command(ctx, metric, None)
-        per_run = _per_run_for(ctx, metric, None)
+        unit = _unit_for(ctx, metric, None)
         report, doc = _bisect_metric(ctx, metric, a.good_rev, a.bad_rev, a.worst.better, a.id, cmd, env,
-                                     pass_fail=False, policy=_policy(32, 2, per_run), parallel=parallel,
-                                     timeout=1800.0, quiet=quiet, per_run=per_run)
+                                     pass_fail=False, policy=_policy(32, 2, unit.per_run), parallel=parallel,
+                                     timeout=1800.0, quiet=quiet, unit=unit)
         culprit = report.culprit
         out.append({"alert": a.id, "id": doc["id"], "status": report.status.value,
-                    "culprit": culprit.fork_sha if culprit is not None else None})
+                    "culprit": culprit.fork_sha if culprit is not None else None,
+                    "verdict_unit": unit.name, "verdict_unit_reason": unit.reason})
     return out
 
 
-def _per_run_for(ctx: Context, metric: str, flag: bool | None) -> bool:
-    """--per-run / --per-sample, else by the newest stored point: runs when it ran on a GPU."""
-    if flag is not None:
-        return flag
+def _unit_for(ctx: Context, metric: str, flag: bool | None) -> VerdictUnit:
+    """--per-run / --per-sample, else what the metric's suite and newest stored point declare."""
+    from forkflow.tiers.tiers import load_suites
+
     with ctx.store.session_scope() as s:
         newest = queries.latest_metric_point(s, ctx.fork_id, metric)
-    return newest is not None and runs_are_the_unit(newest.context)
+    try:
+        suite = measurement_suite(load_suites(ctx.config), metric, newest.suite if newest else None)
+    except UserError:  # measured by --command or [bisect] command: no suite to ask
+        suite = None
+    return verdict_unit(metric, flag, newest.context if newest else None, suite)
 
 
 def _policy(max_repeats: int, reruns: int, per_run: bool) -> VerdictPolicy:
@@ -191,8 +198,9 @@ def bisect(
     reruns: Annotated[int, typer.Option(help="Pass/fail: reruns of a failure before it counts.")] = 2,
     timeout: Annotated[float, typer.Option(help="Seconds per command run.")] = 1800.0,
     per_run: Annotated[bool | None, typer.Option("--per-run/--per-sample", help="Judge runs (each its "
-                                                 "median) or samples; default: runs when the metric's "
-                                                 "stored points ran on a GPU.")] = None,
+                                                 "median) or samples; default: samples when the metric's "
+                                                 "suite declares it per_sample or its stored points say "
+                                                 "samples = paired, else runs when they ran on a GPU.")] = None,
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
@@ -216,21 +224,23 @@ def bisect(
         env: dict[str, str] = {}
     else:
         cmd, env = _measurement_command(ctx, metric, command)
-    runs = not pass_fail and _per_run_for(ctx, metric, per_run)
+    unit = None if pass_fail else _unit_for(ctx, metric, per_run)
     report, doc = _bisect_metric(ctx, metric, good, bad, better, alert_id, cmd, env, pass_fail=pass_fail,
-                                 policy=_policy(max_repeats, reruns, runs), parallel=parallel,
-                                 timeout=timeout, quiet=json_out, per_run=runs)
+                                 policy=_policy(max_repeats, reruns, unit is not None and unit.per_run),
+                                 parallel=parallel, timeout=timeout, quiet=json_out, unit=unit)
     return _finish(report, doc, json_out)
 
 
 def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Better | None,
                    alert_id: int | None, cmd: str, env: dict[str, str], *, pass_fail: bool,
                    policy: VerdictPolicy, parallel: int, timeout: float,
-                   quiet: bool, per_run: bool = False) -> tuple[BisectReport, dict[str, Any]]:
+                   quiet: bool, unit: VerdictUnit | None = None) -> tuple[BisectReport, dict[str, Any]]:
     """Run one metric (or pass/fail) bisection with a measurement command and store it."""
     probe: Probe = CommandProbe(ctx.repo, cmd, None if pass_fail else metric, timeout=timeout, env=env)
-    if per_run and not pass_fail:
+    if unit is not None and unit.per_run and not pass_fail:
         probe = RunMedians(probe)
+    if unit is not None and not pass_fail and not quiet:
+        err_console.print(f"judging each {unit.name}: {escape(unit.reason)}", soft_wrap=True)
     try:
         report = bisect_fork(ctx.repo, metric, good, bad, probe, RoundReporter(quiet),
                              mode=Mode.PASS_FAIL if pass_fail else Mode.PERF, policy=policy,
@@ -238,7 +248,9 @@ def _bisect_metric(ctx: Context, metric: str, good: str, bad: str, better: Bette
     finally:
         probe.close()
     doc = report.to_dict()
-    doc["verdict_unit"] = "pass/fail" if pass_fail else "run" if per_run else "sample"
+    doc["verdict_unit"] = "pass/fail" if pass_fail or unit is None else unit.name
+    if unit is not None and not pass_fail:
+        doc["verdict_unit_reason"] = unit.reason
     with ctx.store.session_scope() as s:
         doc["id"] = records.save_bisection(s, ctx.fork_id, alert_id, doc)
     return report, doc

@@ -11,6 +11,7 @@
     timeout = "20m"
     owners = ["compiler-oncall"]       # who may sign off (L3)
     metrics = ["matmul.*"]             # L2: the metrics it reports (globs); bisect runs it for them
+    per_sample = ["matmul.*.vs_cublas"] # L2: metrics whose samples bisect judges one by one
 
 Placeholders in `command`: `{report}` (where the harness writes its report), `{artifacts}` (a
 folder kept with the job), `{tests}` (the selected tests, shell-quoted; when everything runs it
@@ -73,6 +74,9 @@ class Suite:
     count_pattern: str = ""  # regex with one group: the test count the output prints
     env: tuple[tuple[str, str], ...] = ()
     metrics: tuple[str, ...] = ()  # globs of the metric names it reports (L2)
+    # globs of metrics whose every sample is a judgement of its own (paired with a baseline timed
+    # alongside it): bisect judges them sample by sample, not run by run (#16)
+    per_sample: tuple[str, ...] = ()
 
     @property
     def can_select_tests(self) -> bool:
@@ -226,7 +230,7 @@ def _suite(chk: _Checker, raw: Any, index: int) -> Suite:
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise chk.fail(f"{where}.env", "must be a table of strings")
     known = {"name", "tier", "command", "report", "expect_tests", "paths", "resources", "timeout",
-             "owners", "all_tests", "count_pattern", "env", "metrics"}
+             "owners", "all_tests", "count_pattern", "env", "metrics", "per_sample"}
     unknown = sorted(set(raw) - known)
     if unknown:
         raise chk.fail(f"{where}.{unknown[0]}", f"is not a suite key (known: {', '.join(sorted(known))})")
@@ -238,6 +242,7 @@ def _suite(chk: _Checker, raw: Any, index: int) -> Suite:
         timeout_s=timeout, owners=chk.strings(raw, "owners", where),
         all_tests=chk.string(raw, "all_tests", where, ""), count_pattern=pattern,
         env=tuple(sorted(env.items())), metrics=chk.strings(raw, "metrics", where),
+        per_sample=chk.strings(raw, "per_sample", where),
     )
     chk.index = None
     return suite

@@ -36,6 +36,7 @@ class Workload:
     requires: tuple[str, ...] = ("torch", "triton")  # import names of the `gpu` extra it needs
     paths: tuple[str, ...] = field(default=("**",))
     metrics: tuple[str, ...] = ()  # globs of the metrics it reports: bisect finds its suite by them
+    per_sample: tuple[str, ...] = ()  # globs of those whose samples bisect judges one by one
 
     @property
     def command(self) -> str:
@@ -59,6 +60,8 @@ class Workload:
         entry["paths"] = list(paths if paths is not None else self.paths)
         if self.metrics:
             entry["metrics"] = list(self.metrics)
+        if self.per_sample:
+            entry["per_sample"] = list(self.per_sample)
         entry["resources"] = res
         entry["timeout"] = timeout or self.timeout
         return entry

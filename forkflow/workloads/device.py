@@ -215,3 +215,106 @@ def _clocks() -> dict[str, str]:
     parts = [x.strip() for x in out.strip().splitlines()[0].split(",")] if out.strip() else []
     keys = ("driver", "sm_clock_mhz", "mem_clock_mhz", "sm_clock_max_mhz", "power_limit_w")
     return {k: v for k, v in zip(keys, parts) if v and "N/A" not in v}
+
+
+class _Nvml:
+    """The four NVML reads the sampler needs, through pynvml (nvidia-ml-py) or, without it,
+    through libnvidia-ml.so.1 (which every driver installs) with ctypes."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._py: Any = pynvml
+            self._h: Any = pynvml.nvmlDeviceGetHandleByIndex(0)
+            return
+        except Exception:  # noqa: BLE001  (no pynvml: the library itself)
+            self._py = None
+        lib = ctypes.CDLL("libnvidia-ml.so.1")
+        if lib.nvmlInit_v2() != 0:
+            raise OSError("nvmlInit failed")
+        self._lib: Any = lib
+        self._h = ctypes.c_void_p()
+        if lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self._h)) != 0:
+            raise OSError("no GPU 0 in NVML")
+
+    def _read(self, fn: str, *args: int) -> int:
+        import ctypes
+
+        v = ctypes.c_uint()
+        if getattr(self._lib, fn)(self._h, *args, ctypes.byref(v)) != 0:
+            raise OSError(f"{fn} failed")
+        return int(v.value)
+
+    def read(self) -> tuple[int, int, float]:
+        """(SM clock MHz, temperature C, power W) now."""
+        if self._py is not None:
+            p = self._py
+            return (int(p.nvmlDeviceGetClockInfo(self._h, p.NVML_CLOCK_SM)),
+                    int(p.nvmlDeviceGetTemperature(self._h, p.NVML_TEMPERATURE_GPU)),
+                    p.nvmlDeviceGetPowerUsage(self._h) / 1000.0)
+        # NVML_CLOCK_SM = 1, NVML_TEMPERATURE_GPU = 0
+        return (self._read("nvmlDeviceGetClockInfo", 1), self._read("nvmlDeviceGetTemperature", 0),
+                self._read("nvmlDeviceGetPowerUsage") / 1000.0)
+
+    def close(self) -> None:
+        if self._py is not None:
+            self._py.nvmlShutdown()
+        else:
+            self._lib.nvmlShutdown()
+
+
+class ClockSampler:
+    """Reads GPU 0's SM clock (MHz), temperature (C) and power (W) through NVML every `period_s`
+    while in use, to say what the clocks did during a measurement; it reads only, never sets.
+    Without NVML it records nothing."""
+
+    def __init__(self, period_s: float = 0.01) -> None:
+        self.period_s = period_s
+        self.sm_mhz: list[int] = []
+        self.temp_c: list[int] = []
+        self.power_w: list[float] = []
+        self._stop: Any = None
+        self._thread: Any = None
+        self._nvml: _Nvml | None = None
+
+    def __enter__(self) -> ClockSampler:
+        import threading
+
+        try:
+            self._nvml = _Nvml()
+        except Exception:  # noqa: BLE001  (no NVML: nothing to read)
+            return self
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        assert self._nvml is not None
+        while not self._stop.is_set():
+            try:
+                sm, temp, power = self._nvml.read()
+            except Exception:  # noqa: BLE001
+                return
+            self.sm_mhz.append(sm)
+            self.temp_c.append(temp)
+            self.power_w.append(power)
+            self._stop.wait(self.period_s)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        if self._nvml is not None:
+            self._nvml.close()
+
+    def summary(self) -> dict[str, float]:
+        """Means over the samples (empty when nothing was read)."""
+        if not self.sm_mhz:
+            return {}
+        return {"sm_mhz": sum(self.sm_mhz) / len(self.sm_mhz), "temp_c": sum(self.temp_c) / len(self.temp_c),
+                "power_w": sum(self.power_w) / len(self.power_w), "reads": float(len(self.sm_mhz))}

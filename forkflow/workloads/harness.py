@@ -12,9 +12,16 @@ seconds, not milliseconds (on an H200, 8192^3 bf16 ran 1670 us in the first seco
 and 1727 us once settled; measured after a fixed 300 ms warm-up, the same kernel varied 2.2%
 inside one process and 1.0% between processes).  So warm-up runs for at least `warmup_ms` and
 then until the last chunks' times stop moving (`is_steady`), up to `max_warmup_ms`.
+
+Pairing: what the warm-up cannot remove (clocks that differ by tenths of a percent from one
+process to the next) `measure_paired` cancels by timing the kernel and a reference that no commit
+changes (cuBLAS) sample by sample in alternation; their ratio varied 0.05-0.42% between processes
+on an H200 where `do_bench` varied 0.5-1.3% (#16, docs/benchmarks.md).
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import statistics
 import time
@@ -139,6 +146,79 @@ def measure_interleaved(variants: dict[str, Sequence[Callable[[], Any]]], *, rou
             got[name].append(measure(calls, repeats=per_round, **kw))
     return {name: Timing(tuple(x for t in ts for x in t.samples_ms), ts[0].method,
                          ts[0].calls_per_sample) for name, ts in got.items()}
+
+
+def measure_paired(variants: dict[str, Sequence[Callable[[], Any]]], *, device: str = "cuda",
+                   repeats: int = 20, warmup_ms: float = 300.0, target_ms: float = 40.0,
+                   use_graph: bool = True, max_warmup_ms: float = 4000.0,
+                   settle: float = 0.002, during: Any = None) -> dict[str, Timing]:
+    """Time several variants sample by sample in alternation (A B A B ...) after one warm-up.
+
+    Sample i of every variant runs within milliseconds of the others' sample i, under the same
+    clocks and temperature, so `paired_ratios(a, b)` cancels what moves a GPU between processes
+    (its clocks settle over minutes under a 700 W power cap, #16) and keeps what the kernel itself
+    changes.  Each variant is a rotation, as for `measure`; `during`, a context manager, is
+    entered while the timed samples run (a `ClockSampler`, say).
+    """
+    if device != "cuda":
+        return _paired_cpu(variants, repeats, target_ms)
+    import torch
+
+    for calls in variants.values():  # compile, autotune, create handles
+        for c in calls:
+            c()
+    torch.cuda.synchronize()
+    runs: dict[str, tuple[Callable[[], Any], int]] = {}
+    graphs: list[Any] = []
+    for name, calls in variants.items():
+        n = calls_per_sample(_estimate_ms(calls), target_ms, len(calls))
+        run: Callable[[], Any] = functools.partial(_run_rotation, calls, n)
+        graph = _capture(run) if use_graph else None
+        graphs.append(graph)
+        runs[name] = (run if graph is None else graph.replay, n)
+    method = "cuda-graph" if all(g is not None for g in graphs) else "cuda-events"
+    _warm_up(lambda: [r() for r, _ in runs.values()], warmup_ms, max_warmup_ms, settle)
+    event: Any = torch.cuda.Event
+    rows = [[(event(enable_timing=True), event(enable_timing=True)) for _ in runs] for _ in range(repeats)]
+    with during if during is not None else contextlib.nullcontext():
+        for row in rows:
+            for (start, end), (r, _) in zip(row, runs.values()):
+                start.record()
+                r()
+                end.record()
+        torch.cuda.synchronize()
+    out = {name: Timing(tuple(row[j][0].elapsed_time(row[j][1]) / n for row in rows), method, n)
+           for j, (name, (_, n)) in enumerate(runs.items())}
+    del graphs
+    return out
+
+
+def paired_ratios(a: Timing, b: Timing) -> tuple[float, ...]:
+    """Sample-by-sample a / b of two timings from one `measure_paired`."""
+    return tuple(x / y for x, y in zip(a.samples_ms, b.samples_ms))
+
+
+def _run_rotation(calls: Sequence[Callable[[], Any]], n: int) -> None:
+    for i in range(n):
+        calls[i % len(calls)]()
+
+
+def _paired_cpu(variants: dict[str, Sequence[Callable[[], Any]]], repeats: int,
+                target_ms: float) -> dict[str, Timing]:
+    ns = {}
+    for name, calls in variants.items():
+        t0 = time.perf_counter()
+        for c in calls:
+            c()
+        est = (time.perf_counter() - t0) * 1e3 / len(calls)
+        ns[name] = calls_per_sample(est, target_ms, len(calls), cap=1000)
+    got: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, calls in variants.items():
+            t0 = time.perf_counter()
+            _run_rotation(calls, ns[name])
+            got[name].append((time.perf_counter() - t0) * 1e3 / ns[name])
+    return {name: Timing(tuple(v), "cpu-clock", ns[name]) for name, v in got.items()}
 
 
 def _warm_up(run: Callable[[], Any], warmup_ms: float, max_warmup_ms: float, settle: float) -> None:

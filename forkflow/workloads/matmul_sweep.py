@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from forkflow.errors import UserError
-from forkflow.models import Better
+from forkflow.models import PAIRED_SAMPLES, Better
 from forkflow.workloads import ReportFormat, Tier, Workload
 from forkflow.workloads.device import NO_GPU, parse_dtypes, torch_dtype
 from forkflow.models import Metric
@@ -36,6 +37,7 @@ WORKLOAD = Workload(
     timeout="30m",
     paths=("python/**", "lib/**", "include/**", "third_party/**"),
     metrics=("matmul.*",),
+    per_sample=("matmul.*.vs_cublas",),
 )
 
 # (M, N, K): square large, an MLP projection (8192x4096x14336), mid sizes, and decode (few rows).
@@ -164,7 +166,8 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
     import torch
 
     from forkflow.workloads.checks import is_out_of_memory
-    from forkflow.workloads.harness import measure_interleaved, rotations_needed
+    from forkflow.workloads.device import ClockSampler
+    from forkflow.workloads.harness import measure_paired, paired_ratios, rotations_needed
     from forkflow.workloads.kernels.matmul import matmul
     from forkflow.workloads.tuning import TuneStore
 
@@ -186,11 +189,15 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
                     torch.linalg.vector_norm(ref.float()).clamp_min(1e-30))
         if not err < 2e-2:
             return [], f"{shape.label} {dtype}: Triton result differs from cuBLAS (relative error {err:.3g})"
-        timings = measure_interleaved(
+        # sample by sample in alternation: their ratio cancels the clock drift between
+        # processes (#16: 0.05-0.42% between processes on the H200, the time alone 0.09-0.45%)
+        sampler = ClockSampler()
+        timings = measure_paired(
             {"triton": [functools.partial(matmul, s[0], s[1], config=cfg, c=s[2]) for s in sets],
              "cublas": [functools.partial(cublas_call, s[0], s[1], s[3]) for s in sets]},
-            repeats=args.repeats, use_graph=not args.no_graph)
+            repeats=args.repeats, use_graph=not args.no_graph, during=sampler)
         t_tri, t_cub = timings["triton"], timings["cublas"]
+        speedups = tuple(1.0 / r for r in paired_ratios(t_tri, t_cub))  # Triton over cuBLAS, in TFLOP/s
     except Exception as e:
         if is_out_of_memory(e):
             torch.cuda.empty_cache()
@@ -203,11 +210,13 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
     tf = tuple(shape.flops / (ms * 1e-3) / 1e12 for ms in t_tri.samples_ms)
     tf_c = tuple(shape.flops / (ms * 1e-3) / 1e12 for ms in t_cub.samples_ms)
     med_tf, med_c = shape.flops / (t_tri.median_ms * 1e-3) / 1e12, shape.flops / (t_cub.median_ms * 1e-3) / 1e12
+    ratio = statistics.median(speedups)
     print(f"{shape.label:>18} {dtype:5} triton {med_tf:8.1f} TFLOP/s {t_tri.median_ms * 1e3:10.1f} us "
           f"(IQR {t_tri.iqr_ms / t_tri.median_ms:6.2%}) | cuBLAS {med_c:8.1f} TFLOP/s "
-          f"{t_cub.median_ms * 1e3:10.1f} us | triton/cuBLAS {med_tf / med_c:6.1%} [{t_tri.method}] "
+          f"{t_cub.median_ms * 1e3:10.1f} us | triton/cuBLAS {ratio:6.1%} [{t_tri.method}] "
           f"config {choice.label} ({source})", flush=True)
-    ctx = tuple(sorted({**env, "config": choice.label, "config_source": source,
+    during = {f"{k}_during": f"{v:.0f}" for k, v in sampler.summary().items() if k != "reads"}
+    ctx = tuple(sorted({**env, **during, "config": choice.label, "config_source": source,
                         "timer": t_tri.method}.items()))
     cub = tuple(sorted({**env, "config": "cuBLAS", "timer": t_cub.method}.items()))
     return [
@@ -215,7 +224,8 @@ def run_shape(shape: Shape, dtype: str, args: argparse.Namespace,
         Metric(f"{base}.latency_us", t_tri.median_ms * 1e3, "us", Better.LOWER,
                tuple(x * 1e3 for x in t_tri.samples_ms), ctx),
         Metric(f"{base}.cublas_tflops", med_c, "TFLOP/s", Better.HIGHER, tf_c, cub),
-        Metric(f"{base}.vs_cublas", med_tf / med_c, "ratio", Better.HIGHER, (), ctx),
+        Metric(f"{base}.vs_cublas", ratio, "ratio", Better.HIGHER, speedups,
+               tuple(sorted((*ctx, PAIRED_SAMPLES)))),
     ], None
 
 
