@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.models import Sha
 from forkflow.store.session import Store
@@ -77,14 +78,14 @@ def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
                               ("test_mm", TestOutcome.FAIL, CUDA), ("test_wait", TestOutcome.FAIL, FLAKE)],
                   base=base)
     rerun = ScriptedRerun({"test_wait": True})
-    report = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun)
+    report = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=3), rerunner=rerun)
     got = {v.failure.test: v.classification for v in report.verdicts}
     assert got == {"test_tune": Classification.BROKEN_TRUNK, "test_mm": Classification.NEW,
                    "test_wait": Classification.FLAKY}
     assert report.verdicts[0].classification is Classification.NEW  # authors see NEW first
     assert len(rerun.calls) == 3 and set(rerun.calls[0][1]) == {"test_mm", "test_wait"}
     # the gate asks again: stored verdicts, no more reruns
-    blocking = blocking_failures(ctx, run, rerunner=rerun)
+    blocking = blocking_failures(wiring.triager(ctx), run, rerunner=rerun)
     assert [v.failure.test for v in blocking] == ["test_mm"]
     assert len(rerun.calls) == 3
 
@@ -97,13 +98,13 @@ def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None
     run2 = add_run(ctx, unit, [("test_x", TestOutcome.FAIL, "OSError: [Errno 28] No space left on device")],
                    base=base)
     rerun = ScriptedRerun({})
-    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    [v] = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
     assert v.classification is Classification.INFRA
     assert v.failure.signature.text == "INFRA: has received a shutdown signal."  # from the job log
-    [v2] = triage_run(ctx, run2, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    [v2] = triage_run(wiring.triager(ctx), run2, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
     assert v2.classification is Classification.INFRA
     assert rerun.calls == []
-    assert blocking_failures(ctx, run) == []
+    assert blocking_failures(wiring.triager(ctx), run) == []
 
 
 def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder) -> None:
@@ -114,7 +115,7 @@ def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder)
 
     def rerun(run_id: int, tests: Sequence[str]) -> dict[str, bool]:
         return {t: next(flips) for t in tests}
-    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun).verdicts
+    [v] = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=3), rerunner=rerun).verdicts
     assert v.classification is Classification.NEW and "intermittent" in v.reason
     assert v.reruns == (True, False, False)
 
@@ -228,16 +229,16 @@ def test_two_triages_of_one_run_at_once_both_store_it(fork: Path, builder: ForkB
         if table in ("triage_groups", "triage_classifications") and table not in done:
             done.add(table)
             if table == "triage_groups":
-                failures_of_run(ctx, run)  # both found no failures stored, and computed them
+                failures_of_run(wiring.triager(ctx).journal, run)  # both found no failures stored, and computed them
             else:
-                triage_run(ctx, run, settings=TriageSettings(reruns=0))
+                triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=0))
 
     event.listen(other.store.engine, "before_cursor_execute", first_triage_commits)
-    second = triage_run(other, run, settings=TriageSettings(reruns=0))
+    second = triage_run(wiring.triager(other), run, settings=TriageSettings(reruns=0))
     assert done == {"triage_groups", "triage_classifications"}
     assert [(v.failure.test, v.classification) for v in second.verdicts] == [
         ("test_mm", Classification.NEW), ("test_tune", Classification.NEW)]
     with ctx.store.session_scope() as s:
         assert s.scalar(select(func.count()).select_from(FailureRow).where(FailureRow.run_id == run)) == 2
         assert s.scalar(select(func.count()).select_from(ClassificationRow)) == 2
-    assert blocking_failures(ctx, run) == list(second.verdicts)
+    assert blocking_failures(wiring.triager(ctx), run) == list(second.verdicts)

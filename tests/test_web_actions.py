@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
@@ -55,7 +56,7 @@ def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-
     with (builder.f.path / "forkflow.toml").open("a", encoding="utf-8") as f:
         f.write(SUITES)
     ctx = open_context(builder.f.path)
-    request_id = l3.request(ctx, "soak", "main", by="alice", note="before the branch cut")
+    request_id = l3.request(wiring.validator(ctx), "soak", "main", by="alice", note="before the branch cut")
     with ctx.store.session_scope() as s:  # a finished L3 run of the request
         run_id, _ = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L3, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
                                                             "local", "l3", 0, (), ("soak",), {},

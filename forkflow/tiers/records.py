@@ -14,7 +14,7 @@ For triage (classifying failures NEW / BROKEN_TRUNK / FLAKY / INFRA):
 A job's `status` is INFRA when the runner (not the code) failed: the command could not start,
 the Ray head went away, or the two test counts disagreed.  `message` holds the saturation
 findings and, for a failing job, the tail of its log (ANSI codes stripped).  To rerun failures
-(to spot flaky tests) call `forkflow.tiers.validate.rerun_tests(ctx, run_id, test_ids)`; it
+(to spot flaky tests) call `forkflow.tiers.validate.rerun_tests(validator, run_id, test_ids)`; it
 returns a new run whose `parent_run_id` is the original.
 """
 from __future__ import annotations
