@@ -13,7 +13,7 @@ from forkflow.store.session import Store
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.triage.models import Classification
 from forkflow.triage.triage import TriageSettings, blocking_failures, triage_run
 
@@ -35,7 +35,7 @@ def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
 
 def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, str]], *,
             base: str | None = None, tier: Tier = Tier.L1, trigger: str = "validate",
-            job_status: str | None = None, log: str = "") -> int:
+            job_status: RunStatus | None = None, log: str = "") -> int:
     """Store a finished run with one job (suite "unit") and these per-test results."""
     log_path = ctx.repo.path.parent / f"log-{rev[:6]}-{len(log)}.txt"
     log_path.write_text(log)
@@ -44,11 +44,11 @@ def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, st
             tier, Sha(rev), Sha(base) if base else None, "local", trigger, 0, (), ("unit",), {}),
             [tq.NewJob("unit", "pytest", str(log_path), "", "", False, None, None)])
         bad = any(o in (TestOutcome.FAIL, TestOutcome.ERROR) for _t, o, _m in results)
-        status = job_status or (tq.FAIL if bad else tq.PASS)
+        status = job_status or (RunStatus.FAIL if bad else RunStatus.PASS)
         tq.finish_job(s, job, tq.JobFinish(status, 1 if bad else 0, 1.0, "", len(results),
                                            len(results), None, (), (), 1),
                       [TestResult(t, o, 0.1, m) for t, o, m in results])
-        tq.finish_run(s, run_id, tq.FAIL if bad else tq.PASS, "", ())
+        tq.finish_run(s, run_id, RunStatus.FAIL if bad else RunStatus.PASS, "", ())
     return run_id
 
 
@@ -93,7 +93,7 @@ def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
 def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None:
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    run = add_run(ctx, unit, [("[unit]", TestOutcome.ERROR, "")], base=base, job_status=tq.INFRA,
+    run = add_run(ctx, unit, [("[unit]", TestOutcome.ERROR, "")], base=base, job_status=RunStatus.INFRA,
                   log="collected 10 items\n##[error]The runner has received a shutdown signal.\n")
     run2 = add_run(ctx, unit, [("test_x", TestOutcome.FAIL, "OSError: [Errno 28] No space left on device")],
                    base=base)

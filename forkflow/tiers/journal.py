@@ -12,7 +12,7 @@ from forkflow.store.session import Store
 from forkflow.tiers import records as q
 from forkflow.tiers.reports import TestResult
 from forkflow.tiers.selection import HISTORY_RUNS, HistoryEntry
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class RunJournal(Protocol):
     def run_started(self, run: q.NewRun, jobs: Sequence[q.NewJob]) -> tuple[int, list[int]]: ...
     def job_finished(self, job_row: int, done: q.JobFinish, results: Iterable[TestResult],
                      points: Sequence[MetricPoint]) -> None: ...
-    def run_finished(self, run_id: int, lost: Sequence[tuple[int, q.JobFinish]], status: str, summary: str,
+    def run_finished(self, run_id: int, lost: Sequence[tuple[int, q.JobFinish]], status: RunStatus, summary: str,
                      findings: Sequence[str]) -> None: ...
     def run(self, run_id: int) -> q.RunInfo | None: ...
     def test_outcomes(self, run_id: int) -> list[q.TestOutcomeInfo]: ...
@@ -83,7 +83,7 @@ class StoreRunJournal:
             if points:
                 queries.add_metric_points(s, self.fork_id, list(points))
 
-    def run_finished(self, run_id: int, lost: Sequence[tuple[int, q.JobFinish]], status: str, summary: str,
+    def run_finished(self, run_id: int, lost: Sequence[tuple[int, q.JobFinish]], status: RunStatus, summary: str,
                      findings: Sequence[str]) -> None:
         with self.store.session_scope() as s:
             for row, done in lost:

@@ -13,7 +13,7 @@ import enum
 
 from forkflow.errors import UserError
 from forkflow.tiers import records as q
-from forkflow.tiers.tiers import Suite, Tier
+from forkflow.tiers.tiers import RunStatus, Suite, Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, Validator, validate
 
 
@@ -67,7 +67,7 @@ def signoff(v: Validator, request_id: int, owner: str, verdict: SignOff, note: s
     if owner not in suite.owners:
         raise UserError(f"'{owner}' is not an owner of suite '{suite.name}' (owners: "
                         f"{', '.join(suite.owners)}); ask one of them to sign off")
-    finished = [r for r in req.runs if r.status != q.RUNNING]
+    finished = [r for r in req.runs if r.status != RunStatus.RUNNING]
     if not finished:
         raise UserError(f"L3 request {request_id} has no finished run to sign off; run: "
                         f"forkflow l3 run {request_id}")

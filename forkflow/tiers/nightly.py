@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from forkflow.errors import UserError
 from forkflow.tiers import records as q
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, Validator, validate
 
 
@@ -35,7 +35,7 @@ def nightly(v: Validator, fork_branch: str, *, force: bool = False, runner: str 
                         "in forkflow.toml")
     if not force:
         done = [r for r in v.journal.runs_for_rev(tip, Tier.L2)
-                if r.trigger == "nightly" and r.status in (q.PASS, q.FAIL)]
+                if r.trigger == "nightly" and r.status in (RunStatus.PASS, RunStatus.FAIL)]
         if done:
             return NightlyResult(tip, None, done[0].id)
     req = ValidateRequest(Tier.L2, tip, trigger="nightly", runner=runner, ray_address=ray_address)

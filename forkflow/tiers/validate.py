@@ -62,6 +62,7 @@ from forkflow.tiers.selection import (
 from forkflow.tiers.journal import RunJournal
 from forkflow.tiers.tiers import (
     ReportFormat,
+    RunStatus,
     Suite,
     Tier,
     ValidationSettings,
@@ -71,7 +72,7 @@ from forkflow.tiers.tiers import (
 )
 from forkflow.tiers.worktree import WorktreeCache
 
-EXIT_CODES = {q.PASS: 0, q.FAIL: 1, q.INFRA: 4}
+EXIT_CODES = {RunStatus.PASS: 0, RunStatus.FAIL: 1, RunStatus.INFRA: 4}
 _BUILTINS = {"cd", "exec", "set", "export", ".", "source", "if", "for", "while", "(", "{", "[",
              "test", "true", "false", "echo", "exit", "ulimit", "umask", "env", "!", "case"}
 
@@ -112,7 +113,7 @@ class ValidateRequest:
 @dataclass(frozen=True, slots=True)
 class SuiteReport:
     suite: str
-    status: str
+    status: RunStatus
     message: str
     tests_ran: int
     tests_failed: int                 # tests the report shows failing (not the suite's findings)
@@ -124,7 +125,7 @@ class SuiteReport:
 @dataclass(frozen=True, slots=True)
 class ValidationOutcome:
     run_id: int
-    status: str
+    status: RunStatus
     rev: Sha
     tier: Tier
     summary: str
@@ -293,7 +294,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
     if res.message and res.message not in message:
         message = "; ".join(x for x in (message, res.message) if x)
     results = report.results
-    if status != q.PASS:
+    if status != RunStatus.PASS:
         tail = log_tail(Path(pj.job.log_path), 2048)
         message = (message + ("\n--- log tail ---\n" + tail if tail else "")).strip()
         if bad == 0:  # no test to blame: one synthetic outcome carries the suite's failure
@@ -306,12 +307,12 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
     return Judgement(finish, results, report)
 
 
-def _status(findings: Sequence[Finding], bad: int) -> str:
+def _status(findings: Sequence[Finding], bad: int) -> RunStatus:
     if bad or any(f.severity is Severity.FAIL for f in findings):
-        return q.FAIL
+        return RunStatus.FAIL
     if findings:
-        return q.INFRA
-    return q.PASS
+        return RunStatus.INFRA
+    return RunStatus.PASS
 
 
 # -- step 6: store -------------------------------------------------------------------------------
@@ -330,11 +331,12 @@ def store_job(journal: RunJournal, tier: Tier, sha: Sha, commit_date: int, run_i
 def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[str]) -> str:
     """One line: suites by status, tests run and failed, then the findings apart from the tests
     (a suite can fail with every test passing: too few ran, no report, a timeout)."""
-    counts = {st: sum(1 for r in reports if r.status == st) for st in (q.PASS, q.FAIL, q.INFRA)}
+    counts = {st: sum(1 for r in reports if r.status == st)
+              for st in (RunStatus.PASS, RunStatus.FAIL, RunStatus.INFRA)}
     ran = sum(r.tests_ran for r in reports)
     failed = sum(r.tests_failed for r in reports)
-    parts = [f"{len(reports)} suite(s): {counts[q.PASS]} passed, {counts[q.FAIL]} failed, "
-             f"{counts[q.INFRA]} infra", f"{ran} tests ran, {failed} failed"]
+    parts = [f"{len(reports)} suite(s): {counts[RunStatus.PASS]} passed, {counts[RunStatus.FAIL]} failed, "
+             f"{counts[RunStatus.INFRA]} infra", f"{ran} tests ran, {failed} failed"]
     if skipped:
         parts.append(f"{skipped} suite(s) not selected")
     found = [f for r in reports for f in r.findings] + list(findings)
@@ -344,12 +346,12 @@ def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[st
     return "; ".join(parts)
 
 
-def _run_status(reports: Sequence[SuiteReport], findings: Sequence[str]) -> str:
-    if findings or any(r.status == q.FAIL for r in reports):
-        return q.FAIL
-    if any(r.status != q.PASS for r in reports):
-        return q.INFRA
-    return q.PASS
+def _run_status(reports: Sequence[SuiteReport], findings: Sequence[str]) -> RunStatus:
+    if findings or any(r.status == RunStatus.FAIL for r in reports):
+        return RunStatus.FAIL
+    if any(r.status != RunStatus.PASS for r in reports):
+        return RunStatus.INFRA
+    return RunStatus.PASS
 
 
 # -- the steps together --------------------------------------------------------------------------
@@ -428,10 +430,10 @@ def _close_run(journal: RunJournal, run_id: int, planned: list[PlannedJob], job_
     msg = "the run stopped before this job reported (interrupted or runner crashed)"
     lost = [(p, row) for p, row in zip(planned, job_rows) if p.job.job_id not in reports]
     for p, _row in lost:
-        reports[p.job.job_id] = SuiteReport(p.suite.name, q.INFRA, msg, 0, 0, 0.0, p.job.log_path, (msg,))
+        reports[p.job.job_id] = SuiteReport(p.suite.name, RunStatus.INFRA, msg, 0, 0, 0.0, p.job.log_path, (msg,))
     ordered = [reports[p.job.job_id] for p in planned]
     skipped = sum(1 for x in plan.suites if not x.run)
-    journal.run_finished(run_id, [(row, q.JobFinish(q.INFRA, None, 0.0, msg, 0, 0, None, (msg,), (), 0))
+    journal.run_finished(run_id, [(row, q.JobFinish(RunStatus.INFRA, None, 0.0, msg, 0, 0, None, (msg,), (), 0))
                                   for _p, row in lost],
                          _run_status(ordered, run_findings), _summary(ordered, skipped, run_findings), run_findings)
 

@@ -22,7 +22,7 @@ from forkflow.models import Sha
 from forkflow.tiers import records as q
 from forkflow.tiers.journal import StoreRunJournal
 from forkflow.tiers.selection import matches
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, validate
 from forkflow.triage.journal import StoreTriageJournal
 from forkflow.triage.triage import Triager, blocking_failures, failures_of_run, load_settings, tiers_rerunner
@@ -59,13 +59,13 @@ class L1Gate:
     def check(self, rev: Sha, base: Sha) -> GateResult:
         out = validate(self.validator, ValidateRequest(Tier.L1, rev, changed_from=base, runner=self.runner,
                                                  trigger="gate"), self.reporter)
-        result = GateResult(passed=out.status == q.PASS, summary=f"L1 {out.status}: {out.summary}",
-                            run_id=out.run_id, infra=out.status == q.INFRA)
-        if out.status == q.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
+        result = GateResult(passed=out.status == RunStatus.PASS, summary=f"L1 {out.status}: {out.summary}",
+                            run_id=out.run_id, infra=out.status == RunStatus.INFRA)
+        if out.status == RunStatus.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
             changed = [p for p in self.validator.repo.git("diff", "--name-only", "-z", base, rev).split("\0") if p]
             passed, why = ran_nothing_verdict(changed, self.untested)
             return GateResult(passed, f"L1: {why}", out.run_id)
-        if out.status != q.FAIL or out.run_id is None:
+        if out.status != RunStatus.FAIL or out.run_id is None:
             return result
         return self._not_this_units_fault(result, out.run_id, base)
 
@@ -75,7 +75,7 @@ class L1Gate:
             return result  # a saturation finding without test failures: never waved through
         journal = self.validator.journal
         suites = tuple(sorted({j.suite for j in journal.jobs_of_run(run_id)}))
-        has_base = any(r.status in (q.PASS, q.FAIL) for r in journal.runs_for_rev(base, Tier.L1))
+        has_base = any(r.status in (RunStatus.PASS, RunStatus.FAIL) for r in journal.runs_for_rev(base, Tier.L1))
         if not has_base:
             validate(self.validator, ValidateRequest(Tier.L1, base, suites=suites, runner=self.runner,
                                                trigger="gate-base"), self.reporter)

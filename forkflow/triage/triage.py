@@ -17,7 +17,7 @@ from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome
-from forkflow.tiers.tiers import Suite
+from forkflow.tiers.tiers import RunStatus, Suite
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
 from forkflow.triage.journal import Rerunner, TriageJournal
@@ -147,7 +147,7 @@ class TriageReport:
 
 def _trunk_runs(journal: TriageJournal, run: tq.RunInfo) -> list[tq.RunInfo]:
     """The finished run of the fork base and the latest finished full trunk run of the tier."""
-    done = (tq.PASS, tq.FAIL)
+    done = (RunStatus.PASS, RunStatus.FAIL)
     out: list[tq.RunInfo] = []
     if run.base:
         base = [r for r in journal.runs_for_rev(run.base, run.tier) if r.status in done]
@@ -162,7 +162,7 @@ def _trunk_runs(journal: TriageJournal, run: tq.RunInfo) -> list[tq.RunInfo]:
 
 def _history(journal: TriageJournal, run: tq.RunInfo, tests: set[str], limit: int) -> dict[str, list[HistoryPoint]]:
     runs = [r for r in journal.latest_runs(run.tier, limit)
-            if r.id != run.id and r.parent_run_id != run.id and r.status in (tq.PASS, tq.FAIL)]
+            if r.id != run.id and r.parent_run_id != run.id and r.status in (RunStatus.PASS, RunStatus.FAIL)]
     outcomes = journal.outcomes_of_tests([r.id for r in runs], tests)
     hist: dict[str, list[HistoryPoint]] = {t: [] for t in tests}
     for r in reversed(runs):  # oldest first
@@ -183,10 +183,10 @@ def triage_run(t: Triager, run_id: int, *, settings: TriageSettings | None = Non
     run = journal.run(run_id)
     if run is None:
         raise UserError(tq.no_such_run(run_id))
-    if run.status == tq.RUNNING:
+    if run.status == RunStatus.RUNNING:
         raise UserError(f"run {run_id} is still running; triage it when it has finished")
     trunk = _trunk_runs(journal, run)
-    infra_jobs = {j.id for j in journal.jobs_of_run(run_id) if j.status == tq.INFRA}
+    infra_jobs = {j.id for j in journal.jobs_of_run(run_id) if j.status == RunStatus.INFRA}
     infra_tests = frozenset(o.test_id for o in journal.bad_outcomes(run_id) if o.job_id in infra_jobs)
     failures = failures_of_run(journal, run_id)
     trunk_failures = frozenset((f.test, f.signature.key) for r in trunk for f in failures_of_run(journal, r.id))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from forkflow.bisect.bisector import Status
 from forkflow.regress.records import BisectionRecord
 from forkflow.tiers import records as tq
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.triage.models import Failure
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def trunk_runs(journal: TriageJournal, tier: Tier, limit: int = 30) -> list[Trun
     from forkflow.triage.triage import failures_of_run
 
     runs = [r for r in journal.latest_runs(tier, limit * 3)
-            if r.base is None and r.parent_run_id is None and r.status in (tq.PASS, tq.FAIL)]
+            if r.base is None and r.parent_run_id is None and r.status in (RunStatus.PASS, RunStatus.FAIL)]
     return [TrunkRun(r.id, r.rev, tier.value, tuple(failures_of_run(journal, r.id)))
             for r in runs[:limit]]
 
