@@ -31,6 +31,7 @@ GITLINK = 0o160000
 pygit2.settings.enable_strict_object_creation(False)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 LOOSE_MAX = 2000  # a unit's new objects up to this many are written as loose files, more as a pack
+KEEP_BYTES = 256 << 20  # objects a flush leaves unwritten stay readable in memory up to this size
 _OBJECT_TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
 
 
@@ -140,6 +141,18 @@ class _MemoryObjects(pygit2.OdbBackend):
     def __init__(self) -> None:
         super().__init__()
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
+        self.size = 0  # bytes held
+
+    def drop(self, oids: Sequence[pygit2.Oid] | None = None) -> None:
+        """Forget `oids` (all objects when None)."""
+        if oids is None:
+            self.objects.clear()
+            self.size = 0
+            return
+        for oid in oids:
+            kept = self.objects.pop(oid, None)
+            if kept is not None:
+                self.size -= len(kept[1])
 
     def read_cb(self, oid: pygit2.Oid) -> tuple[int, bytes]:
         try:
@@ -161,7 +174,9 @@ class _MemoryObjects(pygit2.OdbBackend):
         raise KeyError(oid)
 
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
-        self.objects[oid] = (kind, bytes(data))
+        if oid not in self.objects:
+            self.objects[oid] = (kind, bytes(data))
+            self.size += len(data)
 
     def refresh_cb(self) -> None:
         pass
@@ -187,6 +202,7 @@ class MemoryPicker:
         self._conflicted: tuple[str, str, pygit2.Index] | None = None  # the last conflicted merge, for resolve()
         # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
         self._path_conflicted: tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None = None
+        self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -201,7 +217,9 @@ class MemoryPicker:
 
         With `roots`, only what they reach is written (a bundle's candidate commit reaches its
         final trees, not the trees of every pick on the way: packing those cost 0.18 s a unit
-        on a real fork, issue 11); the rest is dropped."""
+        on a real fork, issue 11); the rest stays in memory (up to KEEP_BYTES), where the probe's
+        merged blobs serve the landing's picks of the same files (1,400 file merges of a real
+        fork's run were merges the probe had made already)."""
         if self._memory is None or not self._memory.objects:
             return
         objects = self._memory.objects
@@ -215,7 +233,8 @@ class MemoryPicker:
             for oid in wanted:
                 pack.add(oid)
             pack.write()
-        objects.clear()
+        self._memory.drop(None if roots is None or self._memory.size - sum(
+            len(objects[oid][1]) for oid in wanted) > KEEP_BYTES else wanted)
 
     def _write_loose(self, oid: pygit2.Oid, kind: int, data: bytes) -> None:
         hex_ = str(oid)
@@ -329,6 +348,7 @@ class MemoryPicker:
         conflicts: list[PathConflict] = []
         changes = self._changes(sha)
         adds = any(before is None for _, before, _ in changes)
+        self._picking = (onto_tree, self.mainline_tree(sha))
         if not self._basenames:
             self._index_names(ours)
         for path, before, after in changes:
@@ -373,14 +393,32 @@ class MemoryPicker:
         """Whether a rename could turn this modify/delete into a merge (then the whole-tree merge,
         with rename detection, decides; 35 ms a pick on a real fork, so only then).
 
-        The fork moved the file: a file of the same name lives elsewhere in the fork.  The commit
+        The fork moved the file: a file of the same name lives elsewhere in the fork, or the fork
+        has a file of the same kind in the same folder that the commit's parent lacks (an earlier
+        upstream rename the fork does not have yet, as `ProxFence` -> `ProxyFence`).  The commit
         moved it: the commit adds a path."""
         if base is None:
             return False
         if ours is None:
-            name = path.rsplit("/", 1)[-1]
-            return self._basenames.get(name, 0) > 0
+            folder, _, name = path.rpartition("/")
+            return self._basenames.get(name, 0) > 0 or self._new_sibling(folder, name)
         return True  # theirs is None: the caller checks the commit's additions first
+
+    def _new_sibling(self, folder: str, name: str) -> bool:
+        if self._picking is None:
+            return False
+        ours, parent = (self.repo.get(t) for t in self._picking)
+        if not isinstance(ours, pygit2.Tree) or not isinstance(parent, pygit2.Tree):
+            return False
+        try:
+            mine, theirs = (t / folder if folder else t for t in (ours, parent))
+        except KeyError:
+            return False
+        if not isinstance(mine, pygit2.Tree):
+            return False
+        before = {e.name for e in theirs} if isinstance(theirs, pygit2.Tree) else set()
+        kind = name[name.rfind("."):] if "." in name else name
+        return any(e.name not in before and str(e.name).endswith(kind) for e in mine)
 
     def _merge_path(self, path: str, base: Entry | None, ours: Entry | None,
                     theirs: Entry | None) -> Entry | None:
