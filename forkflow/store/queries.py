@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -90,17 +90,24 @@ def commit_facts(s: Session, shas: Iterable[Sha]) -> dict[Sha, tuple[str | None,
 
 
 def save_commit_facts(s: Session, facts: dict[Sha, tuple[str | None, tuple[str, ...] | None]]) -> None:
-    """Upsert (patch_id, files) per sha, keeping values already known."""
+    """Upsert (patch_id, files) per sha, keeping values already known.
+
+    New rows go in as one multi-row insert (a `merge` per row cost 2.6 s for 1,200 commits of a
+    real fork, issue 11)."""
     known = commit_facts(s, facts)
+    fresh: list[dict[str, str | None]] = []
     for sha, (pid, files) in facts.items():
         old_pid, old_files = known.get(sha, (None, None))
-        row = CommitFactRow(
-            sha=sha,
-            patch_id=pid if pid is not None else old_pid,
-            files=json.dumps(list(files)) if files is not None else (
-                json.dumps(list(old_files)) if old_files is not None else None),
-        )
-        s.merge(row)
+        row = {"sha": sha, "patch_id": pid if pid is not None else old_pid,
+               "files": json.dumps(list(files)) if files is not None else (
+                   json.dumps(list(old_files)) if old_files is not None else None)}
+        if sha not in known:
+            fresh.append(row)
+        elif (row["patch_id"], row["files"]) != (old_pid, json.dumps(list(old_files)) if old_files is not None else None):
+            s.execute(update(CommitFactRow).where(CommitFactRow.sha == sha)
+                      .values(patch_id=row["patch_id"], files=row["files"]))
+    for i in range(0, len(fresh), 500):
+        s.execute(insert(CommitFactRow), fresh[i:i + 500])
 
 
 def cached_ledger(s: Session, key: str) -> str | None:
