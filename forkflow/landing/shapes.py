@@ -15,9 +15,9 @@ import pygit2
 from forkflow.git.run import run_git_bytes
 from forkflow.models import Sha
 from forkflow.planning.lines import CommitShape, FileChange, Hunk
-from forkflow.planning.names import definitions_in, identifiers_in
+from forkflow.planning.names import definitions_in, identifiers_in, is_prose
 
-SHAPE_VERSION = 2
+SHAPE_VERSION = 3  # 3: prose files use no names
 ZERO = b"\0" * 20
 MAX_TEXT_LINES = 20_000  # a generated file rewritten wholesale: its names are not read
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
@@ -80,7 +80,8 @@ class _Builder:
             minus = b"\n".join(self.minus).decode("utf-8", "replace")
             self.defines |= definitions_in(self.path, plus) - definitions_in(self.path, minus)
             added, removed = identifiers_in(plus), identifiers_in(minus)
-            self.uses |= added - removed
+            if not is_prose(self.path):
+                self.uses |= added - removed
             self.mentions |= added | removed
 
     def start_file(self, path: str) -> None:
@@ -215,7 +216,8 @@ class ShapeReader:
             if len(plus) + len(minus) <= MAX_TEXT_LINES:
                 text_plus, text_minus = "\n".join(plus), "\n".join(minus)
                 defines |= definitions_in(path, text_plus) - definitions_in(path, text_minus)
-                uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
+                if not is_prose(path):
+                    uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
         return tuple(files), defines, uses, missing
 
 
