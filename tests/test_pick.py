@@ -134,6 +134,7 @@ def test_pick_change_to_a_file_an_unpicked_commit_renamed_follows_the_old_name(
     change = fork.upstream_commit({"lib/ProxyFence.cpp": body.replace("line 30\n", "line thirty\n")}, "Fix (#22)")
     fork.fetch()
     p = MemoryPicker(fork.f.path)
+    p.know_fork_point(fork.f.git("merge-base", "main", "upstream/main").strip())
     step = p.pick(p.commit_tree(_tip(fork)), change)
     assert step.status is PickStatus.APPLIED
     assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), change, tmp_path)

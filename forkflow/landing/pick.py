@@ -203,6 +203,7 @@ class MemoryPicker:
         # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
         self._path_conflicted: tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
+        self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -404,8 +405,27 @@ class MemoryPicker:
             return self._basenames.get(name, 0) > 0 or self._new_sibling(folder, name)
         return True  # theirs is None: the caller checks the commit's additions first
 
+    def know_fork_point(self, sha: str) -> None:
+        """The merge base of the fork and upstream: its files are the names an upstream rename the
+        fork lacks can have left in the fork."""
+        tree = self._commit(sha).tree
+        paths: set[str] = set()
+        stack: list[tuple[str, pygit2.Tree]] = [("", tree)]
+        while stack:
+            prefix, t = stack.pop()
+            for entry in t:
+                if entry.filemode == pygit2.enums.FileMode.TREE:
+                    sub = self.repo.get(entry.id)
+                    if isinstance(sub, pygit2.Tree):
+                        stack.append((f"{prefix}{entry.name}/", sub))
+                else:
+                    paths.add(f"{prefix}{entry.name}")
+        self._old_paths = frozenset(paths)
+
     def _new_sibling(self, folder: str, name: str) -> bool:
-        if self._picking is None:
+        """The fork has, in `folder`, a file of the same kind that upstream had at the fork point and
+        the commit's parent lacks: upstream renamed (or removed) it and the fork has not followed."""
+        if self._picking is None or not self._old_paths:
             return False
         ours, parent = (self.repo.get(t) for t in self._picking)
         if not isinstance(ours, pygit2.Tree) or not isinstance(parent, pygit2.Tree):
@@ -418,7 +438,9 @@ class MemoryPicker:
             return False
         before = {e.name for e in theirs} if isinstance(theirs, pygit2.Tree) else set()
         kind = name[name.rfind("."):] if "." in name else name
-        return any(e.name not in before and str(e.name).endswith(kind) for e in mine)
+        prefix = f"{folder}/" if folder else ""
+        return any(e.name not in before and str(e.name).endswith(kind) and f"{prefix}{e.name}" in self._old_paths
+                   for e in mine)
 
     def _merge_path(self, path: str, base: Entry | None, ours: Entry | None,
                     theirs: Entry | None) -> Entry | None:

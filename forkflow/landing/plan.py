@@ -223,6 +223,7 @@ def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: 
     """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
     so that conflicts (and what depends on them) leave them."""
     picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
+    picker.know_fork_point(ledger.fork_point)
     entries = pending_entries(ledger, until)
     walk = [e.commit.sha for e in ledger.entries]
     shapes = load_shapes(ctx, walk, progress)
