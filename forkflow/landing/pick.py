@@ -12,6 +12,7 @@ nothing keeps are never written at all.
 from __future__ import annotations
 
 import enum
+import functools
 import os
 import re
 import zlib
@@ -96,6 +97,11 @@ Entry = tuple[str, int]  # (object id, file mode) of a path in a tree
 
 class _NeedsMerge(Exception):
     """The fast path cannot express this pick; the full three-way merge will."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _word(name: bytes) -> re.Pattern[bytes]:
+    return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
 
 
 def _entry(tree: pygit2.Tree, path: str) -> Entry | None:
@@ -690,7 +696,7 @@ class MemoryPicker:
         if not isinstance(tree, pygit2.Tree):
             return False
         name = d.where.split(" ", 1)[0].encode()
-        word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+        word = _word(name)
         for path, _, after in self._changes(where):
             entry = _entry(tree, path) if after is not None else None
             if entry is None or entry[1] == GITLINK:
@@ -699,7 +705,8 @@ class MemoryPicker:
             if key not in self._names:
                 try:
                     blob = self.repo.get(entry[0])
-                    self._names[key] = isinstance(blob, pygit2.Blob) and word.search(blob.data) is not None
+                    data = blob.data if isinstance(blob, pygit2.Blob) else b""
+                    self._names[key] = name in data and word.search(data) is not None
                 except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
                     self._names[key] = False
             if self._names[key]:

@@ -102,7 +102,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
                                cwd=path, check=False)
     if rc != 0:
         return _fork_changes_in_process(reader, fork_point, fork_tip)
-    shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}))[fork_tip]
+    shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}), names=False)[fork_tip]
     return shape.files + tuple(FileChange(p, None) for p in absent)
 
 

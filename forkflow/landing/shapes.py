@@ -56,8 +56,9 @@ def _header_path(rest: bytes) -> str:
 
 
 class _Builder:
-    def __init__(self, sha: Sha) -> None:
+    def __init__(self, sha: Sha, names: bool = True) -> None:
         self.sha = sha
+        self.names = names  # read the names each file defines and uses
         self.files: list[FileChange] = []
         self.defines: set[str] = set()
         self.uses: set[str] = set()
@@ -75,7 +76,7 @@ class _Builder:
         self.open = False
         hunks = None if self.flags & 4 else tuple(self.hunks)
         self.files.append(FileChange(self.path, hunks, bool(self.flags & 1), bool(self.flags & 2)))
-        if hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
+        if self.names and hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
             plus = b"\n".join(self.plus).decode("utf-8", "replace")
             minus = b"\n".join(self.minus).decode("utf-8", "replace")
             self.defines |= definitions_in(self.path, plus) - definitions_in(self.path, minus)
@@ -95,8 +96,9 @@ class _Builder:
                            frozenset(self.uses - self.defines), frozenset(self.mentions))
 
 
-def parse_diff_tree(raw: bytes, wanted: frozenset[str]) -> dict[Sha, CommitShape]:
-    """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch)."""
+def parse_diff_tree(raw: bytes, wanted: frozenset[str], names: bool = True) -> dict[Sha, CommitShape]:
+    """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch);
+    with `names=False` only the hunks (the names of the fork's whole diff are never used)."""
     out: dict[Sha, CommitShape] = {}
     b: _Builder | None = None
     in_hunk = False
@@ -111,7 +113,7 @@ def parse_diff_tree(raw: bytes, wanted: frozenset[str]) -> dict[Sha, CommitShape
         if len(line) == 40 and _HEX.issuperset(line) and line.decode() in wanted:
             if b is not None:
                 out[b.sha] = b.shape()
-            b, in_hunk = _Builder(Sha(line.decode())), False
+            b, in_hunk = _Builder(Sha(line.decode()), names), False
         elif b is None:
             continue
         elif line.startswith(b"diff --git "):

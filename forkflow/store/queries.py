@@ -67,6 +67,31 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
     row.decided_by = decision.decided_by
 
 
+def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]) -> None:
+    """`record_decision` of many commits: one read of what is there, then plain inserts and updates
+    (a run of a real fork records hundreds)."""
+    last = {d.sha: d for d in decisions}  # a later decision on the same commit wins
+    shas = list(last)
+    known: set[str] = set()
+    for i in range(0, len(shas), 500):
+        known |= set(s.scalars(select(DispositionRow.upstream_sha).where(
+            DispositionRow.fork_id == fid, DispositionRow.upstream_sha.in_(shas[i:i + 500]))))
+    now = datetime.now(timezone.utc)
+
+    def values(d: RecordedDecision) -> dict[str, object]:
+        return {"disposition": d.disposition.value, "reason": d.reason, "fork_shas": json.dumps(list(d.fork_shas)),
+                "decided_at": now, "source": d.source.value, "verdict": d.verdict.value if d.verdict else "",
+                "until": d.until, "task": d.task, "decided_by": d.decided_by}
+
+    fresh = [{"fork_id": fid, "upstream_sha": sha, **values(d)} for sha, d in last.items() if sha not in known]
+    if fresh:
+        s.execute(insert(DispositionRow), fresh)
+    for sha, d in last.items():
+        if sha in known:
+            s.execute(update(DispositionRow).where(DispositionRow.fork_id == fid, DispositionRow.upstream_sha == sha)
+                      .values(**values(d)))
+
+
 def forget_decision(s: Session, fid: int, sha: Sha) -> bool:
     """Remove the decision on one upstream commit; False when there was none."""
     row = s.scalar(select(DispositionRow).where(
