@@ -104,6 +104,16 @@ def _word(name: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
 
 
+def _file_entry(tree: pygit2.Tree, path: str) -> Entry | None:
+    """The entry of a file (or submodule) at `path`; None for a folder or nothing."""
+    try:
+        obj = tree[path]
+    except (KeyError, TypeError, ValueError):
+        return None
+    mode = int(obj.filemode)
+    return None if mode == 0o040000 else (str(obj.id), mode)
+
+
 def _entry(tree: pygit2.Tree, path: str) -> Entry | None:
     try:
         obj = tree[path]
@@ -201,6 +211,7 @@ class MemoryPicker:
             raise UserError(f"{path} is not a git repository ({e}); pass --repo PATH") from e
         self._trees: dict[str, str] = {}
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
+        self._paths: dict[str, Sequence[str]] = {}  # sha -> the paths it changes (know_paths)
         self._memory: _MemoryObjects | None = None
         self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
         self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
@@ -494,6 +505,8 @@ class MemoryPicker:
     def _changes(self, sha: str) -> list[tuple[str, Entry | None, Entry | None]]:
         """(path, before, after) of every path the commit changes against its mainline parent."""
         cached = self._deltas.get(sha)
+        if cached is None and sha in self._paths:
+            cached = self._changes_of_paths(sha, self._paths[sha])
         if cached is None:
             # only ids, modes and paths are read: no blob is loaded to tell binary from text
             diff = self.repo.diff(self.mainline_tree(sha), self.commit_tree(sha),
@@ -505,6 +518,25 @@ class MemoryPicker:
                 cached.append((d.new_file.path if new else d.old_file.path, old, new))
             self._deltas[sha] = cached
         return cached
+
+    def know_paths(self, paths: Mapping[str, Sequence[str]]) -> None:
+        """The paths each commit changes (its shape, from `git diff-tree`): its changes are then read by
+        looking these up in two trees, not by diffing them (3 ms a commit on a real fork)."""
+        self._paths.update(paths)
+
+    def _changes_of_paths(self, sha: str, paths: Sequence[str]) -> list[tuple[str, Entry | None, Entry | None]] | None:
+        old, new = self.repo.get(self.mainline_tree(sha)), self.repo.get(self.commit_tree(sha))
+        if not isinstance(old, pygit2.Tree) or not isinstance(new, pygit2.Tree):
+            return None
+        out: list[tuple[str, Entry | None, Entry | None]] = []
+        for path in sorted(paths):
+            try:
+                before, after = (_file_entry(t, path) for t in (old, new))
+            except UnicodeError:  # a name git printed that pygit2 cannot look up: diff instead
+                return None
+            if before != after:
+                out.append((path, before, after))
+        return out if out or not paths else None
 
     def _fast_pick(self, onto_tree: str, sha: str) -> PickStep | None:
         """When the fork left every changed path as the commit's parent had it, the three-way merge

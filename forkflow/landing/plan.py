@@ -227,6 +227,7 @@ def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: 
     entries = pending_entries(ledger, until)
     walk = [e.commit.sha for e in ledger.entries]
     shapes = load_shapes(ctx, walk, progress)
+    picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
     reverts = _revert_targets(picker, ledger, entries)
     found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
                   fork_changes(ctx.repo.path, ledger.fork_point, ledger.fork_tip), reverts)
