@@ -70,9 +70,9 @@ def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha,
 
     Written as two statements, not through the ORM's unit of work (a run writes hundreds of units)."""
     now = _now()
-    result = cast(CursorResult[Any], s.execute(insert(LandingUnitRow).values(
-        run_id=run_id, fork_id=fid, kind=kind, name=name, base_sha=base, candidate_sha=candidate, status=status,
-        summary=summary, retry_of=retry_of, created_at=now, updated_at=now)))
+    result = cast(CursorResult[Any], s.connection().execute(insert(LandingUnitRow), {
+        "run_id": run_id, "fork_id": fid, "kind": kind, "name": name, "base_sha": base, "candidate_sha": candidate,
+        "status": status, "summary": summary, "retry_of": retry_of, "created_at": now, "updated_at": now}))
     key = result.inserted_primary_key
     assert key is not None
     unit_id = int(key[0])

@@ -68,28 +68,28 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
 
 
 def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]) -> None:
-    """`record_decision` of many commits: one read of what is there, then plain inserts and updates
-    (a run of a real fork records hundreds)."""
+    """`record_decision` of many commits as one upsert (a run of a real fork records hundreds;
+    a read and a write per commit cost 2.6 s of one)."""
     last = {d.sha: d for d in decisions}  # a later decision on the same commit wins
-    shas = list(last)
-    known: set[str] = set()
-    for i in range(0, len(shas), 500):
-        known |= set(s.scalars(select(DispositionRow.upstream_sha).where(
-            DispositionRow.fork_id == fid, DispositionRow.upstream_sha.in_(shas[i:i + 500]))))
+    if not last:
+        return
     now = datetime.now(timezone.utc)
+    rows = [{"fork_id": fid, "upstream_sha": sha, "disposition": d.disposition.value, "reason": d.reason,
+             "fork_shas": json.dumps(list(d.fork_shas)), "decided_at": now, "source": d.source.value,
+             "verdict": d.verdict.value if d.verdict else "", "until": d.until, "task": d.task,
+             "decided_by": d.decided_by} for sha, d in last.items()]
+    dialect = s.get_bind().dialect.name
+    if dialect not in ("sqlite", "postgresql"):
+        for d in last.values():
+            record_decision(s, fid, d)
+        return
+    from sqlalchemy.dialects import postgresql, sqlite
 
-    def values(d: RecordedDecision) -> dict[str, object]:
-        return {"disposition": d.disposition.value, "reason": d.reason, "fork_shas": json.dumps(list(d.fork_shas)),
-                "decided_at": now, "source": d.source.value, "verdict": d.verdict.value if d.verdict else "",
-                "until": d.until, "task": d.task, "decided_by": d.decided_by}
-
-    fresh = [{"fork_id": fid, "upstream_sha": sha, **values(d)} for sha, d in last.items() if sha not in known]
-    if fresh:
-        s.execute(insert(DispositionRow), fresh)
-    for sha, d in last.items():
-        if sha in known:
-            s.execute(update(DispositionRow).where(DispositionRow.fork_id == fid, DispositionRow.upstream_sha == sha)
-                      .values(**values(d)))
+    upsert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(DispositionRow)
+    changed = {k: upsert.excluded[k] for k in rows[0] if k not in ("fork_id", "upstream_sha")}
+    for i in range(0, len(rows), 200):
+        s.execute(upsert.values(rows[i:i + 200]).on_conflict_do_update(
+            index_elements=["fork_id", "upstream_sha"], set_=changed))
 
 
 def forget_decision(s: Session, fid: int, sha: Sha) -> bool:
