@@ -90,7 +90,7 @@ def fresh_store(down: Path) -> None:
 
 def same_trees(down: Path, fork_git: Path, base: str, shas: list[str]) -> tuple[int, int]:
     """(equal, compared): forkflow's in-memory pick of each commit onto `base` against git's merge-ort."""
-    from forkflow.landing.pick import MemoryPicker, PickStatus
+    from forkflow.git.pick import MemoryPicker, PickStatus
     from forkflow.models import Sha
 
     picker = MemoryPicker(down)

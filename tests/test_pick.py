@@ -9,7 +9,7 @@ import pytest
 from forkflow.conflicts.classify import ConflictKind, classify
 from forkflow.git.run import run_git
 from forkflow.landing.message import Member, bundle_message, single_message
-from forkflow.landing.pick import MemoryPicker, PickStatus, PickStep
+from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
 

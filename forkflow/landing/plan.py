@@ -11,7 +11,7 @@ import pygit2
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
-from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.git.pick import MemoryPicker, PickStatus
 from forkflow.landing.settings import IngestSettings
 from forkflow.git.run import run_git_bytes
 from forkflow.landing.shapes import ShapeReader, parse_diff_tree, read_shapes
