@@ -160,9 +160,14 @@ def _cut(spans: list[tuple[int, int, Sha]], cuts: Sequence[tuple[int, int, int]]
          owner: Sha | None) -> list[tuple[int, int, Sha]]:
     """Spans after the cuts (first line, lines removed, lines added), in ascending pre-image order,
     each of which puts `added` lines of `owner` where it removed lines.  One pass over the spans."""
-    out: list[tuple[int, int, Sha]] = []
+    if not cuts:
+        return spans
+    first = bisect_right(spans, (cuts[0][0], cuts[0][0], "")) - 1  # spans wholly above every cut stay as they are
+    while first >= 0 and spans[first][1] > cuts[0][0]:
+        first -= 1
+    out: list[tuple[int, int, Sha]] = spans[:first + 1]
     shift = 0
-    it = iter(spans)
+    it = iter(spans[first + 1:])
     cur = next(it, None)
     for at, removed, added in cuts:
         end = at + removed
@@ -180,9 +185,9 @@ def _cut(spans: list[tuple[int, int, Sha]], cuts: Sequence[tuple[int, int, int]]
         if owner is not None and added > 0:
             out.append((at + shift, at + shift + added, owner))
         shift += added - removed
-    while cur is not None:
+    if cur is not None:
         out.append((cur[0] + shift, cur[1] + shift, cur[2]))
-        cur = next(it, None)
+        out += [(s + shift, e + shift, o) for s, e, o in it] if shift else it
     return out
 
 
