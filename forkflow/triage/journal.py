@@ -3,15 +3,16 @@ the store (issue 17); `forkflow.triage.triage.Triager` carries it to the stages.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from forkflow.regress import records as rrecords
-from forkflow.regress.records import BisectionRecord
 from forkflow.store.session import Store
 from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import records as ts
 from forkflow.triage.models import Diagnosis, Failure
+
+if TYPE_CHECKING:  # regress/ pulls numpy: `forkflow triage` starts without it
+    from forkflow.regress.records import BisectionRecord
 
 # One rerun of some failed tests of a run: test id -> passed?
 Rerunner = Callable[[int, Sequence[str]], dict[str, bool]]
@@ -96,10 +97,14 @@ class StoreTriageJournal:
             ts.save_verdicts(s, run_id, verdicts)
 
     def latest_bisection(self, metric: str, good: str, bad: str) -> BisectionRecord | None:
+        from forkflow.regress import records as rrecords
+
         with self.store.session_scope() as s:
             return rrecords.latest_bisection(s, self.fork_id, metric, good, bad)
 
     def bisection_done(self, doc: dict[str, Any]) -> int:
+        from forkflow.regress import records as rrecords
+
         with self.store.session_scope() as s:
             return rrecords.save_bisection(s, self.fork_id, None, doc)
 
