@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from forkflow.landing.pick import MemoryPicker, PickStatus  # noqa: E402
+from forkflow.git.pick import MemoryPicker, PickStatus  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 from forkflow.testing.synth import FastImport  # noqa: E402
 

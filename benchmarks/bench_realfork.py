@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 ENV = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost",
            GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost")
 SAMPLE = 40  # clean picks whose trees are compared with git's
+CPU: dict[str, float] = {}  # forkflow command -> CPU seconds of its last run
 
 
 def git(repo: Path, *args: str, ok: tuple[int, ...] = (0,), inp: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -50,6 +52,7 @@ def baseline(fork_git: Path, pending: list[str]) -> dict[str, Any]:
     tree = git(fork_git, "rev-parse", "main^{tree}").stdout.strip()
     head = git(fork_git, "rev-parse", "main").stdout.strip()
     rows: dict[str, str] = {}
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     for c in pending:
         parents = git(fork_git, "rev-list", "--parents", "-n1", c).stdout.split()[1:]
@@ -67,15 +70,24 @@ def baseline(fork_git: Path, pending: list[str]) -> dict[str, Any]:
     secs = time.perf_counter() - t0
     clean = sum(1 for s in rows.values() if s == "clean")
     return {"landed": clean, "conflicts": sum(1 for s in rows.values() if s == "conflict"),
-            "seconds": round(secs, 1), "per_s": round(len(pending) / secs, 1), "rows": rows}
+            "seconds": round(secs, 1), "cpu_seconds": round(_children_cpu() - cpu0, 1),
+            "per_s": round(len(pending) / secs, 1), "rows": rows}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the processes this script waited for: on a loaded machine the
+    fairer measure, as wall time there depends on what else runs."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def forkflow(down: Path, *args: str) -> tuple[float, dict[str, Any]]:
     exe = Path(sys.executable).parent / "forkflow"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     p = subprocess.run([*cmd, *args, "--json", "--repo", str(down)], capture_output=True, text=True)
     took = time.perf_counter() - t0
+    CPU[args[0]] = round(_children_cpu() - cpu0, 1)
     # ingest exits 4 when units wait on a person and 5 when one could not land (docs/automation.md)
     if p.returncode not in ((0, 4, 5) if args[0] == "ingest" else (0,)):
         raise SystemExit(f"forkflow {' '.join(args)} exited {p.returncode}: {p.stderr[-2000:]}")
@@ -90,7 +102,7 @@ def fresh_store(down: Path) -> None:
 
 def same_trees(down: Path, fork_git: Path, base: str, shas: list[str]) -> tuple[int, int]:
     """(equal, compared): forkflow's in-memory pick of each commit onto `base` against git's merge-ort."""
-    from forkflow.landing.pick import MemoryPicker, PickStatus
+    from forkflow.git.pick import MemoryPicker, PickStatus
     from forkflow.models import Sha
 
     picker = MemoryPicker(down)
@@ -152,12 +164,17 @@ def main() -> None:
                          "held_waiting_for_a_conflict": len(held) - conflicts, "largest_unit": largest,
                          "units": len(units), "plan_seconds_cold": round(plan_s, 1),
                          "plan_units": len(plan["units"]), "ingest_seconds": round(ingest_s, 1),
+                         "plan_cpu_seconds": CPU["plan"], "ingest_cpu_seconds": CPU["ingest"],
                          "per_s": round(len(order) / ingest_s, 1), "conflict_markers_added": markers},
             "baseline": {k: v for k, v in base.items() if k != "rows"},
             "baseline_clean_held_without_a_named_dependency": unnamed,
+            "baseline_clean_not_landed": {c: held.get(c) for c in order if c in clean - landed},
+            "landed_not_baseline_clean": sorted(landed - clean),
+            "order": order, "baseline_rows": base["rows"], "forkflow_landed": sorted(landed),
             "clean_pick_trees_equal_to_git": f"{equal}/{compared}",
             "ratios": {"landed": round(len(landed) / max(1, base["landed"]), 3),
-                       "speed": round(base["seconds"] / ingest_s, 2)},
+                       "speed": round(base["seconds"] / ingest_s, 2),
+                       "cpu": round(base["cpu_seconds"] / max(0.1, CPU["ingest"]), 2)},
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -171,7 +188,8 @@ def main() -> None:
     print(f"{'largest landing unit':34}{f['largest_unit']:>12}{1:>16}")
     print(f"{'wall time, s':34}{f['ingest_seconds']:>12}{b['seconds']:>16}{figures['ratios']['speed']:>8}")
     print(f"{'upstream commits/s':34}{f['per_s']:>12}{b['per_s']:>16}")
-    print(f"plan (cold): {f['plan_seconds_cold']} s; conflict markers added: {f['conflict_markers_added']}; "
+    print(f"{'CPU time, s':34}{f['ingest_cpu_seconds']:>12}{b['cpu_seconds']:>16}{figures['ratios']['cpu']:>8}")
+    print(f"plan (cold): {f['plan_seconds_cold']} s ({f['plan_cpu_seconds']} s CPU); conflict markers added: {f['conflict_markers_added']}; "
           f"clean-pick trees equal to git's: {figures['clean_pick_trees_equal_to_git']}")
     print(f"baseline-clean commits held back without naming a dependency: "
           f"{len(figures['baseline_clean_held_without_a_named_dependency'])}")

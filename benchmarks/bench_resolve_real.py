@@ -41,7 +41,7 @@ from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
-from forkflow.landing.pick import MemoryPicker  # noqa: E402
+from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 
 LANGS = ("C++", "Python", "TableGen", "MLIR", "other")

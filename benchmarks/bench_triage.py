@@ -203,7 +203,7 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
     from forkflow.testing.gitrepo import ForkBuilder
     from forkflow.tiers import records as tq
     from forkflow.tiers.reports import clean_text, TestOutcome, TestResult
-    from forkflow.tiers.tiers import Tier
+    from forkflow.tiers.tiers import RunStatus, Tier
 
     cases = real_corpus.load()
     with tempfile.TemporaryDirectory() as d:
@@ -224,8 +224,8 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
             run_id, [job] = tq.create_run(s, ctx.fork_id, tq.NewRun(
                 Tier.L1, Sha(sha), None, "local", "validate", 0, (), ("unit",), {}),
                 [tq.NewJob("unit", "pytest", "", "", "", False, None, None)])
-            tq.finish_job(s, job, tq.JobFinish(tq.FAIL, 1, 1.0, "", n, n, None, (), (), 1), results)
-            tq.finish_run(s, run_id, tq.FAIL, "", ())
+            tq.finish_job(s, job, tq.JobFinish(RunStatus.FAIL, 1, 1.0, "", n, n, None, (), (), 1), results)
+            tq.finish_run(s, run_id, RunStatus.FAIL, "", ())
         t0 = time.perf_counter()
         out = subprocess.run([sys.executable, "-m", "forkflow", "triage", str(run_id), "--json",
                               "--reruns", "0", "--repo", str(b.f.path)], capture_output=True,

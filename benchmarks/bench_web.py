@@ -67,7 +67,7 @@ def add_alerts_and_l3(store: Store, info: SeedInfo, alerts: int, l3: int) -> Non
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
     from forkflow.tiers import records as tq
-    from forkflow.tiers.tiers import Tier
+    from forkflow.tiers.tiers import RunStatus, Tier
 
     revs, names = info.fork_revs, info.metric_names
     with store.session_scope() as s:
@@ -89,7 +89,7 @@ def add_alerts_and_l3(store: Store, info: SeedInfo, alerts: int, l3: int) -> Non
             run_id, _ = tq.create_run(s, info.fork_id, tq.NewRun(Tier.L3, rev, None, "local", "l3", 0, (),
                                                                  ("serving",), {}, l3_request_id=rid),
                                       [tq.NewJob("serving", "serve", "", "", "", False, None, None)])
-            tq.finish_run(s, run_id, "PASS", "L3 run", ())
+            tq.finish_run(s, run_id, RunStatus.PASS, "L3 run", ())
             tq.add_signoff(s, rid, run_id, "oncall", "accept", "ok")
             info.l3_request_ids.append(rid)
 

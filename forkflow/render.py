@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the renderers stay light to import: `forkflow status` loads
 
 
 def short(sha: str | None) -> str:
+    """A commit's first 12 hex digits, or "-" (the CLI, the demo and the dashboard's `short` filter)."""
     return (sha or "-")[:12]
 
 

@@ -220,7 +220,7 @@ def test_history_learnt_from_the_forks_own_hand_resolved_pick(tmp_path: Path) ->
     from forkflow.conflicts.learn import learn_from_picks, replay_pick
     from forkflow.git.repo import Repo
     from forkflow.landing.casework import build_case
-    from forkflow.landing.pick import MemoryPicker, PickStatus
+    from forkflow.git.pick import MemoryPicker, PickStatus
     from forkflow.testing.gitrepo import ForkBuilder
 
     b = ForkBuilder(tmp_path)

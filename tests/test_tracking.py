@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.testing.gitrepo import ForkBuilder
@@ -79,14 +80,14 @@ def test_github_sync_survives_a_failing_forge(fork: Path, builder: ForkBuilder, 
     sink = GitHubSink("acme/fork", TOKEN, api=forge.url + "/github", retries=1, backoff=0.01)
     forge.fail("POST", r"/issues$", status=503, times=5)
     with pytest.raises(SinkError, match="503"):
-        sync_tracking(ctx, sink=sink)
+        sync_tracking(wiring.triager(ctx), sink=sink)
     assert forge.issues("acme/fork") == []
     forge.state.faults.clear()
     forge.fail("POST", r"/issues$", status=500, times=1, after_effect=True)  # created, answer lost
-    result = sync_tracking(ctx, sink=sink)
+    result = sync_tracking(wiring.triager(ctx), sink=sink)
     assert [st.action for st, _ in result.steps] == [Action.OPEN]
     assert len(forge.issues("acme/fork")) == 1      # found by its marker, not filed again
-    assert sync_tracking(ctx, sink=sink).steps == ()
+    assert sync_tracking(wiring.triager(ctx), sink=sink).steps == ()
     assert TOKEN not in str(result.to_dict())
 
 
@@ -113,4 +114,4 @@ def test_missing_token_is_a_user_error(fork: Path, monkeypatch: pytest.MonkeyPat
     assert r.rc == 1 and "$GITHUB_TOKEN" in r.err
     with pytest.raises(UserError):
         from forkflow.triage.tracking import make_sink
-        make_sink(open_context(fork))
+        make_sink(open_context(fork).config)

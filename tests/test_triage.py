@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.models import Sha
 from forkflow.store.session import Store
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.triage.models import Classification
 from forkflow.triage.triage import TriageSettings, blocking_failures, triage_run
 
@@ -34,7 +35,7 @@ def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
 
 def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, str]], *,
             base: str | None = None, tier: Tier = Tier.L1, trigger: str = "validate",
-            job_status: str | None = None, log: str = "") -> int:
+            job_status: RunStatus | None = None, log: str = "") -> int:
     """Store a finished run with one job (suite "unit") and these per-test results."""
     log_path = ctx.repo.path.parent / f"log-{rev[:6]}-{len(log)}.txt"
     log_path.write_text(log)
@@ -43,11 +44,11 @@ def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, st
             tier, Sha(rev), Sha(base) if base else None, "local", trigger, 0, (), ("unit",), {}),
             [tq.NewJob("unit", "pytest", str(log_path), "", "", False, None, None)])
         bad = any(o in (TestOutcome.FAIL, TestOutcome.ERROR) for _t, o, _m in results)
-        status = job_status or (tq.FAIL if bad else tq.PASS)
+        status = job_status or (RunStatus.FAIL if bad else RunStatus.PASS)
         tq.finish_job(s, job, tq.JobFinish(status, 1 if bad else 0, 1.0, "", len(results),
                                            len(results), None, (), (), 1),
                       [TestResult(t, o, 0.1, m) for t, o, m in results])
-        tq.finish_run(s, run_id, tq.FAIL if bad else tq.PASS, "", ())
+        tq.finish_run(s, run_id, RunStatus.FAIL if bad else RunStatus.PASS, "", ())
     return run_id
 
 
@@ -77,14 +78,14 @@ def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
                               ("test_mm", TestOutcome.FAIL, CUDA), ("test_wait", TestOutcome.FAIL, FLAKE)],
                   base=base)
     rerun = ScriptedRerun({"test_wait": True})
-    report = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun)
+    report = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=3), rerunner=rerun)
     got = {v.failure.test: v.classification for v in report.verdicts}
     assert got == {"test_tune": Classification.BROKEN_TRUNK, "test_mm": Classification.NEW,
                    "test_wait": Classification.FLAKY}
     assert report.verdicts[0].classification is Classification.NEW  # authors see NEW first
     assert len(rerun.calls) == 3 and set(rerun.calls[0][1]) == {"test_mm", "test_wait"}
     # the gate asks again: stored verdicts, no more reruns
-    blocking = blocking_failures(ctx, run, rerunner=rerun)
+    blocking = blocking_failures(wiring.triager(ctx), run, rerunner=rerun)
     assert [v.failure.test for v in blocking] == ["test_mm"]
     assert len(rerun.calls) == 3
 
@@ -92,18 +93,18 @@ def test_new_broken_trunk_flaky_infra(fork: Path, builder: ForkBuilder) -> None:
 def test_infra_job_and_infra_signature(fork: Path, builder: ForkBuilder) -> None:
     base, unit = _revs(builder)
     ctx = open_context(fork)
-    run = add_run(ctx, unit, [("[unit]", TestOutcome.ERROR, "")], base=base, job_status=tq.INFRA,
+    run = add_run(ctx, unit, [("[unit]", TestOutcome.ERROR, "")], base=base, job_status=RunStatus.INFRA,
                   log="collected 10 items\n##[error]The runner has received a shutdown signal.\n")
     run2 = add_run(ctx, unit, [("test_x", TestOutcome.FAIL, "OSError: [Errno 28] No space left on device")],
                    base=base)
     rerun = ScriptedRerun({})
-    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    [v] = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
     assert v.classification is Classification.INFRA
     assert v.failure.signature.text == "INFRA: has received a shutdown signal."  # from the job log
-    [v2] = triage_run(ctx, run2, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
+    [v2] = triage_run(wiring.triager(ctx), run2, settings=TriageSettings(reruns=2), rerunner=rerun).verdicts
     assert v2.classification is Classification.INFRA
     assert rerun.calls == []
-    assert blocking_failures(ctx, run) == []
+    assert blocking_failures(wiring.triager(ctx), run) == []
 
 
 def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder) -> None:
@@ -114,7 +115,7 @@ def test_intermittent_new_failure_still_blocks(fork: Path, builder: ForkBuilder)
 
     def rerun(run_id: int, tests: Sequence[str]) -> dict[str, bool]:
         return {t: next(flips) for t in tests}
-    [v] = triage_run(ctx, run, settings=TriageSettings(reruns=3), rerunner=rerun).verdicts
+    [v] = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=3), rerunner=rerun).verdicts
     assert v.classification is Classification.NEW and "intermittent" in v.reason
     assert v.reruns == (True, False, False)
 
@@ -228,16 +229,16 @@ def test_two_triages_of_one_run_at_once_both_store_it(fork: Path, builder: ForkB
         if table in ("triage_groups", "triage_classifications") and table not in done:
             done.add(table)
             if table == "triage_groups":
-                failures_of_run(ctx, run)  # both found no failures stored, and computed them
+                failures_of_run(wiring.triager(ctx).journal, run)  # both found no failures stored, and computed them
             else:
-                triage_run(ctx, run, settings=TriageSettings(reruns=0))
+                triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=0))
 
     event.listen(other.store.engine, "before_cursor_execute", first_triage_commits)
-    second = triage_run(other, run, settings=TriageSettings(reruns=0))
+    second = triage_run(wiring.triager(other), run, settings=TriageSettings(reruns=0))
     assert done == {"triage_groups", "triage_classifications"}
     assert [(v.failure.test, v.classification) for v in second.verdicts] == [
         ("test_mm", Classification.NEW), ("test_tune", Classification.NEW)]
     with ctx.store.session_scope() as s:
         assert s.scalar(select(func.count()).select_from(FailureRow).where(FailureRow.run_id == run)) == 2
         assert s.scalar(select(func.count()).select_from(ClassificationRow)) == 2
-    assert blocking_failures(ctx, run) == list(second.verdicts)
+    assert blocking_failures(wiring.triager(ctx), run) == list(second.verdicts)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.triage.classify import Evidence, classify_failure
 from forkflow.triage.models import Classification, Failure, FailureKind
@@ -21,7 +22,7 @@ def test_flaky_comes_from_real_reruns_through_the_suite_command(tmp_path: Path, 
     r = cli("validate", "--tier", "L1", "--json", repo=repo)
     assert r.rc == 1
     fails.write_text("tests/test_alpha.py::test_0\n")  # gamma passes from now on: it was flaky
-    report = triage_run(open_context(repo), r.json()["run_id"],
+    report = triage_run(wiring.triager(open_context(repo)), r.json()["run_id"],
                         settings=TriageSettings(reruns=2, min_clean_reruns=2))
     got = {v.failure.test: (v.classification, v.reruns) for v in report.verdicts}
     assert got["tests/test_gamma.py::test_2"] == (C.FLAKY, (True, True))

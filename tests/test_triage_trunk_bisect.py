@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from forkflow.cli.main import main
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
@@ -85,8 +86,8 @@ def trunk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Trunk]:
     b.pick(ups[5])
     bad = b.pick(ups[6])
     ctx = open_context(b.f.path)
-    assert validate(ctx, ValidateRequest(Tier.L2, good)).status == "PASS"
-    assert validate(ctx, ValidateRequest(Tier.L2, bad)).status == "FAIL"
+    assert validate(wiring.validator(ctx), ValidateRequest(Tier.L2, good)).status == "PASS"
+    assert validate(wiring.validator(ctx), ValidateRequest(Tier.L2, bad)).status == "FAIL"
     yield Trunk(b.f.path, good, bad, bundle, ups[3], counter, first_pick)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.models import Sha
@@ -104,7 +105,7 @@ def test_rerun_tests_reruns_only_the_failures(tmp_path: Path, cli) -> None:  # t
     assert r.rc == 1
     fails.write_text("")  # flaky: passes on rerun
     ctx = open_context(repo)
-    out = rerun_tests(ctx, r.json()["run_id"], ["tests/test_gamma.py::test_2"])
+    out = rerun_tests(wiring.validator(ctx), r.json()["run_id"], ["tests/test_gamma.py::test_2"])
     assert out.status == "PASS" and out.suites[0].tests_ran == 1
     with ctx.store.session_scope() as s:
         again = q.get_run(s, out.run_id)
@@ -116,7 +117,7 @@ def test_rerun_tests_reruns_only_the_failures(tmp_path: Path, cli) -> None:  # t
 def test_rerun_of_an_unknown_run_says_where_the_runs_are_listed(tmp_path: Path) -> None:
     repo, _ = _sel_repo(tmp_path)
     with pytest.raises(UserError) as got:
-        rerun_tests(open_context(repo), 999, ["tests/test_gamma.py::test_2"])
+        rerun_tests(wiring.validator(open_context(repo)), 999, ["tests/test_gamma.py::test_2"])
     assert str(got.value) == ("no validation run 999 in this fork's store; `forkflow serve` lists the runs on "
                               "its /validation page (each `validate --json` prints its run_id), or check --store")
 

@@ -394,7 +394,7 @@ def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_
     from forkflow.regress import records
     from forkflow.regress.alerts import AlertDraft, SeriesChange
     from forkflow.tiers import records as tq
-    from forkflow.tiers.tiers import Tier
+    from forkflow.tiers.tiers import RunStatus, Tier
 
     url = f"sqlite:///{tmp_path / 's.db'}"
     store = Store.open(url)
@@ -404,7 +404,7 @@ def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_
         records.save_alerts(s, fid, [AlertDraft(good, bad, (SeriesChange(
             "matmul/m128:latency", "ms", Better.LOWER, good, bad, 1.0, 1.2, 0.2, 0.001),))])
         run_id, _ = tq.create_run(s, fid, tq.NewRun(Tier.L2, bad, None, "local", "nightly", 0, (), ("perf",), {}), [])
-        tq.finish_run(s, run_id, "FAIL", "perf failed", ())
+        tq.finish_run(s, run_id, RunStatus.FAIL, "perf failed", ())
     store.dispose()
     with TestClient(create_app(url)) as c:
         doc = c.get("/api/overview").json()

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
 from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.web.app import create_app
 
 TOKEN = "operator-token-0123456789"
@@ -55,18 +56,18 @@ def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-
     with (builder.f.path / "forkflow.toml").open("a", encoding="utf-8") as f:
         f.write(SUITES)
     ctx = open_context(builder.f.path)
-    request_id = l3.request(ctx, "soak", "main", by="alice", note="before the branch cut")
+    request_id = l3.request(wiring.validator(ctx), "soak", "main", by="alice", note="before the branch cut")
     with ctx.store.session_scope() as s:  # a finished L3 run of the request
         run_id, _ = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L3, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
                                                             "local", "l3", 0, (), ("soak",), {},
                                                             l3_request_id=request_id), [])
-        tq.finish_run(s, run_id, "PASS", "soak passed", ())
+        tq.finish_run(s, run_id, RunStatus.PASS, "soak passed", ())
         bad_run, jobs = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L1, ctx.repo.resolve("main"), None,  # type: ignore[arg-type]
                                                                 "local", "validate", 0, (), ("unit",), {}),
                                       [tq.NewJob("unit", "python -c pass", "", "", "", False, None, None)])
-        tq.finish_job(s, jobs[0], tq.JobFinish("FAIL", 1, 0.1, "", 1, 1, None, (), (), 1),
+        tq.finish_job(s, jobs[0], tq.JobFinish(RunStatus.FAIL, 1, 0.1, "", 1, 1, None, (), (), 1),
                       [TestResult("[unit]", TestOutcome.FAIL, 0.0, "the suite failed")])
-        tq.finish_run(s, bad_run, "FAIL", "", ())
+        tq.finish_run(s, bad_run, RunStatus.FAIL, "", ())
     return Fork(ctx, request_id, run_id, tmp_path / "actions.log", bad_run)
 
 

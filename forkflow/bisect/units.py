@@ -4,7 +4,7 @@ A landing unit is a commit on the fork branch's first-parent line: a pick or bun
 more `Upstream-Commit:` trailers), a fork-own commit, or a merge.  Inside a guilty bundle the
 search goes on over its upstream commits: prefix k is the unit's base (its first parent) with
 the first k upstream commits picked onto it in memory (libgit2's tree merge, through
-`forkflow.landing.pick.MemoryPicker`); prefix commits are objects only, no ref, no work tree.
+`forkflow.git.pick.MemoryPicker`); prefix commits are objects only, no ref, no work tree.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
-from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.git.pick import MemoryPicker, PickStatus
 from forkflow.ledger.evidence import pr_number, trailers
 from forkflow.models import Sha
 

@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.segment import Segment
 
+from forkflow.render import short as short  # one sha shortener for the CLI, the demo and the dashboard
+
 # Characters that drive a terminal rather than show: C0 controls but newline and tab, DEL, C1
 # controls, and the bidi overrides that reorder what is shown (Trojan Source).  Upstream commit
 # messages, file contents, CI logs and test names reach the terminal; an OSC 52 in one of them
@@ -58,6 +60,3 @@ def print_json(doc: Any) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
 
-
-def short(sha: str | None) -> str:
-    return (sha or "-")[:12]

@@ -24,6 +24,7 @@ from forkflow.bisect.workflow import (
     verdict_unit,
 )
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.models import Better
@@ -31,7 +32,7 @@ from forkflow.regress import records
 from forkflow.regress.alerts import Direction
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert
-from forkflow.regress.service import detect_alerts, detect_config_changes
+from forkflow.regress.service import detect as detect_regressions
 from forkflow.store import queries
 
 
@@ -51,9 +52,8 @@ def detect(
         raise UserError("--max-pvalue must be in (0, 1) and --min-magnitude at least 0")
     ctx = open_context(repo, store)
     cfg = DetectConfig(max_pvalue=max_pvalue, min_magnitude=min_magnitude)
-    with ctx.store.session_scope() as s:
-        names, found = detect_alerts(s, ctx.fork_id, metric, cfg)
-        configs = detect_config_changes(s, ctx.fork_id, metric)
+    detection = detect_regressions(wiring.metric_journal(ctx), metric, cfg)
+    names, found, configs = list(detection.metrics), list(detection.alerts), detection.config_changes
     if not names:
         raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
                         "--metric with a glob of stored names")
@@ -266,7 +266,8 @@ def _bisect_test(test: str, suite: str | None, good: str | None, bad: str | None
     if not good or not bad:
         raise UserError("say where to look: --test ID --good A --bad B (A passes, B fails)")
     ctx = open_context(repo, store)
-    report, bisection_id = bisect_test(ctx, find_suite(ctx, test, suite), test, good, bad, policy=policy,
+    t = wiring.triager(ctx)
+    report, bisection_id = bisect_test(t, find_suite(t, test, suite), test, good, bad, policy=policy,
                                        parallel=parallel, reporter=RoundReporter(json_out))
     return _finish(report, report.to_dict() | {"id": bisection_id}, json_out)
 

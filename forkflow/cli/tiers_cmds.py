@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.tiers import l3 as l3_core
@@ -83,9 +84,9 @@ def validate(
     store: StoreOpt = None,
 ) -> int:
     """Run a tier's suites on a rev, check nothing silently skipped, store every outcome."""
-    ctx = open_context(repo, store)
+    v = wiring.validator(open_context(repo, store))
     req = ValidateRequest(_tier(tier), rev, changed_from, tuple(suite or ()), runner, ray_address)
-    return _show(run_validate(ctx, req, _say(json_out)), json_out)
+    return _show(run_validate(v, req, _say(json_out)), json_out)
 
 
 def nightly(
@@ -98,7 +99,7 @@ def nightly(
 ) -> int:
     """Run L2 on the fork tip and store its metric series (for cron)."""
     ctx = open_context(repo, store)
-    res = run_nightly(ctx, force=force, runner=runner, ray_address=ray_address, reporter=_say(json_out))
+    res = run_nightly(wiring.validator(ctx), ctx.config.fork_branch, force=force, runner=runner, ray_address=ray_address, reporter=_say(json_out))
     if res.outcome is None:
         msg = f"tip {short(res.tip)} already has nightly run {res.previous_run_id}; pass --force to measure again"
         print_json({"tip": res.tip, "skipped": True, "previous_run_id": res.previous_run_id}) \
@@ -121,7 +122,7 @@ def l3_request(
     store: StoreOpt = None,
 ) -> int:
     """Ask for an L3 suite to run on a rev."""
-    rid = l3_core.request(open_context(repo, store), suite, rev, by, note)
+    rid = l3_core.request(wiring.validator(open_context(repo, store)), suite, rev, by, note)
     print_json({"request_id": rid}) if json_out else console.print(
         f"L3 request {rid}; next: forkflow l3 run {rid}")
     return 0
@@ -137,7 +138,7 @@ def l3_run(
     store: StoreOpt = None,
 ) -> int:
     """Run a requested L3 suite."""
-    return _show(l3_core.run_request(open_context(repo, store), request_id, runner, ray_address,
+    return _show(l3_core.run_request(wiring.validator(open_context(repo, store)), request_id, runner, ray_address,
                                      _say(json_out)), json_out)
 
 
@@ -156,7 +157,7 @@ def l3_signoff(
         v = l3_core.SignOff(verdict.lower())
     except ValueError:
         raise UserError(f"--verdict {verdict!r} must be accept or reject") from None
-    sid = l3_core.signoff(open_context(repo, store), request_id, owner, v, note)
+    sid = l3_core.signoff(wiring.validator(open_context(repo, store)), request_id, owner, v, note)
     print_json({"signoff_id": sid, "request_id": request_id, "verdict": v.value}) if json_out else \
         console.print(f"request {request_id}: {v.value}ed by {escape(owner)}")
     return 0
@@ -173,7 +174,7 @@ def _request_dict(r: L3RequestInfo) -> dict[str, Any]:
 @l3_app.command("list")
 def l3_list(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Requests, their runs and sign-offs, newest first."""
-    reqs = l3_core.list_requests(open_context(repo, store))
+    reqs = l3_core.list_requests(wiring.validator(open_context(repo, store)))
     if json_out:
         print_json({"requests": [_request_dict(r) for r in reqs]})
         return 0

@@ -11,10 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.cli.common import MAX_ID, JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.triage.models import Classification
-from forkflow.triage.triage import load_settings, triage_run
+from forkflow.triage.triage import triage_run
 
 if TYPE_CHECKING:
     from forkflow.triage.culprits import RedBisection
@@ -34,11 +35,9 @@ def triage(
     """Classify every failure of a run: NEW first, then BROKEN_TRUNK, FLAKY, INFRA."""
     if reruns is not None and reruns < 0:
         raise UserError(f"--reruns must be 0 or more, not {reruns}")
-    ctx = open_context(repo, store)
-    settings = load_settings(ctx.config)
-    if reruns is not None:
-        settings = replace(settings, reruns=reruns)
-    report = triage_run(ctx, run_id, settings=settings)
+    triager = wiring.triager(open_context(repo, store))
+    settings = triager.settings if reruns is None else replace(triager.settings, reruns=reruns)
+    report = triage_run(triager, run_id, settings=settings)
     if json_out:
         print_json(report.to_dict())
         return 0
@@ -78,7 +77,7 @@ def trunk(
     done = _bisect_red(ctx, test or (), again, reruns, parallel, json_out) if bisect else []
     from forkflow.triage.trunk import trunk_health  # lazy: `forkflow triage` start-up stays light
 
-    items = trunk_health(ctx)
+    items = trunk_health(wiring.triager(ctx))
     if json_out:
         print_json({"red": [i.to_dict() for i in items], **({"bisected": [d.to_dict() for d in done]}
                                                             if bisect else {})})
@@ -99,7 +98,7 @@ def _bisect_red(ctx: Context, tests: Sequence[str], again: bool, reruns: int, pa
 
     from forkflow.bisect.verdict import VerdictPolicy  # lazy: numpy is not needed to triage a run
 
-    done = bisect_red(ctx, tests, again=again, policy=VerdictPolicy(reruns=reruns), parallel=parallel,
+    done = bisect_red(wiring.triager(ctx), tests, again=again, policy=VerdictPolicy(reruns=reruns), parallel=parallel,
                       reporter=RoundReporter(quiet), on_start=start)
     for d in done:
         what = f"bisection {d.bisection_id}: {d.status.value}" if d.status else "not bisected"
@@ -139,9 +138,9 @@ issues_app = typer.Typer(help="Tracking issues for nightly failures.", no_args_i
 def issues_sync(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Open, update or close one tracking issue per failure group of the newest nightly."""
     ctx = open_context(repo, store)
-    from forkflow.triage.tracking import sync_tracking  # lazy, as above
+    from forkflow.triage.tracking import make_agent, make_sink, sync_tracking  # lazy, as above
 
-    result = sync_tracking(ctx)
+    result = sync_tracking(wiring.triager(ctx), make_sink(ctx.config), make_agent(ctx.config))
     if json_out:
         print_json(result.to_dict())
         return 0

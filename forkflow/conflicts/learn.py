@@ -16,7 +16,7 @@ from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case
-from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.git.pick import MemoryPicker, PickStatus
 from forkflow.models import Sha
 
 

@@ -19,7 +19,7 @@ from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, 
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
 from forkflow.git.repo import Repo
-from forkflow.landing.pick import MemoryPicker, PathConflict, Side
+from forkflow.git.pick import MemoryPicker, PathConflict, Side
 from forkflow.landing.settings import AgentSettings
 from forkflow.models import Sha
 

@@ -17,6 +17,14 @@ from forkflow.models import Better, MetricPoint, Sha
 from forkflow.regress.detect import DetectConfig, detect_change_points
 
 
+class AlertStatus(enum.StrEnum):
+    """An alert's state, as stored: open until a bisection names a culprit or finds none."""
+
+    OPEN = "open"
+    BISECTED = "bisected"
+    NO_CULPRIT = "no-culprit"
+
+
 class Direction(str, enum.Enum):
     """Whether a change is good or bad news, judged against the metric's `better`."""
 

@@ -12,11 +12,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from forkflow.models import Better, Sha
-from forkflow.regress.alerts import AlertDraft, Direction, SeriesChange
+from forkflow.regress.alerts import AlertDraft, AlertStatus, Direction, SeriesChange
 from forkflow.store.schema_regress import BisectionRow, RegressAlertMemberRow, RegressAlertRow
-
-OPEN, BISECTED, NO_CULPRIT = "open", "bisected", "no-culprit"
-
 
 @dataclass(frozen=True, slots=True)
 class Alert:
@@ -24,7 +21,7 @@ class Alert:
     good_rev: Sha
     bad_rev: Sha
     direction: Direction
-    status: str
+    status: AlertStatus
     members: tuple[SeriesChange, ...]
     opened_at: datetime
     bisection_id: int | None = None
@@ -64,7 +61,7 @@ def save_alerts(s: Session, fid: int, drafts: Sequence[AlertDraft]) -> list[Aler
             RegressAlertRow.fork_id == fid, RegressAlertRow.good_rev == d.good_rev,
             RegressAlertRow.bad_rev == d.bad_rev))
         if row is None:
-            row = RegressAlertRow(fork_id=fid, good_rev=d.good_rev, bad_rev=d.bad_rev, status=OPEN,
+            row = RegressAlertRow(fork_id=fid, good_rev=d.good_rev, bad_rev=d.bad_rev, status=AlertStatus.OPEN,
                                   opened_at=now)
             s.add(row)
         row.direction = d.direction.value
@@ -112,7 +109,7 @@ def _alerts(s: Session, rows: Sequence[RegressAlertRow]) -> list[Alert]:
         q = (select(BisectionRow.alert_id, func.max(BisectionRow.id))
              .where(BisectionRow.alert_id.in_(chunk)).group_by(BisectionRow.alert_id))
         last.update({a: b for a, b in s.execute(q).all() if a is not None})
-    return [Alert(r.id, Sha(r.good_rev), Sha(r.bad_rev), Direction(r.direction), r.status,
+    return [Alert(r.id, Sha(r.good_rev), Sha(r.bad_rev), Direction(r.direction), AlertStatus(r.status),
                   tuple(members[r.id]), r.opened_at, last.get(r.id)) for r in rows]
 
 
@@ -131,7 +128,7 @@ def save_bisection(s: Session, fid: int, alert_id: int | None, result: dict[str,
     if alert_id is not None:
         arow = s.get(RegressAlertRow, alert_id)
         if arow is not None:
-            arow.status = BISECTED if c else NO_CULPRIT
+            arow.status = AlertStatus.BISECTED if c else AlertStatus.NO_CULPRIT
             arow.updated_at = datetime.now(timezone.utc)
     s.flush()
     return row.id

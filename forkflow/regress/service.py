@@ -1,13 +1,49 @@
 """`detect`: read every matching L2 series, find change points, group them, store alerts."""
 from __future__ import annotations
 
-from sqlalchemy.orm import Session
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 from forkflow.models import MetricPoint, Sha
-from forkflow.regress.alerts import ConfigChange, SeriesChange, config_changes, group_changes, series_changes
+from forkflow.regress.alerts import (
+    AlertDraft,
+    ConfigChange,
+    SeriesChange,
+    config_changes,
+    group_changes,
+    series_changes,
+)
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert, save_alerts
 from forkflow.store import queries
+from forkflow.store.session import Store
+
+
+class MetricJournal(Protocol):
+    """What detection reads and records (issue 17): the series, then the alerts."""
+
+    def series(self, pattern: str) -> dict[str, list[MetricPoint]]: ...
+    def alerts_found(self, drafts: Sequence[AlertDraft]) -> list[Alert]: ...
+
+
+class StoreMetricJournal:
+    """The metric journal over forkflow's store, for one fork."""
+
+    def __init__(self, store: Store, fork_id: int) -> None:
+        self.store = store
+        self.fork_id = fork_id
+
+    def series(self, pattern: str) -> dict[str, list[MetricPoint]]:
+        """Every stored series whose name matches `pattern`, by name in name order."""
+        with self.store.session_scope() as s:
+            names = queries.metric_names(s, self.fork_id, pattern)
+            by_name = queries.metric_series_of(s, self.fork_id, names)
+        return {n: by_name.get(n, []) for n in names}
+
+    def alerts_found(self, drafts: Sequence[AlertDraft]) -> list[Alert]:
+        with self.store.session_scope() as s:
+            return save_alerts(s, self.fork_id, drafts)
 
 
 def commit_order(series: list[list[MetricPoint]]) -> dict[Sha, int]:
@@ -22,20 +58,20 @@ def commit_order(series: list[list[MetricPoint]]) -> dict[Sha, int]:
     return {rev: i for i, rev in enumerate(sorted(first, key=lambda r: first[r]))}
 
 
-def detect_alerts(s: Session, fid: int, pattern: str = "*", cfg: DetectConfig = DetectConfig()) -> tuple[list[str], list[Alert]]:
-    """(metrics examined, alerts opened or refreshed) for the metrics matching `pattern`."""
-    names = queries.metric_names(s, fid, pattern)
-    by_name = queries.metric_series_of(s, fid, names)
-    all_series = [by_name.get(n, []) for n in names]
+@dataclass(frozen=True, slots=True)
+class Detection:
+    metrics: tuple[str, ...]              # the metrics examined
+    alerts: tuple[Alert, ...]             # alerts opened or refreshed
+    config_changes: tuple[ConfigChange, ...]
+
+
+def detect(journal: MetricJournal, pattern: str = "*", cfg: DetectConfig = DetectConfig()) -> Detection:
+    """Alerts and kernel-config changes along the metrics matching `pattern` (the series read once)."""
+    by_name = journal.series(pattern)
+    all_series = list(by_name.values())
     changes: list[SeriesChange] = []
     for points in all_series:
         changes.extend(series_changes(points, cfg))
     drafts = group_changes(changes, commit_order(all_series))
-    return names, save_alerts(s, fid, drafts)
-
-
-def detect_config_changes(s: Session, fid: int, pattern: str = "*") -> list[ConfigChange]:
-    """Every change of kernel config along the metrics matching `pattern`."""
-    names = queries.metric_names(s, fid, pattern)
-    by_name = queries.metric_series_of(s, fid, names)
-    return [c for n in names for c in config_changes(by_name.get(n, []))]
+    configs = tuple(c for points in all_series for c in config_changes(points))
+    return Detection(tuple(by_name), tuple(journal.alerts_found(drafts)), configs)

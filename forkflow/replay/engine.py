@@ -24,7 +24,7 @@ from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitResult, UnitStatus
-from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions
+from forkflow.git.pick import MemoryPicker, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger, Sha

@@ -326,7 +326,7 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
                 hostile: bool, start: int) -> None:
     from forkflow.tiers import records as tq
     from forkflow.tiers.reports import TestOutcome, TestResult
-    from forkflow.tiers.tiers import Tier
+    from forkflow.tiers.tiers import RunStatus, Tier
 
     suites = ("lit", "unit", "kernels")
     for d, rev in enumerate(info.fork_revs):
@@ -340,35 +340,35 @@ def _validation(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: rando
                        for k in range(size.tests_per_run)]
             results[-1] = TestResult(results[-1].test_id, TestOutcome.SKIP, 0.0)
             findings: tuple[str, ...] = ()
-            status = "PASS"
+            status = RunStatus.PASS
             if red and suite == "kernels":
                 msg = "RuntimeError: CUDA error: an illegal memory access" + (f" {HOSTILE}" if hostile else "")
                 results[0] = TestResult(results[0].test_id, TestOutcome.FAIL, 1.2, msg)
-                status = "FAIL"
+                status = RunStatus.FAIL
             short = d % 53 == 17 or d == len(info.fork_revs) - 5
             if short and suite == "lit":
                 results = results[:-2]
                 findings = (f"suite lit ran {len(results)} tests, expected {size.tests_per_run}",)
-                status = "FAIL"
-            tq.finish_job(s, job_id, tq.JobFinish(status, 0 if status == "PASS" else 1, 30.0 + j,
+                status = RunStatus.FAIL
+            tq.finish_job(s, job_id, tq.JobFinish(status, 0 if status == RunStatus.PASS else 1, 30.0 + j,
                                                   "", len(results), len(results), len(results), findings,
                                                   (), 1), results)
         bad = red or d % 53 == 17 or d == len(info.fork_revs) - 5
-        tq.finish_run(s, run_id, "FAIL" if bad else "PASS", "nightly L2", ())
+        tq.finish_run(s, run_id, RunStatus.FAIL if bad else RunStatus.PASS, "nightly L2", ())
         info.nightly_run_ids.append(run_id)
     for cand in info.candidates:
         run_id, jobs = tq.create_run(s, fid, tq.NewRun(Tier.L1, cand, info.fork_revs[-1], "local", "gate",
                                                        start + size.days * DAY, ("python/foo.py",), suites, {}),
                                      [tq.NewJob(x, f"run {x}", "", "", "", True, None, None) for x in suites])
         for suite, job_id in zip(suites, jobs):
-            tq.finish_job(s, job_id, tq.JobFinish("PASS", 0, 12.0, "", 5, 5, 5, (), (), 1),
+            tq.finish_job(s, job_id, tq.JobFinish(RunStatus.PASS, 0, 12.0, "", 5, 5, 5, (), (), 1),
                           [TestResult(f"{suite}/t{k}", TestOutcome.PASS) for k in range(5)])
-        tq.finish_run(s, run_id, "PASS", "L1 gate", ())
+        tq.finish_run(s, run_id, RunStatus.PASS, "L1 gate", ())
 
 
 def _l3(s: Session, fid: int, info: SeedInfo) -> None:
     from forkflow.tiers import records as tq
-    from forkflow.tiers.tiers import Tier
+    from forkflow.tiers.tiers import RunStatus, Tier
 
     rev = info.fork_revs[-1]
     for k, note in enumerate(("llama-70b training before the branch cut", "serving latency check")):
@@ -376,7 +376,7 @@ def _l3(s: Session, fid: int, info: SeedInfo) -> None:
         run_id, jobs = tq.create_run(s, fid, tq.NewRun(Tier.L3, rev, None, "local", "l3", 0, (),
                                                        ("fsdp-training",), {}, l3_request_id=rid),
                                      [tq.NewJob("fsdp-training", "train", "", "", "", False, None, None)])
-        tq.finish_run(s, run_id, "PASS", "L3 run", ())
+        tq.finish_run(s, run_id, RunStatus.PASS, "L3 run", ())
         if k == 1:
             tq.add_signoff(s, rid, run_id, "serving-oncall", "accept", "p99 within budget")
         info.l3_request_ids.append(rid)

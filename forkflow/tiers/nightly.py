@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.tiers import records as q
-from forkflow.tiers.tiers import Tier
-from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, validate
+from forkflow.tiers.tiers import RunStatus, Tier
+from forkflow.tiers.validate import Reporter, ValidateRequest, ValidationOutcome, Validator, validate
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,18 +26,17 @@ class NightlyResult:
         return self.outcome.exit_code if self.outcome is not None else 0
 
 
-def nightly(ctx: Context, *, force: bool = False, runner: str | None = None,
+def nightly(v: Validator, fork_branch: str, *, force: bool = False, runner: str | None = None,
             ray_address: str | None = None, reporter: Reporter | None = None) -> NightlyResult:
-    """Run L2 at the fork tip unless that tip already has a finished nightly run."""
-    tip = ctx.repo.resolve(ctx.config.fork_ref)
+    """Run L2 at the tip of `fork_branch` unless that tip already has a finished nightly run."""
+    tip = v.repo.resolve(f"refs/heads/{fork_branch}")
     if tip is None:
-        raise UserError(f"fork branch '{ctx.config.fork_branch}' does not exist; fix [fork] branch "
+        raise UserError(f"fork branch '{fork_branch}' does not exist; fix [fork] branch "
                         "in forkflow.toml")
     if not force:
-        with ctx.store.session_scope() as s:
-            done = [r for r in q.runs_for_rev(s, ctx.fork_id, tip, Tier.L2)
-                    if r.trigger == "nightly" and r.status in (q.PASS, q.FAIL)]
+        done = [r for r in v.journal.runs_for_rev(tip, Tier.L2)
+                if r.trigger == "nightly" and r.status in (RunStatus.PASS, RunStatus.FAIL)]
         if done:
             return NightlyResult(tip, None, done[0].id)
     req = ValidateRequest(Tier.L2, tip, trigger="nightly", runner=runner, ray_address=ray_address)
-    return NightlyResult(tip, validate(ctx, req, reporter))
+    return NightlyResult(tip, validate(v, req, reporter))

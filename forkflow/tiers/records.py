@@ -14,7 +14,7 @@ For triage (classifying failures NEW / BROKEN_TRUNK / FLAKY / INFRA):
 A job's `status` is INFRA when the runner (not the code) failed: the command could not start,
 the Ray head went away, or the two test counts disagreed.  `message` holds the saturation
 findings and, for a failing job, the tail of its log (ANSI codes stripped).  To rerun failures
-(to spot flaky tests) call `forkflow.tiers.validate.rerun_tests(ctx, run_id, test_ids)`; it
+(to spot flaky tests) call `forkflow.tiers.validate.rerun_tests(validator, run_id, test_ids)`; it
 returns a new run whose `parent_run_id` is the original.
 """
 from __future__ import annotations
@@ -38,9 +38,8 @@ from forkflow.store.schema_tiers import (
 )
 from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.selection import HistoryEntry
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 
-RUNNING, PASS, FAIL, INFRA, PENDING = "RUNNING", "PASS", "FAIL", "INFRA", "PENDING"
 
 
 
@@ -52,7 +51,7 @@ class RunInfo:
     tier: Tier
     rev: Sha
     base: Sha | None
-    status: str  # RUNNING | PASS | FAIL | INFRA
+    status: RunStatus  # RUNNING | PASS | FAIL | INFRA
     runner: str
     trigger: str
     started_at: datetime
@@ -72,7 +71,7 @@ class JobInfo:
     id: int
     run_id: int
     suite: str
-    status: str  # PENDING | PASS | FAIL | INFRA
+    status: RunStatus  # PENDING | PASS | FAIL | INFRA
     command: str
     returncode: int | None
     duration_s: float
@@ -107,7 +106,7 @@ class TestOutcomeInfo:
 def _run(r: ValidationRunRow) -> RunInfo:
     return RunInfo(
         id=r.id, fork_id=r.fork_id, tier=Tier(r.tier), rev=Sha(r.rev),
-        base=Sha(r.base) if r.base else None, status=r.status, runner=r.runner, trigger=r.trigger,
+        base=Sha(r.base) if r.base else None, status=RunStatus(r.status), runner=r.runner, trigger=r.trigger,
         started_at=r.started_at, finished_at=r.finished_at,
         commit_date=r.commit_date, changed_files=tuple(json.loads(r.changed_files)),
         inventory=tuple(json.loads(r.inventory)), selection=json.loads(r.selection),
@@ -118,7 +117,7 @@ def _run(r: ValidationRunRow) -> RunInfo:
 def _job(j: ValidationJobRow) -> JobInfo:
     sel = json.loads(j.selected)
     return JobInfo(
-        id=j.id, run_id=j.run_id, suite=j.suite, status=j.status, command=j.command,
+        id=j.id, run_id=j.run_id, suite=j.suite, status=RunStatus(j.status), command=j.command,
         returncode=j.returncode, duration_s=j.duration_s, log_path=j.log_path,
         report_path=j.report_path, artifact_dir=j.artifact_dir, message=j.message,
         narrowed=bool(j.narrowed), selected=tuple(sel) if sel is not None else None,
@@ -159,7 +158,7 @@ class NewJob:
 def create_run(s: Session, fid: int, run: NewRun, jobs: Sequence[NewJob]) -> tuple[int, list[int]]:
     """Insert a RUNNING run and its PENDING jobs; returns (run id, job ids in order)."""
     row = ValidationRunRow(
-        fork_id=fid, tier=run.tier.value, rev=run.rev, base=run.base, status=RUNNING,
+        fork_id=fid, tier=run.tier.value, rev=run.rev, base=run.base, status=RunStatus.RUNNING,
         runner=run.runner, trigger=run.trigger, commit_date=run.commit_date,
         changed_files=json.dumps(list(run.changed_files)), inventory=json.dumps(list(run.inventory)),
         selection=json.dumps(run.selection), findings="[]", summary="",
@@ -169,7 +168,7 @@ def create_run(s: Session, fid: int, run: NewRun, jobs: Sequence[NewJob]) -> tup
     ids = []
     for j in jobs:
         jr = ValidationJobRow(
-            run_id=row.id, suite=j.suite, status=PENDING, command=j.command, log_path=j.log_path,
+            run_id=row.id, suite=j.suite, status=RunStatus.PENDING, command=j.command, log_path=j.log_path,
             report_path=j.report_path, artifact_dir=j.artifact_dir, message="",
             narrowed=int(j.narrowed), selected=json.dumps(list(j.selected) if j.selected is not None else None),
             tests_expected=j.tests_expected, duration_s=0.0, tests_reported=0, tests_ran=0,
@@ -182,7 +181,7 @@ def create_run(s: Session, fid: int, run: NewRun, jobs: Sequence[NewJob]) -> tup
 
 @dataclass(frozen=True, slots=True)
 class JobFinish:
-    status: str
+    status: RunStatus
     returncode: int | None
     duration_s: float
     message: str
@@ -207,7 +206,7 @@ def finish_job(s: Session, job_id: int, done: JobFinish, results: Iterable[TestR
               for r in results)
 
 
-def finish_run(s: Session, run_id: int, status: str, summary: str, findings: Sequence[str]) -> None:
+def finish_run(s: Session, run_id: int, status: RunStatus, summary: str, findings: Sequence[str]) -> None:
     r = s.get(ValidationRunRow, run_id)
     assert r is not None, run_id
     r.status, r.summary, r.findings = status, summary, json.dumps(list(findings))
@@ -278,7 +277,7 @@ def outcomes_of_tests(s: Session, run_ids: Sequence[int], test_ids: Iterable[str
 def last_green_run(s: Session, fid: int, tier: Tier) -> RunInfo | None:
     """The newest PASS run of a tier that ran it whole (no test selection, not a rerun, not L3)."""
     q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid, ValidationRunRow.tier == tier.value,
-                                        ValidationRunRow.status == PASS)
+                                        ValidationRunRow.status == RunStatus.PASS)
          .order_by(desc(ValidationRunRow.id)).limit(50))
     for r in s.scalars(q):
         if r.base is None and r.parent_run_id is None and r.trigger != "l3":
@@ -293,7 +292,7 @@ def last_full_job(s: Session, fid: int, suite: str, green: bool = False) -> JobI
                 ValidationJobRow.narrowed == 0, ValidationJobRow.tests_reported > 0)
          .order_by(desc(ValidationJobRow.id)).limit(1))
     if green:
-        q = q.where(ValidationJobRow.status == PASS)
+        q = q.where(ValidationJobRow.status == RunStatus.PASS)
     j = s.scalar(q)
     return _job(j) if j else None
 
@@ -314,7 +313,7 @@ def known_tests(s: Session, job_id: int) -> tuple[str, ...]:
 def cofailure_history(s: Session, fid: int, limit: int = 1000) -> list[HistoryEntry]:
     """The newest finished runs as (changed files, failed (suite, test id)) for test selection."""
     runs = s.execute(select(ValidationRunRow.id, ValidationRunRow.changed_files).where(
-        ValidationRunRow.fork_id == fid, ValidationRunRow.status.in_([PASS, FAIL]))
+        ValidationRunRow.fork_id == fid, ValidationRunRow.status.in_([RunStatus.PASS, RunStatus.FAIL]))
         .order_by(desc(ValidationRunRow.id)).limit(limit)).all()
     if not runs:
         return []
@@ -360,7 +359,7 @@ class L3RequestInfo:
             return "ACCEPTED" if self.signoffs[-1].verdict == "accept" else "REJECTED"
         if not self.runs:
             return "REQUESTED"
-        return "RUNNING" if self.runs[0].status == RUNNING else "RAN"
+        return "RUNNING" if self.runs[0].status == RunStatus.RUNNING else "RAN"
 
 
 def add_l3_request(s: Session, fid: int, suite: str, rev: Sha, by: str, note: str) -> int:

@@ -41,6 +41,16 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 DEFAULT_TIMEOUT_S = 3600.0
 
 
+class RunStatus(enum.StrEnum):
+    """A validation run's or job's status, as stored: RUNNING (run) or PENDING (job) until it ends."""
+
+    RUNNING = "RUNNING"
+    PENDING = "PENDING"
+    PASS = "PASS"
+    FAIL = "FAIL"
+    INFRA = "INFRA"
+
+
 class Tier(str, enum.Enum):
     """Validation tiers: L1 diff tests, L2 trunk tests (metrics series), L3 manual tests."""
 

@@ -1,6 +1,7 @@
 """`forkflow validate` as a list of steps: resolve, plan, check, run, judge, store.
 
-    outcome = validate(ctx, ValidateRequest(Tier.L1, "HEAD", changed_from="main"))
+    v = Validator.configured(repo, config, StoreRunJournal(store, fork_id))   # cli/, web/ and demo wire it
+    outcome = validate(v, ValidateRequest(Tier.L1, "HEAD", changed_from="main"))
     outcome.status        # PASS | FAIL | INFRA;  outcome.exit_code: 0 | 1 | 4
 
 Each step is a plain function: `resolve_revs`, `plan_suites`, `plan_selection`, `build_jobs`,
@@ -11,9 +12,9 @@ already measured, and a run that could not finish is left INFRA, never RUNNING.
 
 L2 metrics (contract with regression detection): each metric of a metrics report becomes one
 `MetricPoint` (value, unit, better, samples, suite, run_id, `commit_date` = the rev's committer
-date) written with `forkflow.store.queries.add_metric_points`; read them with `metric_series`.
+date) written through the run journal (`forkflow.tiers.journal`); read them with `metric_series`.
 
-Triage reruns failing tests with `rerun_tests(ctx, run_id, test_ids)`: a new run of the same
+Triage reruns failing tests with `rerun_tests(v, run_id, test_ids)`: a new run of the same
 rev and tier, only those tests, `parent_run_id` set to the original run.
 """
 from __future__ import annotations
@@ -28,11 +29,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forkflow.config import STATE_DIR
-from forkflow.context import Context
+from forkflow.config import STATE_DIR, Config
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.models import MetricPoint, Sha
-from forkflow.store import queries as store_queries
 from forkflow.tiers import records as q
 from forkflow.tiers.reports import (
     TestOutcome,
@@ -52,7 +52,6 @@ from forkflow.tiers.runners.base import (
 )
 from forkflow.tiers.saturation import Finding, Severity, SuiteEvidence, check_suite, removed_suites
 from forkflow.tiers.selection import (
-    HISTORY_RUNS,
     SelectionPlan,
     SuiteSelection,
     SuiteSpec,
@@ -60,14 +59,41 @@ from forkflow.tiers.selection import (
     run_everything,
     select,
 )
-from forkflow.tiers.tiers import ReportFormat, Suite, Tier, load_settings, load_suites, suites_of
+from forkflow.tiers.journal import RunJournal
+from forkflow.tiers.tiers import (
+    ReportFormat,
+    RunStatus,
+    Suite,
+    Tier,
+    ValidationSettings,
+    load_settings,
+    load_suites,
+    suites_of,
+)
 from forkflow.tiers.worktree import WorktreeCache
 
-EXIT_CODES = {q.PASS: 0, q.FAIL: 1, q.INFRA: 4}
+EXIT_CODES = {RunStatus.PASS: 0, RunStatus.FAIL: 1, RunStatus.INFRA: 4}
 _BUILTINS = {"cd", "exec", "set", "export", ".", "source", "if", "for", "while", "(", "{", "[",
              "test", "true", "false", "echo", "exit", "ulimit", "umask", "env", "!", "case"}
 
 Reporter = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Validator:
+    """What validation works with: the fork's repository, its suites and `[validation]` settings,
+    a run journal, and the folder runs write their logs and reports under."""
+
+    repo: Repo
+    suites: tuple[Suite, ...]
+    settings: ValidationSettings
+    journal: RunJournal
+    runs_dir: Path
+
+    @classmethod
+    def configured(cls, repo: Repo, config: Config, journal: RunJournal) -> Validator:
+        """The suites and settings of `config` (raises UserError on a bad `[[suite]]` or `[validation]`)."""
+        return cls(repo, load_suites(config), load_settings(config), journal, config.root / STATE_DIR / "runs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +113,7 @@ class ValidateRequest:
 @dataclass(frozen=True, slots=True)
 class SuiteReport:
     suite: str
-    status: str
+    status: RunStatus
     message: str
     tests_ran: int
     tests_failed: int                 # tests the report shows failing (not the suite's findings)
@@ -99,7 +125,7 @@ class SuiteReport:
 @dataclass(frozen=True, slots=True)
 class ValidationOutcome:
     run_id: int
-    status: str
+    status: RunStatus
     rev: Sha
     tier: Tier
     summary: str
@@ -114,13 +140,13 @@ class ValidationOutcome:
 
 # -- step 1: revisions ---------------------------------------------------------------------------
 
-def resolve_revs(ctx: Context, rev: str, changed_from: str | None) -> tuple[Sha, Sha | None]:
-    sha = ctx.repo.resolve(rev)
+def resolve_revs(repo: Repo, rev: str, changed_from: str | None) -> tuple[Sha, Sha | None]:
+    sha = repo.resolve(rev)
     if sha is None:
-        raise UserError(f"--rev {rev!r} is not a commit in {ctx.repo.path}; pass a branch, tag or sha")
+        raise UserError(f"--rev {rev!r} is not a commit in {repo.path}; pass a branch, tag or sha")
     base = None
     if changed_from is not None:
-        base = ctx.repo.resolve(changed_from)
+        base = repo.resolve(changed_from)
         if base is None:
             raise UserError(f"--changed-from {changed_from!r} is not a commit; pass a branch, tag or sha")
     return sha, base
@@ -151,7 +177,7 @@ def plan_suites(all_suites: Sequence[Suite], tier: Tier, only: Sequence[str]) ->
 
 # -- step 3: selection ---------------------------------------------------------------------------
 
-def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | None,
+def plan_selection(v: Validator, suites: Sequence[Suite], sha: Sha, base: Sha | None,
                    forced: dict[str, tuple[str, ...]], budget: float, whole: bool = False,
                    ) -> tuple[SelectionPlan, dict[str, int | None]]:
     """Which suites and tests run, and each suite's last green test count (saturation).
@@ -159,29 +185,20 @@ def plan_selection(ctx: Context, suites: Sequence[Suite], sha: Sha, base: Sha | 
     `whole` (an explicit --suite): the suites run whole; the changed files are still recorded
     so the run teaches co-failure history.
     """
-    last_green: dict[str, int | None] = {}
-    specs = []
-    with ctx.store.session_scope() as s:
-        recent: dict[str, frozenset[str]] = {}
-        for suite in suites:
-            full = q.last_full_job(s, ctx.fork_id, suite.name)
-            green = q.last_full_job(s, ctx.fork_id, suite.name, green=True)
-            last_green[suite.name] = green.tests_ran if green else None
-            known = q.known_tests(s, full.id) if full and suite.can_select_tests else ()
-            specs.append(SuiteSpec(suite.name, suite.paths, suite.can_select_tests, known))
-            if full is not None:
-                recent[suite.name] = frozenset(t.test_id for t in q.test_outcomes(
-                    s, full.run_id, bad_only=True, suite=suite.name))
-        narrow = base is not None and not whole and not forced
-        history = q.cofailure_history(s, ctx.fork_id, limit=HISTORY_RUNS) if narrow else []
+    known = v.journal.suite_history([(s.name, s.can_select_tests) for s in suites])
+    last_green = {s.name: known[s.name].last_green_ran for s in suites}
+    specs = [SuiteSpec(s.name, s.paths, s.can_select_tests, known[s.name].known) for s in suites]
+    recent = {n: h.recent_bad for n, h in known.items() if h.recent_bad is not None}
+    narrow = base is not None and not whole and not forced
+    history = v.journal.cofailures() if narrow else []
     if forced:
         return SelectionPlan((), tuple(
             SuiteSelection(n, True, tuple(node_id(t) for t in ids) or None, ids or None, ("rerun",))
             for n, ids in forced.items())), last_green
     if base is None:
         return run_everything(specs), last_green
-    changed = sorted({f for files in ctx.repo.changed_files(
-        [c.sha for c in ctx.repo.log(f"{base}..{sha}")]).values() for f in files})
+    changed = sorted({f for files in v.repo.changed_files(
+        [c.sha for c in v.repo.log(f"{base}..{sha}")]).values() for f in files})
     if whole:
         return SelectionPlan(tuple(changed), tuple(
             SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), last_green
@@ -224,9 +241,9 @@ class PlannedJob:
     last_green_ran: int | None
 
 
-def build_jobs(ctx: Context, suites: Sequence[Suite], plan: SelectionPlan, worktree: Path,
+def build_jobs(runs_dir: Path, suites: Sequence[Suite], plan: SelectionPlan, worktree: Path,
                sha: Sha, last_green: dict[str, int | None]) -> list[PlannedJob]:
-    root = ctx.config.root / STATE_DIR / "runs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{sha[:10]}-{secrets.token_hex(3)}"
+    root = runs_dir / f"{time.strftime('%Y%m%d-%H%M%S')}-{sha[:10]}-{secrets.token_hex(3)}"
     out = []
     for i, suite in enumerate(suites):
         sel = plan.of(suite.name)
@@ -277,7 +294,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
     if res.message and res.message not in message:
         message = "; ".join(x for x in (message, res.message) if x)
     results = report.results
-    if status != q.PASS:
+    if status != RunStatus.PASS:
         tail = log_tail(Path(pj.job.log_path), 2048)
         message = (message + ("\n--- log tail ---\n" + tail if tail else "")).strip()
         if bad == 0:  # no test to blame: one synthetic outcome carries the suite's failure
@@ -290,38 +307,36 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
     return Judgement(finish, results, report)
 
 
-def _status(findings: Sequence[Finding], bad: int) -> str:
+def _status(findings: Sequence[Finding], bad: int) -> RunStatus:
     if bad or any(f.severity is Severity.FAIL for f in findings):
-        return q.FAIL
+        return RunStatus.FAIL
     if findings:
-        return q.INFRA
-    return q.PASS
+        return RunStatus.INFRA
+    return RunStatus.PASS
 
 
 # -- step 6: store -------------------------------------------------------------------------------
 
-def store_job(ctx: Context, tier: Tier, sha: Sha, commit_date: int, run_id: int, job_row: int,
+def store_job(journal: RunJournal, tier: Tier, sha: Sha, commit_date: int, run_id: int, job_row: int,
               pj: PlannedJob, j: Judgement) -> None:
     """One transaction: the job, its per-test outcomes and (L2) its metric points."""
-    with ctx.store.session_scope() as s:
-        q.finish_job(s, job_row, j.finish, j.results)
-        if tier is Tier.L2 and j.report.metrics:
-            now = int(time.time())
-            store_queries.add_metric_points(s, ctx.fork_id, [
-                MetricPoint(name=m.name, rev=sha, value=m.value, unit=m.unit, better=m.better,
-                            samples=m.samples, suite=pj.suite.name, run_id=run_id,
-                            measured_at=now, commit_date=commit_date, context=m.context)
-                for m in j.report.metrics])
+    now = int(time.time())
+    points = [MetricPoint(name=m.name, rev=sha, value=m.value, unit=m.unit, better=m.better,
+                          samples=m.samples, suite=pj.suite.name, run_id=run_id,
+                          measured_at=now, commit_date=commit_date, context=m.context)
+              for m in j.report.metrics] if tier is Tier.L2 else []
+    journal.job_finished(job_row, j.finish, j.results, points)
 
 
 def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[str]) -> str:
     """One line: suites by status, tests run and failed, then the findings apart from the tests
     (a suite can fail with every test passing: too few ran, no report, a timeout)."""
-    counts = {st: sum(1 for r in reports if r.status == st) for st in (q.PASS, q.FAIL, q.INFRA)}
+    counts = {st: sum(1 for r in reports if r.status == st)
+              for st in (RunStatus.PASS, RunStatus.FAIL, RunStatus.INFRA)}
     ran = sum(r.tests_ran for r in reports)
     failed = sum(r.tests_failed for r in reports)
-    parts = [f"{len(reports)} suite(s): {counts[q.PASS]} passed, {counts[q.FAIL]} failed, "
-             f"{counts[q.INFRA]} infra", f"{ran} tests ran, {failed} failed"]
+    parts = [f"{len(reports)} suite(s): {counts[RunStatus.PASS]} passed, {counts[RunStatus.FAIL]} failed, "
+             f"{counts[RunStatus.INFRA]} infra", f"{ran} tests ran, {failed} failed"]
     if skipped:
         parts.append(f"{skipped} suite(s) not selected")
     found = [f for r in reports for f in r.findings] + list(findings)
@@ -331,51 +346,50 @@ def _summary(reports: Sequence[SuiteReport], skipped: int, findings: Sequence[st
     return "; ".join(parts)
 
 
-def _run_status(reports: Sequence[SuiteReport], findings: Sequence[str]) -> str:
-    if findings or any(r.status == q.FAIL for r in reports):
-        return q.FAIL
-    if any(r.status != q.PASS for r in reports):
-        return q.INFRA
-    return q.PASS
+def _run_status(reports: Sequence[SuiteReport], findings: Sequence[str]) -> RunStatus:
+    if findings or any(r.status == RunStatus.FAIL for r in reports):
+        return RunStatus.FAIL
+    if any(r.status != RunStatus.PASS for r in reports):
+        return RunStatus.INFRA
+    return RunStatus.PASS
 
 
 # -- the steps together --------------------------------------------------------------------------
 
-def validate(ctx: Context, req: ValidateRequest, reporter: Reporter | None = None) -> ValidationOutcome:
+def validate(v: Validator, req: ValidateRequest, reporter: Reporter | None = None) -> ValidationOutcome:
     """Validate one tier at one rev; see the module docstring."""
     say = reporter or (lambda _line: None)
-    settings = load_settings(ctx.config)
-    all_suites = load_suites(ctx.config)
-    sha, base = resolve_revs(ctx, req.rev, req.changed_from)
+    settings = v.settings
+    all_suites = v.suites
+    sha, base = resolve_revs(v.repo, req.rev, req.changed_from)
     suites = plan_suites(all_suites, req.tier, req.suites or tuple(n for n, _ in req.forced))
-    plan, last_green = plan_selection(ctx, suites, sha, base, dict(req.forced),
+    plan, last_green = plan_selection(v, suites, sha, base, dict(req.forced),
                                       settings.selection_budget, whole=bool(req.suites))
     run_findings: list[str] = []
     inventory = tuple(s.name for s in suites_of(all_suites, req.tier))
     if not req.suites and not req.forced:
-        with ctx.store.session_scope() as s:
-            green = q.last_green_run(s, ctx.fork_id, req.tier)
+        green = v.journal.last_green_run(req.tier)
         if green is not None:
             run_findings = [f.message for f in removed_suites(inventory, green.inventory, settings.retired)]
-    worktree = WorktreeCache(ctx.repo).checkout(sha)
+    worktree = WorktreeCache(v.repo).checkout(sha)
     for suite in suites:
         check_command(suite, worktree)
-    planned = build_jobs(ctx, suites, plan, worktree, sha, last_green)
+    planned = build_jobs(v.runs_dir, suites, plan, worktree, sha, last_green)
     runner_name = req.runner or settings.runner
     runner = make_runner(runner_name, RunnerOptions(jobs=settings.jobs,
                                                     address=req.ray_address or settings.ray_address))
     try:
         runner.check([p.job for p in planned])
-        return _execute(ctx, req, runner, planned, plan, sha, base, inventory, run_findings,
+        return _execute(v, req, runner, planned, plan, sha, base, inventory, run_findings,
                         settings.shrink_tolerance, say)
     finally:
         runner.close()
 
 
-def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[PlannedJob],
+def _execute(v: Validator, req: ValidateRequest, runner: Runner, planned: list[PlannedJob],
              plan: SelectionPlan, sha: Sha, base: Sha | None, inventory: tuple[str, ...],
              run_findings: list[str], tolerance: float, say: Reporter) -> ValidationOutcome:
-    commit_date = ctx.repo.commit_date(sha)
+    commit_date = v.repo.commit_date(sha)
     selection_doc: dict[str, object] = {
         s.suite: {"run": s.run, "files": list(s.files) if s.files is not None else None,
                   "reasons": list(s.reasons)} for s in plan.suites}
@@ -383,8 +397,7 @@ def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[P
                        plan.changed_files, inventory, selection_doc, req.parent_run_id, req.l3_request_id)
     new_jobs = [q.NewJob(p.suite.name, p.job.command, p.job.log_path, p.report_path, p.artifact_dir,
                          p.selection.narrowed, p.selection.files, p.suite.expect_tests) for p in planned]
-    with ctx.store.session_scope() as s:
-        run_id, job_rows = q.create_run(s, ctx.fork_id, new_run, new_jobs)
+    run_id, job_rows = v.journal.run_started(new_run, new_jobs)
     by_job = {p.job.job_id: (p, row) for p, row in zip(planned, job_rows)}
     reports: dict[int, SuiteReport] = {}
     lock = threading.Lock()
@@ -393,7 +406,7 @@ def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[P
         pj, row = by_job[res.job_id]
         j = judge_job(pj, res, tolerance)
         with lock:
-            store_job(ctx, req.tier, sha, commit_date, run_id, row, pj, j)
+            store_job(v.journal, req.tier, sha, commit_date, run_id, row, pj, j)
             reports[res.job_id] = SuiteReport(
                 pj.suite.name, j.finish.status, j.finish.message, j.finish.tests_ran,
                 sum(1 for r in j.report.results if r.outcome.bad), res.duration_s, pj.job.log_path,
@@ -403,7 +416,7 @@ def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[P
     try:
         runner.run([p.job for p in planned], on_done)
     finally:
-        _close_run(ctx, run_id, planned, job_rows, reports, plan, run_findings)
+        _close_run(v.journal, run_id, planned, job_rows, reports, plan, run_findings)
     ordered = tuple(reports[p.job.job_id] for p in planned if p.job.job_id in reports)
     skipped = tuple((s.suite, "; ".join(s.reasons)) for s in plan.suites if not s.run)
     status = _run_status(ordered, run_findings)
@@ -411,33 +424,30 @@ def _execute(ctx: Context, req: ValidateRequest, runner: Runner, planned: list[P
                              ordered, skipped, tuple(run_findings))
 
 
-def _close_run(ctx: Context, run_id: int, planned: list[PlannedJob], job_rows: list[int],
+def _close_run(journal: RunJournal, run_id: int, planned: list[PlannedJob], job_rows: list[int],
                reports: dict[int, SuiteReport], plan: SelectionPlan, run_findings: list[str]) -> None:
     """Finish the run row; jobs that never reported (interrupt, runner crash) become INFRA."""
+    msg = "the run stopped before this job reported (interrupted or runner crashed)"
     lost = [(p, row) for p, row in zip(planned, job_rows) if p.job.job_id not in reports]
-    with ctx.store.session_scope() as s:
-        for p, row in lost:
-            msg = "the run stopped before this job reported (interrupted or runner crashed)"
-            q.finish_job(s, row, q.JobFinish(q.INFRA, None, 0.0, msg, 0, 0, None, (msg,), (), 0), ())
-            reports_infra = SuiteReport(p.suite.name, q.INFRA, msg, 0, 0, 0.0, p.job.log_path, (msg,))
-            reports[p.job.job_id] = reports_infra
-        ordered = [reports[p.job.job_id] for p in planned]
-        skipped = sum(1 for x in plan.suites if not x.run)
-        q.finish_run(s, run_id, _run_status(ordered, run_findings),
-                     _summary(ordered, skipped, run_findings), run_findings)
+    for p, _row in lost:
+        reports[p.job.job_id] = SuiteReport(p.suite.name, RunStatus.INFRA, msg, 0, 0, 0.0, p.job.log_path, (msg,))
+    ordered = [reports[p.job.job_id] for p in planned]
+    skipped = sum(1 for x in plan.suites if not x.run)
+    journal.run_finished(run_id, [(row, q.JobFinish(RunStatus.INFRA, None, 0.0, msg, 0, 0, None, (msg,), (), 0))
+                                  for _p, row in lost],
+                         _run_status(ordered, run_findings), _summary(ordered, skipped, run_findings), run_findings)
 
 
-def rerun_tests(ctx: Context, run_id: int, test_ids: Sequence[str], runner: str | None = None,
+def rerun_tests(v: Validator, run_id: int, test_ids: Sequence[str], runner: str | None = None,
                 reporter: Reporter | None = None) -> ValidationOutcome:
     """Run only `test_ids` of run `run_id` again, at the same rev and tier (flakiness checks).
 
     A test id naming a whole suite's synthetic failure (`[suite]`) reruns that suite whole.
     """
-    with ctx.store.session_scope() as s:
-        run = q.get_run(s, run_id)
-        if run is None or run.fork_id != ctx.fork_id:
-            raise UserError(q.no_such_run(run_id))
-        outcomes = q.test_outcomes(s, run_id)
+    run = v.journal.run(run_id)
+    if run is None:
+        raise UserError(q.no_such_run(run_id))
+    outcomes = v.journal.test_outcomes(run_id)
     suite_of = {o.test_id: o.suite for o in outcomes}
     forced: dict[str, list[str]] = {}
     whole: set[str] = set()
@@ -452,4 +462,4 @@ def rerun_tests(ctx: Context, run_id: int, test_ids: Sequence[str], runner: str 
                  for name in sorted(whole | set(forced)))
     req = ValidateRequest(run.tier, run.rev, None, (), runner, trigger="rerun", parent_run_id=run_id,
                           l3_request_id=run.l3_request_id, forced=plan)
-    return validate(ctx, req, reporter)
+    return validate(v, req, reporter)

@@ -17,26 +17,22 @@ from forkflow.bisect.bisector import Mode, Reporter, Status
 from forkflow.bisect.testprobe import SuiteTestProbe
 from forkflow.bisect.verdict import VerdictPolicy
 from forkflow.bisect.workflow import BisectReport, bisect_fork
-from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.regress import records
-from forkflow.tiers import records as tq
-from forkflow.tiers.tiers import ReportFormat, Suite, load_suites
+from forkflow.tiers.tiers import ReportFormat, Suite
 from forkflow.triage.models import FailureKind
+from forkflow.triage.triage import Triager
 from forkflow.triage.trunk import RedItem, red_test_metric, trunk_health
 
 
-def find_suite(ctx: Context, test: str, suite: str | None = None) -> Suite:
+def find_suite(t: Triager, test: str, suite: str | None = None) -> Suite:
     """The suite that runs `test`: the one named, else the one whose stored runs have it."""
-    suites = {s.name: s for s in load_suites(ctx.config)}
+    suites = {s.name: s for s in t.suites}
     if suite is not None:
         if suite not in suites:
             raise UserError(f"no suite {suite!r} in forkflow.toml (suites: {', '.join(sorted(suites)) or 'none'});"
                             " pass --suite with one of them")
         return suites[suite]
-    with ctx.store.session_scope() as s:
-        found = tq.suites_of_test(s, ctx.fork_id, test)
-    found = [n for n in found if n in suites]
+    found = [n for n in t.journal.suites_of_test(test) if n in suites]
     if len(found) == 1:
         return suites[found[0]]
     if not found:
@@ -45,23 +41,21 @@ def find_suite(ctx: Context, test: str, suite: str | None = None) -> Suite:
     raise UserError(f"test {test!r} is in suites {', '.join(found)}; pass --suite NAME")
 
 
-def bisect_test(ctx: Context, suite: Suite, test: str, good: str, bad: str, *,
+def bisect_test(t: Triager, suite: Suite, test: str, good: str, bad: str, *,
                 policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
                 reporter: Reporter | None = None) -> tuple[BisectReport, int]:
     """Bisect where `test` of `suite` turned red between `good` and `bad`; store it; (report, id)."""
     if suite.report is ReportFormat.METRICS and test != f"[{suite.name}]":
         raise UserError(f"suite {suite.name!r} reports metrics, not tests; bisect the metric with "
                         f"`forkflow bisect --metric {test}`")
-    probe = SuiteTestProbe(ctx.repo, suite, test)
+    probe = SuiteTestProbe(t.repo, suite, test)
     try:
-        report = bisect_fork(ctx.repo, red_test_metric(suite.name, test), good, bad, probe, reporter,
+        report = bisect_fork(t.repo, red_test_metric(suite.name, test), good, bad, probe, reporter,
                              mode=Mode.PASS_FAIL, policy=policy, parallel=parallel)
     finally:
         probe.close()
     doc = report.to_dict() | {"suite": suite.name, "test": test}
-    with ctx.store.session_scope() as s:
-        bisection_id = records.save_bisection(s, ctx.fork_id, None, doc)
-    return report, bisection_id
+    return report, t.journal.bisection_done(doc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,16 +89,16 @@ def _why_not(item: RedItem, again: bool) -> str | None:
     return None
 
 
-def bisect_red(ctx: Context, tests: Sequence[str] = (), *, again: bool = False,
+def bisect_red(t: Triager, tests: Sequence[str] = (), *, again: bool = False,
                policy: VerdictPolicy = VerdictPolicy(), parallel: int = 1,
                reporter: Reporter | None = None,
                on_start: Callable[[RedItem], None] | None = None) -> list[RedBisection]:
     """Bisect each test red on trunk now (or only `tests`), from its last green to its first red run."""
-    items = [i for i in trunk_health(ctx) if not tests or i.failure.test in tests]
+    items = [i for i in trunk_health(t) if not tests or i.failure.test in tests]
     missing = sorted(set(tests) - {i.failure.test for i in items})
     if missing:
         raise UserError(f"test {missing[0]!r} is not red on fork main now; see `forkflow trunk` for what is")
-    suites = {s.name: s for s in load_suites(ctx.config)}
+    suites = {s.name: s for s in t.suites}
     out = []
     for item in items:
         why = _why_not(item, again)
@@ -118,7 +112,7 @@ def bisect_red(ctx: Context, tests: Sequence[str] = (), *, again: bool = False,
         if on_start is not None:
             on_start(item)
         try:
-            report, bid = bisect_test(ctx, suite, item.failure.test, item.last_green_rev, item.since_rev,
+            report, bid = bisect_test(t, suite, item.failure.test, item.last_green_rev, item.since_rev,
                                       policy=policy, parallel=parallel, reporter=reporter)
         except UserError as e:  # the range no longer resolves (history rewritten): say so, go on
             out.append(RedBisection(item, False, str(e)))

@@ -1,6 +1,6 @@
 """`TierGate`: the L1 tier as the landing gate (`forkflow.landing.gate.Gate`).
 
-    gate = TierGate(ctx)                  # runner from [validation] runner, or runner="ray"
+    gate = L1Gate(validator, triager, untested_paths(config))   # runner=None: [validation] runner
     result = gate.check(rev, base)        # GateResult(passed, summary, run_id, infra)
 
 It validates L1 at `rev` with `--changed-from base` selection (tests chosen by what the unit
@@ -10,6 +10,8 @@ not block units that did not cause it.  To tell, the base is validated too when 
 finished L1 run.  `infra` when the runner failed rather than the code, so the caller can retry
 instead of blaming the unit.
 Bad configuration (a suite command that does not exist...) raises UserError as usual.
+`TierGate(ctx)` wires one from a `Context` for the landing loop's gate choice, until that choice
+moves to the commands that build the `Ingestor` (issue 17).
 """
 from __future__ import annotations
 
@@ -18,9 +20,12 @@ from forkflow.context import Context
 from forkflow.landing.gate import GateResult
 from forkflow.models import Sha
 from forkflow.tiers import records as q
+from forkflow.tiers.journal import StoreRunJournal
 from forkflow.tiers.selection import matches
-from forkflow.tiers.tiers import Tier
-from forkflow.tiers.validate import Reporter, ValidateRequest, validate
+from forkflow.tiers.tiers import RunStatus, Tier
+from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, validate
+from forkflow.triage.journal import StoreTriageJournal
+from forkflow.triage.triage import Triager, blocking_failures, failures_of_run, load_settings, tiers_rerunner
 
 
 def untested_paths(config: Config) -> tuple[str, ...]:
@@ -42,41 +47,53 @@ def ran_nothing_verdict(changed: list[str], untested: tuple[str, ...]) -> tuple[
                    "whose paths match, or list them in [ingest] untested_paths if no test can cover them")
 
 
-class TierGate:
-    def __init__(self, ctx: Context, runner: str | None = None, reporter: Reporter | None = None) -> None:
-        self.ctx = ctx
+class L1Gate:
+    def __init__(self, validator: Validator, triager: Triager, untested: tuple[str, ...] = (),
+                 runner: str | None = None, reporter: Reporter | None = None) -> None:
+        self.validator = validator
+        self.triager = triager
+        self.untested = untested
         self.runner = runner
         self.reporter = reporter
 
     def check(self, rev: Sha, base: Sha) -> GateResult:
-        out = validate(self.ctx, ValidateRequest(Tier.L1, rev, changed_from=base, runner=self.runner,
+        out = validate(self.validator, ValidateRequest(Tier.L1, rev, changed_from=base, runner=self.runner,
                                                  trigger="gate"), self.reporter)
-        result = GateResult(passed=out.status == q.PASS, summary=f"L1 {out.status}: {out.summary}",
-                            run_id=out.run_id, infra=out.status == q.INFRA)
-        if out.status == q.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
-            changed = [p for p in self.ctx.repo.git("diff", "--name-only", "-z", base, rev).split("\0") if p]
-            passed, why = ran_nothing_verdict(changed, untested_paths(self.ctx.config))
+        result = GateResult(passed=out.status == RunStatus.PASS, summary=f"L1 {out.status}: {out.summary}",
+                            run_id=out.run_id, infra=out.status == RunStatus.INFRA)
+        if out.status == RunStatus.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
+            changed = [p for p in self.validator.repo.git("diff", "--name-only", "-z", base, rev).split("\0") if p]
+            passed, why = ran_nothing_verdict(changed, self.untested)
             return GateResult(passed, f"L1: {why}", out.run_id)
-        if out.status != q.FAIL or out.run_id is None:
+        if out.status != RunStatus.FAIL or out.run_id is None:
             return result
         return self._not_this_units_fault(result, out.run_id, base)
 
     def _not_this_units_fault(self, result: GateResult, run_id: int, base: Sha) -> GateResult:
         """Pass a failed unit when triage finds no NEW failure (see forkflow.triage)."""
-        from forkflow.triage.triage import blocking_failures, failures_of_run
-
-        if not failures_of_run(self.ctx, run_id):
+        if not failures_of_run(self.triager.journal, run_id):
             return result  # a saturation finding without test failures: never waved through
-        with self.ctx.store.session_scope() as s:
-            suites = tuple(sorted({j.suite for j in q.jobs_of_run(s, run_id)}))
-            has_base = any(r.status in (q.PASS, q.FAIL)
-                           for r in q.runs_for_rev(s, self.ctx.fork_id, base, Tier.L1))
+        journal = self.validator.journal
+        suites = tuple(sorted({j.suite for j in journal.jobs_of_run(run_id)}))
+        has_base = any(r.status in (RunStatus.PASS, RunStatus.FAIL) for r in journal.runs_for_rev(base, Tier.L1))
         if not has_base:
-            validate(self.ctx, ValidateRequest(Tier.L1, base, suites=suites, runner=self.runner,
+            validate(self.validator, ValidateRequest(Tier.L1, base, suites=suites, runner=self.runner,
                                                trigger="gate-base"), self.reporter)
-        blocking = blocking_failures(self.ctx, run_id)
+        blocking = blocking_failures(self.triager, run_id)
         if blocking:
             names = ", ".join(v.failure.test for v in blocking[:5])
             return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
         return GateResult(True, f"L1 passed for this unit; failures not caused by it (red on "
                                 f"trunk or flaky): {result.summary}", run_id)
+
+
+
+class TierGate(L1Gate):
+    """The L1 gate wired over the store from a `Context`: landing's `select_gate` still builds it
+    that way; once that choice moves to the commands that build the `Ingestor`, this goes."""
+
+    def __init__(self, ctx: Context, runner: str | None = None, reporter: Reporter | None = None) -> None:
+        validator = Validator.configured(ctx.repo, ctx.config, StoreRunJournal(ctx.store, ctx.fork_id))
+        triager = Triager(ctx.repo, validator.suites, StoreTriageJournal(ctx.store, ctx.fork_id),
+                          load_settings(ctx.config), tiers_rerunner(validator))
+        super().__init__(validator, triager, untested_paths(ctx.config), runner, reporter)

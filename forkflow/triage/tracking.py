@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from forkflow.context import Context
+from forkflow.config import Config
 from forkflow.errors import GitError, UserError
+from forkflow.git.repo import Repo
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import records as ts
 from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, defuse_markers, ensure
@@ -31,7 +32,7 @@ from forkflow.triage.suggest import (
     parse_codeowners,
     suggest,
 )
-from forkflow.triage.triage import TriageSettings, load_settings
+from forkflow.triage.triage import Triager, TriageSettings, load_settings
 from forkflow.triage.trunk import RedItem, red_streaks, trunk_runs, with_culprits
 
 
@@ -70,12 +71,12 @@ def plan_tracking(red: Sequence[RedItem], tracked: dict[str, ts.Tracking], run_i
     return steps
 
 
-def make_sink(ctx: Context) -> IssueSink:
+def make_sink(config: Config) -> IssueSink:
     """The sink `[triage] sink` names, with its settings; tokens come from the environment."""
-    raw = ctx.config.section("triage")
-    kind = load_settings(ctx.config).sink
+    raw = config.section("triage")
+    kind = load_settings(config).sink
     if kind == "markdown":
-        return MarkdownSink(ctx.config.root / str(raw.get("markdown_dir", ".forkflow/issues")))
+        return MarkdownSink(config.root / str(raw.get("markdown_dir", ".forkflow/issues")))
     env = str(raw.get(f"{kind}_token_env", "GITHUB_TOKEN" if kind == "github" else "GITLAB_TOKEN"))
     token = os.environ.get(env, "")
     if not token:
@@ -96,8 +97,9 @@ def make_sink(ctx: Context) -> IssueSink:
     return GitLabSink(str(project), token, str(raw.get("gitlab_api", "https://gitlab.com/api/v4")))
 
 
-def make_agent(ctx: Context) -> Agent | None:
-    raw = ctx.config.section("triage")
+def make_agent(config: Config) -> Agent | None:
+    """The agent `[triage] agent_command` or `agent_endpoint` names, if any."""
+    raw = config.section("triage")
     if raw.get("agent_command"):
         return CommandAgent(str(raw["agent_command"]))
     if raw.get("agent_endpoint"):
@@ -106,29 +108,29 @@ def make_agent(ctx: Context) -> Agent | None:
     return None
 
 
-def _codeowners(ctx: Context, rev: str) -> list[tuple[str, tuple[str, ...]]]:
+def _codeowners(repo: Repo, rev: str) -> list[tuple[str, tuple[str, ...]]]:
     for path in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
         try:
-            return parse_codeowners(ctx.repo.git("show", f"{rev}:{path}"))
+            return parse_codeowners(repo.git("show", f"{rev}:{path}"))
         except GitError:
             continue
     return []
 
 
-def _culprit(ctx: Context, item: RedItem) -> Culprit | None:
+def _culprit(repo: Repo, item: RedItem) -> Culprit | None:
     """The culprit's diff for the suggested fix: the upstream commit's when a bisection named one."""
     c = item.culprit_detail
     if c is None:
         return None
-    sha = ctx.repo.resolve(c.upstream_sha) if c.upstream_sha else None
+    sha = repo.resolve(c.upstream_sha) if c.upstream_sha else None
     if sha is not None:
         subject = c.upstream_subject or c.unit_subject
     else:
-        sha, subject = ctx.repo.resolve(c.fork_sha), c.unit_subject
+        sha, subject = repo.resolve(c.fork_sha), c.unit_subject
     if sha is None:
         return None
-    diff = ctx.repo.git("show", "--format=", "--no-color", "-U3", sha)
-    files = ctx.repo.changed_files([sha]).get(sha, ())
+    diff = repo.git("show", "--format=", "--no-color", "-U3", sha)
+    files = repo.changed_files([sha]).get(sha, ())
     return Culprit(sha, subject, diff, files)
 
 
@@ -232,30 +234,29 @@ class SyncResult:
             for st, ref in self.steps]}
 
 
-def sync_tracking(ctx: Context, sink: IssueSink | None = None, agent: Agent | None = None,
+def sync_tracking(t: Triager, sink: IssueSink, agent: Agent | None = None,
                   settings: TriageSettings | None = None) -> SyncResult:
-    """Bring tracking issues in line with the newest nightly (L2) run of fork main."""
-    settings = settings or load_settings(ctx.config)
-    sink = sink or make_sink(ctx)
-    agent = agent if agent is not None else make_agent(ctx)
-    runs = [r for r in trunk_runs(ctx, Tier.L2, limit=30)]
+    """Bring tracking issues in line with the newest nightly (L2) run of fork main.
+
+    `sink` and `agent` come from `[triage]` (`make_sink`, `make_agent`) where a command wires them.
+    """
+    settings = settings or t.settings
+    runs = [r for r in trunk_runs(t.journal, Tier.L2, limit=30)]
     if not runs:
         return SyncResult(None, ())
     newest = runs[0]
-    red = with_culprits(ctx, red_streaks(runs))
-    with ctx.store.session_scope() as s:
-        tracked = ts.tracking(s, ctx.fork_id, sink.name)
+    red = with_culprits(t, red_streaks(runs))
+    tracked = t.journal.tracking(sink.name)
     done: list[tuple[Step, IssueRef | None]] = []
-    rules = _codeowners(ctx, newest.rev) if red else []
+    rules = _codeowners(t.repo, newest.rev) if red else []
     for step in plan_tracking(red, tracked, newest.id, settings.close_after):
-        ref, record = _carry_out(ctx, sink, agent, step, rules, newest.id)
-        with ctx.store.session_scope() as s:  # each step is stored as soon as the forge has it
-            ts.save_tracking(s, ctx.fork_id, record)
+        ref, record = _carry_out(t.repo, sink, agent, step, rules, newest.id)
+        t.journal.tracked(record)  # each step is recorded as soon as the forge has it
         done.append((step, ref))
     return SyncResult(newest.id, tuple(done))
 
 
-def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
+def _carry_out(repo: Repo, sink: IssueSink, agent: Agent | None, step: Step,
                rules: list[tuple[str, tuple[str, ...]]], run_id: int) -> tuple[IssueRef | None, ts.Tracking]:
     t = step.tracked
     if step.action in (Action.GREEN, Action.CLOSE):
@@ -266,7 +267,7 @@ def _carry_out(ctx: Context, sink: IssueSink, agent: Agent | None, step: Step,
                          f"Green for {t.green_streak + 1} nightlies (run {run_id}); closing.")
         return ref, replace(t, open=False, green_streak=t.green_streak + 1, last_run_id=run_id)
     first = next((i for i in step.items if i.culprit_detail is not None), step.items[0])
-    culprit = _culprit(ctx, first)
+    culprit = _culprit(repo, first)
     owners = owners_for(culprit.files if culprit else (), rules)
     sig = first.failure.signature
     suggestions = suggest(sig.text, sig.excerpt, culprit, owners, agent)

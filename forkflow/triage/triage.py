@@ -1,31 +1,33 @@
 """Triage a stored validation run: signatures, evidence from trunk, reruns, verdicts.
 
 The edge around the pure core (`signature`, `classify`): it reads runs, jobs and per-test
-outcomes through `forkflow.tiers.records`, streams job logs from disk, reruns failed tests
-through `forkflow.tiers.validate.rerun_tests`, and stores failures, groups and verdicts.
+outcomes through a triage journal (`forkflow.triage.journal`), streams job logs from disk,
+reruns failed tests through the `Triager`'s rerunner (`tiers_rerunner`: validation's
+`rerun_tests`), and records failures, groups and verdicts through the journal.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forkflow.config import Config, config_error
-from forkflow.context import Context
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome
-from forkflow.triage import records as ts
+from forkflow.tiers.tiers import RunStatus, Suite
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
+from forkflow.triage.journal import Rerunner, TriageJournal
 from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup
 from forkflow.triage.signature import signature_of, signature_of_file
 
-BAD = (TestOutcome.FAIL, TestOutcome.ERROR)
+if TYPE_CHECKING:
+    from forkflow.tiers.validate import Validator
 
-# One rerun of some failed tests of a run: test id -> passed?
-Rerunner = Callable[[int, Sequence[str]], dict[str, bool]]
+BAD = (TestOutcome.FAIL, TestOutcome.ERROR)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +64,25 @@ def load_settings(config: Config) -> TriageSettings:
     return TriageSettings(**values)
 
 
-def tiers_rerunner(ctx: Context) -> Rerunner:
+@dataclass(frozen=True, slots=True)
+class Triager:
+    """What the triage stages work with: the fork's repository, its suites, a triage journal, the
+    `[triage]` settings, and how failed tests are rerun (None: no reruns)."""
+
+    repo: Repo
+    suites: tuple[Suite, ...]
+    journal: TriageJournal
+    settings: TriageSettings = TriageSettings()
+    rerunner: Rerunner | None = None
+
+
+def tiers_rerunner(validator: Validator) -> Rerunner:
     """Rerun through validation (`rerun_tests`), then read the rerun's outcomes."""
     from forkflow.tiers.validate import rerun_tests
 
     def rerun(run_id: int, tests: Sequence[str]) -> dict[str, bool]:
-        outcome = rerun_tests(ctx, run_id, list(tests))
-        with ctx.store.session_scope() as s:
-            got = {o.test_id: o.outcome for o in tq.test_outcomes(s, outcome.run_id)}
+        outcome = rerun_tests(validator, run_id, list(tests))
+        got = {o.test_id: o.outcome for o in validator.journal.test_outcomes(outcome.run_id)}
         return rerun_passes(tests, got)
     return rerun
 
@@ -87,23 +100,20 @@ def _signature(message: str, log_path: str, synthetic: bool) -> Any:
     return signature_of(message)
 
 
-def failures_of_run(ctx: Context, run_id: int) -> list[Failure]:
+def failures_of_run(journal: TriageJournal, run_id: int) -> list[Failure]:
     """The failures of a run with their signatures (computed once, then read from the store)."""
-    with ctx.store.session_scope() as s:
-        known = ts.stored_failures(s, run_id)
-        if known is not None:
-            return known
-        jobs = {j.id: j for j in tq.jobs_of_run(s, run_id)}
-        bad = tq.test_outcomes(s, run_id, bad_only=True)
+    known = journal.stored_failures(run_id)
+    if known is not None:
+        return known
+    jobs = {j.id: j for j in journal.jobs_of_run(run_id)}
+    bad = journal.bad_outcomes(run_id)
     out = []
     for o in bad:
         job = jobs.get(o.job_id)
         sig = _signature(o.message, job.log_path if job else "", o.test_id.startswith("["))
         out.append(Failure(o.test_id, sig, run_id, o.suite))
     if out:
-        with ctx.store.session_scope() as s:
-            if ts.stored_failures(s, run_id) is None:  # another triage may have raced us
-                ts.save_failures(s, ctx.fork_id, run_id, out)
+        journal.failures_found(run_id, out)  # unless another triage raced us to it
     return out
 
 
@@ -135,14 +145,14 @@ class TriageReport:
         }
 
 
-def _trunk_runs(s: Any, fid: int, run: tq.RunInfo) -> list[tq.RunInfo]:
+def _trunk_runs(journal: TriageJournal, run: tq.RunInfo) -> list[tq.RunInfo]:
     """The finished run of the fork base and the latest finished full trunk run of the tier."""
-    done = (tq.PASS, tq.FAIL)
+    done = (RunStatus.PASS, RunStatus.FAIL)
     out: list[tq.RunInfo] = []
     if run.base:
-        base = [r for r in tq.runs_for_rev(s, fid, run.base, run.tier) if r.status in done]
+        base = [r for r in journal.runs_for_rev(run.base, run.tier) if r.status in done]
         out += base[:1]
-    for r in tq.latest_runs(s, fid, run.tier, limit=50):
+    for r in journal.latest_runs(run.tier, 50):
         if r.id != run.id and r.base is None and r.parent_run_id is None and r.status in done \
                 and r.rev != run.rev:
             out.append(r)
@@ -150,66 +160,62 @@ def _trunk_runs(s: Any, fid: int, run: tq.RunInfo) -> list[tq.RunInfo]:
     return list({r.id: r for r in out}.values())
 
 
-def _history(ctx: Context, run: tq.RunInfo, tests: set[str], limit: int) -> dict[str, list[HistoryPoint]]:
-    with ctx.store.session_scope() as s:
-        runs = [r for r in tq.latest_runs(s, ctx.fork_id, run.tier, limit=limit)
-                if r.id != run.id and r.parent_run_id != run.id and r.status in (tq.PASS, tq.FAIL)]
-        outcomes = tq.outcomes_of_tests(s, [r.id for r in runs], tests)
+def _history(journal: TriageJournal, run: tq.RunInfo, tests: set[str], limit: int) -> dict[str, list[HistoryPoint]]:
+    runs = [r for r in journal.latest_runs(run.tier, limit)
+            if r.id != run.id and r.parent_run_id != run.id and r.status in (RunStatus.PASS, RunStatus.FAIL)]
+    outcomes = journal.outcomes_of_tests([r.id for r in runs], tests)
     hist: dict[str, list[HistoryPoint]] = {t: [] for t in tests}
     for r in reversed(runs):  # oldest first
         if not outcomes[r.id]:
             continue
-        keys = {f.test: f.signature.key for f in failures_of_run(ctx, r.id)} \
+        keys = {f.test: f.signature.key for f in failures_of_run(journal, r.id)} \
             if any(o.outcome in BAD for o in outcomes[r.id]) else {}
         for o in outcomes[r.id]:
             hist[o.test_id].append(HistoryPoint(r.rev, o.outcome not in BAD, keys.get(o.test_id)))
     return hist
 
 
-def triage_run(ctx: Context, run_id: int, *, settings: TriageSettings | None = None,
+def triage_run(t: Triager, run_id: int, *, settings: TriageSettings | None = None,
                rerunner: Rerunner | None = None) -> TriageReport:
     """Classify every failure of run `run_id`; reruns failures unless `settings.reruns` is 0."""
-    settings = settings or load_settings(ctx.config)
-    with ctx.store.session_scope() as s:
-        run = tq.get_run(s, run_id)
-        if run is None or run.fork_id != ctx.fork_id:
-            raise UserError(tq.no_such_run(run_id))
-        if run.status == tq.RUNNING:
-            raise UserError(f"run {run_id} is still running; triage it when it has finished")
-        trunk = _trunk_runs(s, ctx.fork_id, run)
-        infra_jobs = {j.id for j in tq.jobs_of_run(s, run_id) if j.status == tq.INFRA}
-        infra_tests = frozenset(o.test_id for o in tq.test_outcomes(s, run_id, bad_only=True)
-                                if o.job_id in infra_jobs)
-    failures = failures_of_run(ctx, run_id)
-    trunk_failures = frozenset((f.test, f.signature.key) for r in trunk for f in failures_of_run(ctx, r.id))
+    settings = settings or t.settings
+    journal = t.journal
+    run = journal.run(run_id)
+    if run is None:
+        raise UserError(tq.no_such_run(run_id))
+    if run.status == RunStatus.RUNNING:
+        raise UserError(f"run {run_id} is still running; triage it when it has finished")
+    trunk = _trunk_runs(journal, run)
+    infra_jobs = {j.id for j in journal.jobs_of_run(run_id) if j.status == RunStatus.INFRA}
+    infra_tests = frozenset(o.test_id for o in journal.bad_outcomes(run_id) if o.job_id in infra_jobs)
+    failures = failures_of_run(journal, run_id)
+    trunk_failures = frozenset((f.test, f.signature.key) for r in trunk for f in failures_of_run(journal, r.id))
     ev = Evidence(trunk_failures=trunk_failures, infra_tests=infra_tests,
-                  history=_history(ctx, run, {f.test for f in failures}, settings.history_runs))
+                  history=_history(journal, run, {f.test for f in failures}, settings.history_runs))
     first = classify(failures, ev, settings.policy)
     suspects = [v.failure.test for v in first if v.classification in (Classification.NEW,
                                                                      Classification.FLAKY)]
-    if suspects and settings.reruns:
-        rerun = rerunner or tiers_rerunner(ctx)
-        results: dict[str, list[bool]] = {t: [] for t in suspects}
+    rerun = rerunner or t.rerunner
+    if suspects and settings.reruns and rerun is not None:
+        results: dict[str, list[bool]] = {test: [] for test in suspects}
         for _ in range(settings.reruns):
-            for t, passed in rerun(run_id, sorted(set(suspects))).items():
-                results.setdefault(t, []).append(passed)
+            for test, passed in rerun(run_id, sorted(set(suspects))).items():
+                results.setdefault(test, []).append(passed)
         ev = Evidence(ev.trunk_failures, ev.infra_tests,
-                      {t: tuple(v) for t, v in results.items()}, ev.history)
+                      {test: tuple(v) for test, v in results.items()}, ev.history)
     verdicts = classify(failures, ev, settings.policy)
-    with ctx.store.session_scope() as s:
-        ts.save_verdicts(s, run_id, verdicts)
+    journal.verdicts_found(run_id, verdicts)
     return TriageReport(run, tuple(verdicts), tuple(group_failures(failures)),
                         tuple(r.id for r in trunk))
 
 
-def blocking_failures(ctx: Context, run_id: int, *, rerunner: Rerunner | None = None) -> list[Diagnosis]:
+def blocking_failures(t: Triager, run_id: int, *, rerunner: Rerunner | None = None) -> list[Diagnosis]:
     """The failures of run `run_id` that block its landing unit: only NEW ones.
 
     For the ingest gate: a failure already red on trunk (BROKEN_TRUNK), a flaky one or a runner
     fault does not block a unit that did not cause it.  Uses stored verdicts when there are.
     """
-    with ctx.store.session_scope() as s:
-        known = ts.stored_verdicts(s, run_id)
+    known = t.journal.stored_verdicts(run_id)
     if known is None:
-        known = list(triage_run(ctx, run_id, rerunner=rerunner).verdicts)
+        known = list(triage_run(t, run_id, rerunner=rerunner).verdicts)
     return [v for v in known if v.classification is Classification.NEW]

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forkflow.bisect.bisector import Status
-from forkflow.context import Context
-from forkflow.regress import records
 from forkflow.regress.records import BisectionRecord
 from forkflow.tiers import records as tq
-from forkflow.tiers.tiers import Tier
+from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.triage.models import Failure
+
+if TYPE_CHECKING:
+    from forkflow.git.repo import Repo
+    from forkflow.triage.journal import TriageJournal
+    from forkflow.triage.triage import Triager
 
 
 def red_test_metric(suite: str, test: str) -> str:
@@ -109,53 +112,50 @@ def red_streaks(runs: Sequence[TrunkRun]) -> list[RedItem]:
     return sorted(out, key=lambda i: (-i.runs_red, i.failure.test))
 
 
-def trunk_runs(ctx: Context, tier: Tier, limit: int = 30) -> list[TrunkRun]:
+def trunk_runs(journal: TriageJournal, tier: Tier, limit: int = 30) -> list[TrunkRun]:
     """Finished full runs of fork commits (no base, no rerun), newest first."""
     from forkflow.triage.triage import failures_of_run
 
-    with ctx.store.session_scope() as s:
-        runs = [r for r in tq.latest_runs(s, ctx.fork_id, tier, limit=limit * 3)
-                if r.base is None and r.parent_run_id is None and r.status in (tq.PASS, tq.FAIL)]
-    return [TrunkRun(r.id, r.rev, tier.value, tuple(failures_of_run(ctx, r.id)))
+    runs = [r for r in journal.latest_runs(tier, limit * 3)
+            if r.base is None and r.parent_run_id is None and r.status in (RunStatus.PASS, RunStatus.FAIL)]
+    return [TrunkRun(r.id, r.rev, tier.value, tuple(failures_of_run(journal, r.id)))
             for r in runs[:limit]]
 
 
-def _single_commit(ctx: Context, item: RedItem) -> TrunkCulprit | None:
+def _single_commit(repo: Repo, item: RedItem) -> TrunkCulprit | None:
     """The one commit between the last green and the first red run, when there is only one."""
     if item.last_green_rev is None or item.last_green_rev == item.since_rev:
         return None
-    commits = ctx.repo.log(f"{item.last_green_rev}..{item.since_rev}", first_parent=True)
+    commits = repo.log(f"{item.last_green_rev}..{item.since_rev}", first_parent=True)
     if len(commits) == 1:
         return TrunkCulprit(commits[0].sha, commits[0].subject, source="single-commit")
     return None
 
 
-def _from_bisection(ctx: Context, b: BisectionRecord) -> TrunkCulprit | None:
+def _from_bisection(repo: Repo, b: BisectionRecord) -> TrunkCulprit | None:
     if b.status != Status.FOUND or not b.culprit_fork_sha:
         return None
     fork_sha = b.culprit_fork_sha
-    unit = ctx.repo.log("-1", fork_sha, reverse=False) if ctx.repo.resolve(fork_sha) else []
+    unit = repo.log("-1", fork_sha, reverse=False) if repo.resolve(fork_sha) else []
     unit_subject = unit[0].subject if unit else b.subject
     return TrunkCulprit(fork_sha, unit_subject, b.culprit_upstream_sha,
                         b.subject if b.culprit_upstream_sha else "", b.culprit_pr, "bisection", b.id, b.confidence)
 
 
-def with_culprits(ctx: Context, items: list[RedItem]) -> list[RedItem]:
+def with_culprits(t: Triager, items: list[RedItem]) -> list[RedItem]:
     """Each item with its stored bisection and culprit (see the module docstring)."""
-    with ctx.store.session_scope() as s:
-        stored = [None if i.last_green_rev is None else records.latest_bisection(
-            s, ctx.fork_id, red_test_metric(i.failure.job, i.failure.test), i.last_green_rev, i.since_rev)
-            for i in items]
+    stored = [None if i.last_green_rev is None else t.journal.latest_bisection(
+        red_test_metric(i.failure.job, i.failure.test), i.last_green_rev, i.since_rev) for i in items]
     out = []
     for i, b in zip(items, stored):
-        c = _from_bisection(ctx, b) if b is not None else _single_commit(ctx, i)
+        c = _from_bisection(t.repo, b) if b is not None else _single_commit(t.repo, i)
         out.append(replace(i, culprit=c.line if c else None, culprit_detail=c, bisection=b))
     return out
 
 
-def trunk_health(ctx: Context, limit: int = 30) -> list[RedItem]:
+def trunk_health(t: Triager, limit: int = 30) -> list[RedItem]:
     """What is red on fork main now, per tier, with since-when and culprit."""
     out: list[RedItem] = []
     for tier in (Tier.L1, Tier.L2):  # L3 runs are manual, not trunk health
-        out += with_culprits(ctx, red_streaks(trunk_runs(ctx, tier, limit)))
+        out += with_culprits(t, red_streaks(trunk_runs(t.journal, tier, limit)))
     return out

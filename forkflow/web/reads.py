@@ -17,7 +17,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from forkflow.ledger.build import ledger_from_json
-from forkflow.models import Ledger, Sha
+from forkflow.models import Ledger, MetricPoint, Sha
 from forkflow.regress.alerts import collapse_values
 from forkflow.store import queries
 from forkflow.store.schema import LedgerCacheRow, MetricPointRow
@@ -77,36 +77,49 @@ class Series:
     counts: tuple[int, ...]
 
 
-def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[Sha, float, int]]) -> Series:
+def _collapse(name: str, meta: tuple[str, str, str], rows: list[tuple[int, int, Sha, float]]) -> Series:
     # the points `forkflow detect` reads (regress.alerts), with each commit's first date
-    revs, values, counts = collapse_values([r[0] for r in rows], [r[1] for r in rows])
+    revs, values, counts = collapse_values([r[2] for r in rows], [r[3] for r in rows])
     if len(revs) == len(rows):
-        dates = tuple(r[2] for r in rows)
+        dates = tuple(r[0] for r in rows)
     else:
         first: dict[Sha, int] = {}
-        for rev, _, date in rows:
+        for date, _id, rev, _value in rows:
             first.setdefault(rev, date)
         dates = tuple(first[r] for r in revs)
     return Series(name, *meta, revs, dates, values, counts)
 
 
+def series_meta(s: Session, fid: int, names: Sequence[str] | None = None) -> dict[str, tuple[str, str, str]]:
+    """(unit, better, suite) of each metric (or of `names`), as its newest point says."""
+    points = MetricPointRow.__table__.c
+    newest = select(func.max(points.id)).where(points.fork_id == fid)
+    if names is not None:
+        newest = newest.where(points.name.in_(list(names)))
+    return {n: (unit, better, suite) for n, unit, better, suite in s.execute(
+        select(points.name, points.unit, points.better, points.suite)
+        .where(points.id.in_(newest.group_by(points.name).scalar_subquery())))}
+
+
+def series_of(name: str, meta: tuple[str, str, str], stored: Sequence[MetricPoint]) -> Series:
+    """One metric's series from its stored points (`queries.metric_series`: oldest commit first)."""
+    return _collapse(name, meta, [(p.commit_date, i, p.rev, p.value) for i, p in enumerate(stored)])
+
+
 def all_series(s: Session, fid: int, names: Sequence[str] | None = None) -> list[Series]:
     """Every metric's series (or those of `names`), in two queries, by name."""
-    newest = select(func.max(MetricPointRow.id)).where(MetricPointRow.fork_id == fid)
-    q = select(MetricPointRow.name, MetricPointRow.rev, MetricPointRow.value, MetricPointRow.commit_date,
-               MetricPointRow.id).where(MetricPointRow.fork_id == fid)
+    points = MetricPointRow.__table__.c
+    q = select(points.name, points.commit_date, points.id, points.rev, points.value).where(points.fork_id == fid)
     if names is not None:
-        newest = newest.where(MetricPointRow.name.in_(list(names)))
-        q = q.where(MetricPointRow.name.in_(list(names)))
-    meta = {n: (unit, better, suite) for n, unit, better, suite in s.execute(
-        select(MetricPointRow.name, MetricPointRow.unit, MetricPointRow.better, MetricPointRow.suite)
-        .where(MetricPointRow.id.in_(newest.group_by(MetricPointRow.name).scalar_subquery())))}
-    # sorted here: without an index on (name, commit_date) SQLite sorts slower than Python does
-    rows = sorted(s.execute(q).all(), key=itemgetter(0, 3, 4))
-    grouped: dict[str, list[tuple[Sha, float, int]]] = defaultdict(list)
-    for n, rev, value, date, _id in rows:
-        grouped[n].append((Sha(rev), value, date))
-    return [_collapse(n, meta[n], pts) for n, pts in grouped.items()]
+        q = q.where(points.name.in_(list(names)))
+    meta = series_meta(s, fid, names)
+    # Core rows, not ORM ones: building 18,250 ORM rows cost the /l2 page about half its time.
+    # Grouped first, then each series sorted on (date, id): rows come in id order, so each sort
+    # finds its list already in order, where one sort of every row compared metric names too.
+    grouped: dict[str, list[tuple[int, int, Sha, float]]] = defaultdict(list)
+    for n, date, id_, rev, value in s.connection().execute(q):  # streamed: fewer live rows, fewer GC passes
+        grouped[n].append((date, id_, rev, value))
+    return [_collapse(n, meta[n], sorted(grouped[n], key=itemgetter(0, 1))) for n in sorted(grouped)]
 
 
 # -- validation ----------------------------------------------------------------------------------

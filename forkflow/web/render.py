@@ -15,6 +15,8 @@ from fastapi import APIRouter, Path as PathParam, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from markupsafe import Markup
 
+from forkflow.render import short
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 MAX_ID = 2**63 - 1
@@ -48,9 +50,6 @@ def script_json(value: Any) -> Markup:
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return Markup(text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
-
-def short(sha: str | None) -> str:
-    return (sha or "-")[:12]
 
 
 def when(value: datetime | int | float | str | None) -> str:

@@ -54,16 +54,18 @@ def _alert_doc(a: Alert, b: BisectionRecord | None) -> dict[str, Any]:
 
 
 def _marks(series: reads.Series, alerts: list[Alert]) -> list[charts.Mark]:
+    mine = [(a, m) for a in alerts for m in a.members if m.metric == series.name]
+    if not mine:  # most series of the /l2 page: no need to index their commits
+        return []
     index = {rev: i for i, rev in enumerate(series.revs)}
     out = []
-    for a in alerts:
-        for m in a.members:
-            if m.metric != series.name or m.bad_rev not in index:
-                continue
-            after = index[m.bad_rev]
-            before = index.get(m.good_rev, max(after - 1, 0))
-            out.append(charts.Mark(before, after, f"alert #{a.id}: {m.direction.value} {m.magnitude * 100:+.1f}%",
-                                   f"/l2/alerts/{a.id}", m.direction.value))
+    for a, m in mine:
+        if m.bad_rev not in index:
+            continue
+        after = index[m.bad_rev]
+        before = index.get(m.good_rev, max(after - 1, 0))
+        out.append(charts.Mark(before, after, f"alert #{a.id}: {m.direction.value} {m.magnitude * 100:+.1f}%",
+                               f"/l2/alerts/{a.id}", m.direction.value))
     return out
 
 
@@ -105,13 +107,12 @@ def metric(request: Request, name: str) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        found = reads.all_series(s, fid, [name]) if fid is not None else []
-        if fid is None or not found:
+        stored = queries.metric_series(s, fid, name) if fid is not None else []  # read once, for all below
+        if fid is None or not stored:
             raise NotFound(f"no metric named {name!r} in the store; the L2 page lists every metric")
-        sr = found[0]
+        sr = reads.series_of(name, reads.series_meta(s, fid, [name])[name], stored)
         alerts = [a for a in records.alerts(s, fid) if any(m.metric == name for m in a.members)]
         docs = _alert_docs(s, fid, alerts)
-        stored = queries.metric_series(s, fid, name)
     config = {p.rev: p.config for p in stored}  # what each commit was measured with (the newest)
     points = [{"rev": r, "commit_date": d, "value": v, "measurements": n, "config": config.get(r, "")}
               for r, d, v, n in zip(sr.revs, sr.dates, sr.values, sr.counts)]

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from forkflow.ledger.report import iso
 from forkflow.models import Disposition, Ledger
 from forkflow.regress import records as regress_records
+from forkflow.regress.alerts import AlertStatus
 from forkflow.store import queries
 from forkflow.tiers import records as tiers_records
 from forkflow.web import charts, reads
@@ -61,7 +62,7 @@ def _attention(s: Session, fid: int) -> dict[str, Any]:
     groups = reads.failure_groups(s, fid)
     return {
         "open_conflicts": len(conflict_records.conflicts(s, fid, "open")),
-        "open_alerts": sum(1 for a in alerts if a.status == regress_records.OPEN),
+        "open_alerts": sum(1 for a in alerts if a.status == AlertStatus.OPEN),
         "regressions": sum(1 for a in alerts if a.direction.value == "regression"),
         "trunk": {"run_id": trunk[0].id, "status": trunk[0].status, "rev": trunk[0].rev} if trunk else None,
         "l3_waiting": sum(1 for r in l3 if r.state == "RAN"),

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
+from forkflow import wiring
 from forkflow.errors import ForkflowError, UserError
 from forkflow.tiers import records as tq
 from forkflow.tiers.tiers import Tier
@@ -143,7 +144,7 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
         record(request, "l3-signoff", target, "refused: bad verdict", verdict=verdict[:40])
         raise UserError(f"verdict must be accept or reject, not {verdict[:40]!r}") from None
     try:
-        sid = l3.signoff(src.ctx, request_id, owner, chosen, note)
+        sid = l3.signoff(wiring.validator(src.ctx), request_id, owner, chosen, note)
     except ForkflowError as e:
         record(request, "l3-signoff", target, f"refused: {e}", owner=owner)
         raise
@@ -186,7 +187,7 @@ def _rerun(request: Request, run_id: int) -> Response:
     ctx = src.ctx
 
     def work() -> dict[str, Any]:
-        return {"new_run_id": getattr(rerun_tests(ctx, run_id, failed), "run_id", None)}
+        return {"new_run_id": getattr(rerun_tests(wiring.validator(ctx), run_id, failed), "run_id", None)}
 
     background.start(jobs, key, f"forkflow-rerun-{run_id}", {"tests": len(failed), "new_run_id": None}, work)
     record(request, "rerun", target, "started", tests=len(failed))

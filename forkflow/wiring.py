@@ -1,0 +1,42 @@
+"""The collaborators of the core stages, wired over a `Context` (issue 17).
+
+Only the edges (cli/, web/, the demo) open a `Context`; they build the stages' collaborators here,
+so validation, triage and regression detection see a repository, their settings and a small
+journal over the store, never the store itself.  Imports are lazy: a command pays only for the
+stage it runs.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from forkflow.context import Context
+
+if TYPE_CHECKING:
+    from forkflow.regress.service import MetricJournal
+    from forkflow.tiers.validate import Validator
+    from forkflow.triage.triage import Triager
+
+
+def validator(ctx: Context) -> Validator:
+    """Validation over the fork's store, with the suites and `[validation]` of its config."""
+    from forkflow.tiers.journal import StoreRunJournal
+    from forkflow.tiers.validate import Validator
+
+    return Validator.configured(ctx.repo, ctx.config, StoreRunJournal(ctx.store, ctx.fork_id))
+
+
+def triager(ctx: Context, v: Validator | None = None) -> Triager:
+    """Triage over the fork's store, with `[triage]`; failed tests rerun through validation."""
+    from forkflow.triage.journal import StoreTriageJournal
+    from forkflow.triage.triage import Triager, load_settings, tiers_rerunner
+
+    v = v or validator(ctx)
+    return Triager(ctx.repo, v.suites, StoreTriageJournal(ctx.store, ctx.fork_id), load_settings(ctx.config),
+                   tiers_rerunner(v))
+
+
+def metric_journal(ctx: Context) -> MetricJournal:
+    """Regression detection's reads and writes over the fork's store."""
+    from forkflow.regress.service import StoreMetricJournal
+
+    return StoreMetricJournal(ctx.store, ctx.fork_id)
