@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text
 
+from forkflow import wiring
 from forkflow.config import find_config, load_config
 from forkflow.context import Context, fork_name, open_context
 from forkflow.git.repo import Repo
@@ -104,14 +105,14 @@ def test_red_on_trunk_stays_broken_trunk_across_the_upgrade(fork: Path, builder:
     ctx = open_context(fork, store_url)  # the upgrade: migrates to triage_0002
     with ctx.store.session_scope() as s:
         assert s.execute(select(FailureGroupRow.key, FailureGroupRow.sig_version)).all() == [(OLD_KEY, 1)]
-    report = triage_run(ctx, run, settings=TriageSettings(reruns=0))
+    report = triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=0))
     [v] = report.verdicts
     assert v.classification is Classification.BROKEN_TRUNK, v.reason
     with ctx.store.session_scope() as s:
         [(key, version)] = s.execute(select(FailureGroupRow.key, FailureGroupRow.sig_version).join(
             FailureRow, FailureRow.group_id == FailureGroupRow.id).where(FailureRow.run_id == trunk)).all()
     assert (key, version) == (NEW_KEY, SIGNATURE_VERSION)
-    assert triage_run(ctx, run, settings=TriageSettings(reruns=0)).verdicts[0].classification \
+    assert triage_run(wiring.triager(ctx), run, settings=TriageSettings(reruns=0)).verdicts[0].classification \
         is Classification.BROKEN_TRUNK  # read again: nothing left to re-key
 
 
@@ -133,7 +134,7 @@ def test_tracked_group_keeps_its_issue_across_the_upgrade(fork: Path, builder: F
     second = builder.fork_commit({"n.py": "x\n"}, "[fork] nightly change")
     ctx = open_context(fork, store_url)
     add_run(ctx, second, [("test_tune", TestOutcome.FAIL, KEYERROR)], tier=Tier.L2, trigger="nightly")
-    result = sync_tracking(ctx, sink=MarkdownSink(issues), agent=None)
+    result = sync_tracking(wiring.triager(ctx), sink=MarkdownSink(issues), agent=None)
     [(step, got)] = result.steps
     assert step.action is Action.UPDATE and step.key == NEW_KEY
     assert got is not None and got.id == ref.id  # the same issue, not a second one
@@ -143,7 +144,7 @@ def test_tracked_group_keeps_its_issue_across_the_upgrade(fork: Path, builder: F
         rows = s.execute(select(TrackingIssueRow.group_key, TrackingIssueRow.sig_version,
                                 TrackingIssueRow.issue_id)).all()
     assert rows == [(NEW_KEY, SIGNATURE_VERSION, ref.id)]
-    assert sync_tracking(ctx, sink=MarkdownSink(issues), agent=None).steps == ()
+    assert sync_tracking(wiring.triager(ctx), sink=MarkdownSink(issues), agent=None).steps == ()
 
 
 def test_tracking_is_keyed_again_when_read_first(fork: Path, builder: ForkBuilder, store_url: str) -> None:
@@ -228,7 +229,7 @@ def _tamper_to_version_1(ctx: Context, run: int, window: bool = True) -> int:
     without `window`, the failures stored before their log's window was)."""
     from forkflow.triage.triage import failures_of_run
 
-    failures_of_run(ctx, run)
+    failures_of_run(wiring.triager(ctx).journal, run)
     with ctx.store.session_scope() as s:
         if not window:
             for f in s.scalars(select(FailureRow)):
@@ -264,7 +265,7 @@ def test_github_issue_of_a_rekeyed_group_is_updated_not_filed_again(fork: Path, 
         ctx = open_context(fork, url)
         second = builder.fork_commit({"n.py": "x\n"}, "[fork] nightly change")
         add_run(ctx, second, [("test_tune", TestOutcome.FAIL, KEYERROR)], tier=Tier.L2, trigger="nightly")
-        [(step, got)] = sync_tracking(ctx, sink=sink, agent=None).steps
+        [(step, got)] = sync_tracking(wiring.triager(ctx), sink=sink, agent=None).steps
         assert step.action is Action.UPDATE and got is not None and got.id == ref.id
         [issue] = forge.issues("acme/fork")
         assert key_in(issue["body"]) == NEW_KEY
