@@ -63,6 +63,24 @@ def test_store_decisions_upsert_and_snapshots_never_duplicate(store_url: str) ->
     store.dispose()
 
 
+def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: str) -> None:
+    store = Store.open(store_url)
+    shas = [Sha(f"{i:040x}") for i in range(200)]  # more than one statement's worth
+    with store.session_scope() as s:
+        fid = queries.fork_id(s, "f")
+        queries.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
+    with store.session_scope() as s:
+        queries.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
+                                          RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),)),
+                                          RecordedDecision(Sha("d" * 40), Disposition.SKIPPED, "new")])
+    with store.session_scope() as s:
+        got = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+    assert len(got) == 201 and got[shas[1]].reason == "chain x"
+    assert got[shas[0]] == RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),))
+    assert got[Sha("d" * 40)].disposition is Disposition.SKIPPED
+    store.dispose()
+
+
 def test_store_metric_series_order(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:

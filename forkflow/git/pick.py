@@ -378,6 +378,10 @@ class MemoryPicker:
                 continue
             if after is None and not adds and current is not None and before is not None:
                 merged = None  # the commit deletes a file the fork changed, and moves nothing
+            elif current is None and before is not None and after is not None \
+                    and (renamed := self._folder_rename(path, sha, changes)) is not None:
+                updates.update(renamed)  # the change lands on the fork's older name of the file
+                continue
             else:
                 merged = self._merge_path(path, before, current, after)
             if merged is None:
@@ -438,6 +442,42 @@ class MemoryPicker:
                 else:
                     paths.add(f"{prefix}{entry.name}")
         self._old_paths = frozenset(paths)
+
+    def _folder_rename(self, path: str, sha: str, changes: Sequence[tuple[str, Entry | None, Entry | None]]
+                       ) -> dict[str, Entry | None] | None:
+        """A change to `path`, which the fork has under an older name in the same folder (an upstream
+        rename it lacks): the merge of that folder alone, where libgit2 finds the rename (over the
+        whole tree it looks at no more than 200 rename sources, and a fork far behind upstream
+        lacks more files than that).  The entries of the paths the commit does not change, or
+        None when no such rename is found or the folder merges with a conflict."""
+        folder, _, name = path.rpartition("/")
+        if not self._new_sibling(folder, name) or self._picking is None:
+            return None
+        trees = []
+        for tree_id in (self.mainline_tree(sha), self._picking[0], self.commit_tree(sha)):
+            tree = self.repo.get(tree_id)
+            try:
+                sub = tree[folder] if folder and isinstance(tree, pygit2.Tree) else tree
+            except KeyError:
+                return None
+            if not isinstance(sub, pygit2.Tree):
+                return None
+            trees.append(sub)
+        try:
+            index = self.repo.merge_trees(trees[0], trees[1], trees[2])
+        except (KeyError, pygit2.GitError):
+            return None
+        if index.conflicts is not None:
+            return None
+        prefix = f"{folder}/" if folder else ""
+        own = {p for p, _, _ in changes}
+        ours = {prefix + str(e.name): (str(e.id), int(e.filemode)) for e in trees[1]
+                if e.filemode != pygit2.enums.FileMode.TREE}
+        merged = {prefix + str(e.path): (str(e.id), int(e.mode)) for e in index if "/" not in str(e.path)}
+        if path in merged:
+            return None  # no rename found: the change stays a modify/delete
+        out: dict[str, Entry | None] = {p: e for p, e in merged.items() if p not in own and ours.get(p) != e}
+        return out or None
 
     def _new_sibling(self, folder: str, name: str) -> bool:
         """The fork has, in `folder`, a file of the same kind that upstream had at the fork point and

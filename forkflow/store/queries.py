@@ -87,8 +87,8 @@ def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]
 
     upsert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(DispositionRow)
     changed = {k: upsert.excluded[k] for k in rows[0] if k not in ("fork_id", "upstream_sha")}
-    for i in range(0, len(rows), 200):
-        s.execute(upsert.values(rows[i:i + 200]).on_conflict_do_update(
+    for i in range(0, len(rows), 80):  # 11 values a row: under SQLite's old limit of 999 a statement
+        s.execute(upsert.values(rows[i:i + 80]).on_conflict_do_update(
             index_elements=["fork_id", "upstream_sha"], set_=changed))
 
 
