@@ -85,7 +85,7 @@ def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> N
 
 
 def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
-    args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json")
+    args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json", "--independent")
     first = cli(*args, "--jobs", "2", repo=sample.fork)  # steps computed by two worker processes
     assert first.rc == 0, first.err
     again = cli(*args, repo=sample.fork)
@@ -93,6 +93,26 @@ def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) 
     assert all(s["cached"] for s in again.json()["steps"])
     strip = [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in again.json()["steps"]]
     assert strip == [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in first.json()["steps"]]
+
+
+def test_replay_carries_forkflows_branch_from_step_to_step(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    until = iso(_date(sample.fork, "HEAD") + DAY)  # after the fork's hand-resolved pick of u4
+    args = ("replay", "--since", sample.since, "--until", until, "--every", "day", "--json")
+    r = cli(*args, repo=sample.fork)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    steps = doc["steps"]
+    assert doc["steps_from"] == "carried" and any("carries" in n for n in doc["notes"])
+    assert all(s["tip"] for s in steps)
+    # the fork's pick of u2 is left out (forkflow landed u2 at the first step); its hand-resolved
+    # pick of u4 goes on forkflow's branch, so nothing is left open at the end
+    assert sum(s["fork_left_out"] for s in steps) >= 1 and sum(s["fork_applied"] for s in steps) >= 1
+    assert [sample.u2 in {x["sha"] for x in s["landed"]} for s in steps].count(True) == 1
+    assert steps[-1]["after"]["open"] == 0 and steps[-1]["same_rule"]["backlog"] == 0
+    again = cli(*args, repo=sample.fork)
+    assert again.rc == 0 and all(s["cached"] for s in again.json()["steps"])
+    independent = cli(*args, "--independent", repo=sample.fork).json()["steps"]
+    assert [sample.u2 in {x["sha"] for x in s["landed"]} for s in independent].count(True) >= 2
 
 
 class _Interrupt:

@@ -29,7 +29,10 @@ def replay(
     every: Annotated[str, typer.Option("--every", help="Step length: day, week, 2w, 3d, 12h.")] = "week",
     gate: Annotated[str, typer.Option("--gate", help="L1 command each landing unit must pass (default: "
                                       "none, merge-ability only).")] = "",
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Steps computed at once, one process each.")] = 1,
+    independent: Annotated[bool, typer.Option("--independent", help="Start each step from the fork as it "
+                                              "really was, not from forkflow's branch of the step before.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --independent: steps computed at once, "
+                                      "one process each.")] = 1,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
     json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
 ) -> int:
@@ -37,7 +40,8 @@ def replay(
     from forkflow.replay.driver import Request
     from forkflow.replay.driver import replay as run_replay
 
-    request = Request(parse_day(since, "--since"), parse_day(until, "--until"), parse_every(every), gate)
+    request = Request(parse_day(since, "--since"), parse_day(until, "--until"), parse_every(every), gate,
+                      independent=independent)
     ctx = open_context(repo, store)
     with progress_bar(console, disable=json_out) as bar:
         report = run_replay(ctx, request, _BarReporter(bar), jobs=jobs)

@@ -32,7 +32,7 @@ from forkflow.replay.model import Landed, State
 from forkflow.store import queries
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "1"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "2"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
@@ -53,6 +53,7 @@ class StateWork:
     waiting: int
     units: int
     notes: tuple[str, ...]
+    tip: Sha = Sha("")  # forkflow's fork branch after the ingest
 
 
 def state_of(ledger: Ledger) -> State:
@@ -109,7 +110,16 @@ class Engine:
             skipped=sum(len(r.skipped) for r in report.results),
             deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
             waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
-            units=len(report.results), notes=report.notes)
+            units=len(report.results), notes=report.notes, tip=report.tip)
+
+    def same_rule(self, name: str, fork_tip: Sha, upstream_tip: Sha) -> State:
+        """forkflow's fork measured as the real one is: by its picks alone, the point inferred.
+
+        The real fork never ran forkflow, so its ingestion point is inferred from its picks (the
+        newest upstream commit with `infer_threshold` of the commits up to it taken) and nothing
+        counts as deferred.  forkflow's own status counts a deferral as a decision, which moves
+        its point to upstream's tip.  This is forkflow's branch read with no decision recorded."""
+        return state_of(self.status(self.context(name), fork_tip, upstream_tip, recorded=False))
 
     # -- the fork's own picks ------------------------------------------------------
     def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,

@@ -59,19 +59,37 @@ def _no_sync(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def forget_objects(scratch: Scratch) -> None:
+def forget_objects(scratch: Scratch, keep: Sha | None = None, since: tuple[Sha, ...] = ()) -> None:
     """Drop what earlier steps wrote (packs and loose objects of picked trees and candidates).
 
     Everything the scratch repository holds itself is a by-product of a finished step: the
     commits a step starts from are the user's (borrowed), and results live in the store.
-    Without this every landing unit leaves a pack, and object lookups slow down step after step."""
+    Without this every landing unit leaves a pack, and object lookups slow down step after step.
+    `keep`, with the commits it grew from (`since`), is forkflow's carried branch: what it
+    reaches that the user's repository lacks is packed first and stays, as one pack."""
     objects = scratch.repo.path / "objects"
+    kept: list[Path] = []
+    if keep is not None:
+        spare = scratch.root / "keep"
+        shutil.rmtree(spare, ignore_errors=True)
+        spare.mkdir()
+        revs = "\n".join([keep, *(f"^{s}" for s in since)]) + "\n"
+        scratch.repo.git("pack-objects", "--revs", "--local", "-q", str(spare / "pack"), input=revs)
+        kept = list(spare.iterdir())
     for sub in objects.iterdir():
         if sub.name == "pack":
             for f in sub.iterdir():
                 f.unlink(missing_ok=True)
         elif len(sub.name) == 2 and sub.is_dir():
             shutil.rmtree(sub, ignore_errors=True)
+    for f in kept:
+        f.replace(objects / "pack" / f.name)
+
+
+def has_commit(scratch: Scratch, sha: str) -> bool:
+    """Whether the scratch repository has the commit (a carried branch survives only in it)."""
+    return bool(sha) and scratch.repo.git("rev-parse", "-q", "--verify", f"{sha}^{{commit}}",
+                                          check=False).strip() == sha
 
 
 def set_state(scratch: Scratch, config: Config, fork: Sha, upstream: Sha) -> None:
