@@ -65,25 +65,37 @@ def forget_objects(scratch: Scratch, keep: Sha | None = None, since: tuple[Sha, 
     Everything the scratch repository holds itself is a by-product of a finished step: the
     commits a step starts from are the user's (borrowed), and results live in the store.
     Without this every landing unit leaves a pack, and object lookups slow down step after step.
-    `keep`, with the commits it grew from (`since`), is forkflow's carried branch: what it
-    reaches that the user's repository lacks is packed first and stays, as one pack."""
+    `keep`, grown from the commits `since`, is forkflow's carried branch: what it reaches that
+    neither they nor the packs kept before hold is packed first (marked `.keep`), and stays."""
     objects = scratch.repo.path / "objects"
-    kept: list[Path] = []
-    if keep is not None:
+    packs = objects / "pack"
+    kept = {f.name[: -len(".keep")] for f in packs.glob("*.keep")} if packs.is_dir() else set()
+    if keep is None:
+        kept = set()
+    else:
         spare = scratch.root / "keep"
         shutil.rmtree(spare, ignore_errors=True)
         spare.mkdir()
-        revs = "\n".join([keep, *(f"^{s}" for s in since)]) + "\n"
-        scratch.repo.git("pack-objects", "--revs", "--local", "-q", str(spare / "pack"), input=revs)
-        kept = list(spare.iterdir())
+        bases = [*since, *_kept_tips(scratch)]
+        revs = "\n".join([keep, *(f"^{s}" for s in bases)]) + "\n"
+        name = scratch.repo.git("pack-objects", "--revs", "--local", "-q", str(spare / "pack"), input=revs).strip()
+        for f in spare.iterdir():
+            f.replace(packs / f.name)
+        (packs / f"pack-{name}.keep").write_text(keep + "\n", encoding="utf-8")
+        kept.add(f"pack-{name}")
     for sub in objects.iterdir():
         if sub.name == "pack":
             for f in sub.iterdir():
-                f.unlink(missing_ok=True)
+                if f.name.split(".")[0] not in kept:
+                    f.unlink(missing_ok=True)
         elif len(sub.name) == 2 and sub.is_dir():
             shutil.rmtree(sub, ignore_errors=True)
-    for f in kept:
-        f.replace(objects / "pack" / f.name)
+
+
+def _kept_tips(scratch: Scratch) -> list[str]:
+    """The branch tips whose objects kept packs hold (each `.keep` file names its tip)."""
+    packs = scratch.repo.path / "objects" / "pack"
+    return [f.read_text(encoding="utf-8").strip() for f in packs.glob("*.keep")] if packs.is_dir() else []
 
 
 def has_commit(scratch: Scratch, sha: str) -> bool:
