@@ -109,6 +109,7 @@ def test_replay_carries_forkflows_branch_from_step_to_step(cli, sample: Sample) 
     assert sum(s["fork_left_out"] for s in steps) >= 1 and sum(s["fork_applied"] for s in steps) >= 1
     assert [sample.u2 in {x["sha"] for x in s["landed"]} for s in steps].count(True) == 1
     assert steps[-1]["after"]["open"] == 0 and steps[-1]["same_rule"]["backlog"] == 0
+    assert all(0 <= s["backlog_at_real_point"] <= s["real"]["backlog"] for s in steps)
     again = cli(*args, repo=sample.fork)
     assert again.rc == 0 and all(s["cached"] for s in again.json()["steps"])
     independent = cli(*args, "--independent", repo=sample.fork).json()["steps"]

@@ -86,7 +86,8 @@ def render(report: Report) -> None:
     console.print(f"after forkflow: at most {m.max_days_behind_after:g} days behind; backlog no larger than the "
                   f"fork's at {m.steps_backlog_not_larger} of {m.steps} steps; by the real fork's rule: at most "
                   f"{m.max_days_behind_same_rule:g} days behind, backlog no larger at "
-                  f"{m.steps_backlog_not_larger_same_rule} of {m.steps}; {report.wall_seconds:.0f}s")
+                  f"{m.steps_backlog_not_larger_same_rule} of {m.steps}; at the fork's own point, no more "
+                  f"untaken at {m.steps_backlog_at_real_point_not_larger} of {m.steps}; {report.wall_seconds:.0f}s")
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
 

@@ -96,7 +96,9 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         f'forkflow\'s branch by picks alone (the rule the real fork is measured by: the ingestion point '
         f'inferred, deferrals not counted): at most {n(m.get("max_days_behind_same_rule"))} days behind; a backlog '
         f'no larger than the fork\'s at {m.get("steps_backlog_not_larger_same_rule", "-")} of {m["steps"]} steps; '
-        f'fewer open commits at {m.get("steps_open_not_larger", "-")} of {m["steps"]} steps',
+        f'fewer open commits at {m.get("steps_open_not_larger", "-")} of {m["steps"]} steps; no more commits '
+        f'untaken at or before the fork\'s own ingestion point at '
+        f'{m.get("steps_backlog_at_real_point_not_larger", "-")} of {m["steps"]} steps',
     ]
 
 

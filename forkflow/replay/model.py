@@ -117,6 +117,9 @@ class Step:
     fork_applied: int = 0  # carried: the fork's real commits of the step put on forkflow's state
     fork_forced: int = 0  # ... of them, ones whose conflicts were settled to the fork's own version
     fork_left_out: int = 0  # ... the fork's picks of commits forkflow had landed already
+    # not taken by forkflow's branch at or before the real fork's own ingestion point: the real
+    # backlog's twin (the same commits counted on both sides); -1 for a step stored without it
+    backlog_at_real_point: int = -1
 
     @property
     def after_same_rule(self) -> State:
@@ -158,6 +161,7 @@ class Summary:
     max_days_behind_same_rule: float = 0.0
     steps_backlog_not_larger_same_rule: int = 0
     steps_open_not_larger: int = 0  # steps where forkflow leaves no more commits untaken than the fork
+    steps_backlog_at_real_point_not_larger: int = 0  # ... no more untaken at or before the fork's own point
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -238,6 +242,8 @@ def summarize(steps: Sequence[Step], resolved: Sequence[ResolvedPick] = ()) -> S
         max_days_behind_same_rule=max((s.after_same_rule.days_behind for s in steps), default=0.0),
         steps_backlog_not_larger_same_rule=sum(1 for s in steps if s.after_same_rule.backlog <= s.real.backlog),
         steps_open_not_larger=sum(1 for s in steps if s.after.open <= s.real.open),
+        steps_backlog_at_real_point_not_larger=sum(1 for s in steps
+                                                   if 0 <= s.backlog_at_real_point <= s.real.backlog),
     )
 
 

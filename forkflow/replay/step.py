@@ -36,10 +36,11 @@ def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point, car
                    since=tuple(s for s in (root, p.upstream) if s))
     stamp = f"{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}"
     real = engine.status(engine.context(f"replay:{stamp}"), p.fork, p.upstream)
-    outcome = engine.ingest(engine.context(f"replay:ingest:{stamp}"), p.upstream)
+    outcome = engine.ingest(engine.context(f"replay:ingest:{stamp}"), p.upstream,
+                            point=real.ingestion_point.sha)
     same_rule = engine.same_rule(f"replay:same-rule:{stamp}", outcome.tip, p.upstream)
     return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,
                 state_of(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
                 outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes,
                 same_rule, outcome.tip, carried.applied if carried else 0, carried.forced if carried else 0,
-                carried.left_out if carried else 0)
+                carried.left_out if carried else 0, outcome.backlog_at)
