@@ -197,3 +197,34 @@ def test_replay_of_a_history_with_a_missing_blob(cli, sample: Sample) -> None:  
     r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", repo=sample.fork)
     # today a one-line error that says what to do; once the planner reads around missing blobs, a replay
     assert r.rc == 0 or (r.rc == 1 and "missing" in r.err and len(r.err.strip().splitlines()) == 1), r.err
+
+
+def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path) -> None:
+    import pygit2
+
+    from forkflow.replay.carry import carry_forward
+
+    repo = tmp_path / "r"
+    run_git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+
+    def commit(files: dict[str, str], message: str, parent: str) -> Sha:
+        run_git("checkout", "-q", "--detach", parent, cwd=repo) if parent else None
+        for name, text in files.items():
+            (repo / name).write_text(text)
+        run_git("add", "-A", cwd=repo)
+        run_git("commit", "-q", "--allow-empty", "-m", message, cwd=repo)
+        return Sha(run_git("rev-parse", "HEAD", cwd=repo).strip())
+
+    base = commit({"k.py": "x = 1\n", "f.py": "a = 1\n"}, "Base", "")
+    ours = commit({"k.py": "x = 2\n"}, "U landed by forkflow", base)  # forkflow's branch
+    same = commit({"k.py": "x = 2\n"}, "Take U\n\n(cherry picked from commit " + "1" * 40 + ")", base)
+    landed = commit({"k.py": "x = 2\n"}, "Take V", base)
+    clash = commit({"k.py": "x = 3\n"}, "Fork's own x", base)
+    feature = commit({"f.py": "a = 1\nfork = True\n"}, "Fork feature", base)
+    takes: dict[str, tuple[str, ...]] = {same: ("1" * 40,), landed: ("2" * 40,)}
+    out = carry_forward(pygit2.Repository(str(repo)), ours, [same, landed, clash, feature], takes, {"2" * 40})
+    assert (out.applied, out.forced, out.left_out) == (3, 1, 1)
+    log = run_git("log", "--format=%s", f"{ours}..{out.tip}", cwd=repo).split("\n")
+    assert log[:3] == ["Fork feature", "Fork's own x", "Take U"]  # the empty pick stays: its marker counts
+    assert run_git("show", f"{out.tip}:k.py", cwd=repo) == "x = 3\n"  # the fork's side of the conflict
+    assert run_git("show", f"{out.tip}:f.py", cwd=repo) == "a = 1\nfork = True\n"

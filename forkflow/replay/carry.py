@@ -12,7 +12,9 @@ message kept, so the ledger reads its pick markers as it reads the fork's):
   where it conflicts with what forkflow landed, the fork's version wins (the fork's engineers
   wrote that code for their own state; a conflict of a file deleted on one side keeps the fork's
   side too), and the commit counts as forced;
-- a commit whose change is already there (an empty merge) adds nothing.
+- a commit whose change is already there (an empty merge) adds nothing, except a pick of
+  upstream commits, which goes on as an empty commit: its message is the evidence the ledger
+  reads (without it, an upstream commit the fork took would count as not taken).
 """
 from __future__ import annotations
 
@@ -49,14 +51,15 @@ def carry_forward(repo: pygit2.Repository, onto: Sha, fork_commits: list[Sha],
         if took and all(u in landed for u in took):
             left_out += 1
             continue
-        base = commit.parents[0].tree if commit.parents else None
-        index = repo.merge_trees(base if base is not None else repo.get(_EMPTY_TREE), tip.tree, commit.tree,
-                                 favor=pygit2.enums.MergeFavor.THEIRS)
-        if index.conflicts is not None:
-            _take_theirs(index)
+        base = commit.parents[0].tree if commit.parents else repo.get(_EMPTY_TREE)
+        index = repo.merge_trees(base, tip.tree, commit.tree)
+        if index.conflicts is not None:  # again, the fork's side winning each conflicted hunk
+            index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
+            if index.conflicts is not None:
+                _take_theirs(index)
             forced += 1
         tree = index.write_tree(repo)
-        if tree == tip.tree_id:
+        if tree == tip.tree_id and not took:
             continue
         new = repo.create_commit(None, commit.author, commit.committer, commit.message, tree, [tip.id])
         tip = repo.get(new)

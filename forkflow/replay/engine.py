@@ -32,7 +32,7 @@ from forkflow.replay.model import Landed, State
 from forkflow.store import queries
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "3"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "4"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
