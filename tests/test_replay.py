@@ -200,8 +200,7 @@ def test_replay_of_a_history_with_a_missing_blob(cli, sample: Sample) -> None:  
 
 
 def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path) -> None:
-    import pygit2
-
+    from forkflow.landing.pick import MemoryPicker
     from forkflow.replay.carry import carry_forward
 
     repo = tmp_path / "r"
@@ -222,7 +221,7 @@ def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path
     clash = commit({"k.py": "x = 3\n"}, "Fork's own x", base)
     feature = commit({"f.py": "a = 1\nfork = True\n"}, "Fork feature", base)
     takes: dict[str, tuple[str, ...]] = {same: ("1" * 40,), landed: ("2" * 40,)}
-    out = carry_forward(pygit2.Repository(str(repo)), ours, [same, landed, clash, feature], takes, {"2" * 40})
+    out = carry_forward(MemoryPicker(repo), ours, [same, landed, clash, feature], takes, {"2" * 40})
     assert (out.applied, out.forced, out.left_out) == (3, 1, 1)
     log = run_git("log", "--format=%s", f"{ours}..{out.tip}", cwd=repo).split("\n")
     assert log[:3] == ["Fork feature", "Fork's own x", "Take U"]  # the empty pick stays: its marker counts

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import pygit2
 
+from forkflow.landing.pick import MemoryPicker, PickStatus
 from forkflow.models import Sha
 
 
@@ -34,13 +35,15 @@ class Carried:
     left_out: int  # fork picks of upstream commits forkflow had landed already
 
 
-def carry_forward(repo: pygit2.Repository, onto: Sha, fork_commits: list[Sha],
+def carry_forward(picker: MemoryPicker, onto: Sha, fork_commits: list[Sha],
                   takes: Mapping[str, tuple[str, ...]], landed: Set[str]) -> Carried:
     """Put `fork_commits` (oldest first) on `onto`, forkflow's branch; see the module docstring.
 
     Args:
+        picker: forkflow's in-memory picker on the repository (it writes straight to disk).
         takes: fork commit -> the upstream commits it took (the fork's own picks).
         landed: upstream commits forkflow has landed on `onto` so far."""
+    repo = picker.repo
     tip = repo.get(onto)
     assert isinstance(tip, pygit2.Commit)
     applied = forced = left_out = 0
@@ -51,14 +54,18 @@ def carry_forward(repo: pygit2.Repository, onto: Sha, fork_commits: list[Sha],
         if took and all(u in landed for u in took):
             left_out += 1
             continue
-        base = commit.parents[0].tree if commit.parents else repo.get(_EMPTY_TREE)
-        index = repo.merge_trees(base, tip.tree, commit.tree)
-        if index.conflicts is not None:  # again, the fork's side winning each conflicted hunk
-            index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
-            if index.conflicts is not None:
-                _take_theirs(index)
-            forced += 1
-        tree = index.write_tree(repo)
+        step = picker.pick(str(tip.tree_id), sha) if len(commit.parents) == 1 else None
+        if step is not None and step.status in (PickStatus.APPLIED, PickStatus.EMPTY):
+            tree = pygit2.Oid(hex=step.tree)
+        else:  # a conflict of the path merge (or a merge commit): the whole-tree merge, with renames
+            base = commit.parents[0].tree if commit.parents else repo.get(repo.TreeBuilder().write())
+            index = repo.merge_trees(base, tip.tree, commit.tree)
+            if index.conflicts is not None:  # again, the fork's side winning each conflicted hunk
+                index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
+                if index.conflicts is not None:
+                    _take_theirs(index)
+                forced += 1
+            tree = index.write_tree(repo)
         if tree == tip.tree_id and not took:
             continue
         new = repo.create_commit(None, commit.author, commit.committer, commit.message, tree, [tip.id])
@@ -66,9 +73,6 @@ def carry_forward(repo: pygit2.Repository, onto: Sha, fork_commits: list[Sha],
         assert isinstance(tip, pygit2.Commit)
         applied += 1
     return Carried(Sha(str(tip.id)), applied, forced, left_out)
-
-
-_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _take_theirs(index: pygit2.Index) -> None:

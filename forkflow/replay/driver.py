@@ -238,7 +238,7 @@ class Replay:
                 if before is not None:
                     new = self.scratch.repo.git("rev-list", "--first-parent", "--reverse", p.fork,
                                                 f"^{before.fork_sha}", f"^{p.upstream}").split()
-                    carried = carry_forward(self.engine.picker.repo, Sha(before.tip), [Sha(x) for x in new],
+                    carried = carry_forward(self.engine.picker, Sha(before.tip), [Sha(x) for x in new],
                                             takes.by_fork, landed)
                 step = compute_step(self.engine, self.scratch, self.ctx.config, p, carried, root=pts[0].fork)
                 self._save(keys[i], "step", step.to_json())
