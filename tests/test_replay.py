@@ -142,6 +142,22 @@ def test_replay_interrupted_then_resumed(cli, sample: Sample) -> None:  # type: 
     assert any("resumed" in n for n in doc["notes"])
 
 
+def test_replay_resumed_without_its_scratch_folder_starts_the_chain_again(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from forkflow.replay.model import parse_day, parse_every
+
+    ctx = open_context(sample.fork)
+    request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
+    with pytest.raises(KeyboardInterrupt):
+        Replay(ctx, request, _Interrupt()).run()
+    shutil.rmtree(sample.fork / ".forkflow" / "replay")  # forkflow's carried branch goes with it
+    r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
+            repo=sample.fork)
+    assert r.rc == 0, r.err
+    assert not any(s["cached"] for s in r.json()["steps"])
+
+
 def test_replay_with_a_failing_gate_lands_nothing(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
     r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d", "--gate", "false", "--json",
             repo=sample.fork)
