@@ -123,6 +123,24 @@ def test_pick_mode_change_and_rename_follow_the_fork_edit(fork: ForkBuilder, tmp
     assert "k.py" not in t and b"fork" in t["kern.py"].data  # type: ignore[operator,index]
 
 
+def test_pick_change_to_a_file_an_unpicked_commit_renamed_follows_the_old_name(
+        fork: ForkBuilder, tmp_path: Path) -> None:
+    body = "".join(f"line {i}\n" for i in range(40))
+    fork.upstream_commit({"lib/ProxFence.cpp": body}, "Add fence pass (#20)")
+    fork.fetch()
+    fork.f.git("merge", "-q", "--no-edit", "upstream/main", env=fork.f.env())
+    fork.upstream.git("mv", "lib/ProxFence.cpp", "lib/ProxyFence.cpp")
+    fork.upstream.commit({}, "Correct the file name (#21)")  # not picked: the fork keeps the old name
+    change = fork.upstream_commit({"lib/ProxyFence.cpp": body.replace("line 30\n", "line thirty\n")}, "Fix (#22)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    p.know_fork_point(fork.f.git("merge-base", "main", "upstream/main").strip())
+    step = p.pick(p.commit_tree(_tip(fork)), change)
+    assert step.status is PickStatus.APPLIED
+    assert step.tree == cherry_pick_tree(fork.f.path, _tip(fork), change, tmp_path)
+    assert b"line thirty" in p.repo.get(step.tree)["lib/ProxFence.cpp"].data  # type: ignore[index]
+
+
 def test_pick_submodule_pointer_changes(fork: ForkBuilder) -> None:
     a, b_, c = "1" * 40, "2" * 40, "3" * 40
     fork.upstream.git("update-index", "--add", "--cacheinfo", f"160000,{a},third_party/sub")

@@ -26,7 +26,7 @@ from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.journal import Journal, KeptConflict, StoreJournal, UnitStart
 from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
-from forkflow.landing.land import advance_ingestion_point, keep_candidate, land, prune_candidates
+from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.landing.pick import MemoryPicker, PickStep, Resolutions, UnitPick
@@ -175,6 +175,7 @@ class Ingestor:
         self._waiting_decisions: list[tuple[Sha, str]] = []  # written together, one transaction per unit
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
+        self._point_moved: Sha | None = None  # the ingestion point this run recorded last
         self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
                                          self._log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -291,7 +292,15 @@ class Ingestor:
         return out
 
     def advance_point(self) -> Sha | None:
-        return advance_ingestion_point(self.repo, self.ctx.config, self.order, self.decided)
+        """Move the recorded ingestion point; only when the decided prefix moved since this run last
+        moved it (two git processes a landed unit were most of the time it stood still)."""
+        prefix = decided_prefix(self.order, self.decided)
+        if prefix is not None and prefix == self._point_moved:
+            return prefix
+        point = advance_ingestion_point(self.repo, self.ctx.config, self.order, self.decided)
+        if point == prefix:
+            self._point_moved = prefix
+        return point
 
     def push(self) -> None:
         remote, ref = self.settings.push_remote, self.ctx.config.fork_ref

@@ -102,8 +102,7 @@ class StoreJournal:
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         """The landing's decisions, its conflicts closed, its resolutions kept, the unit `landed`: one transaction."""
         with self.store.session_scope() as s:
-            for d in landing_decisions(candidate, members, base):
-                queries.record_decision(s, self.fork_id, d)
+            queries.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
             crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o in ("applied", "resolved")])
             for case, regions, resolver in used:
                 if resolver != "recorded" and case.key:
@@ -114,8 +113,7 @@ class StoreJournal:
         if not decisions:
             return
         with self.store.session_scope() as s:
-            for d in decisions:
-                queries.record_decision(s, self.fork_id, d)
+            queries.record_decisions(s, self.fork_id, decisions)
 
     def conflicts_kept(self, conflicts: Sequence[KeptConflict]) -> None:
         if not conflicts:

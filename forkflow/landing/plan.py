@@ -102,7 +102,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
                                cwd=path, check=False)
     if rc != 0:
         return _fork_changes_in_process(reader, fork_point, fork_tip)
-    shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}))[fork_tip]
+    shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}), names=False)[fork_tip]
     return shape.files + tuple(FileChange(p, None) for p in absent)
 
 
@@ -223,9 +223,11 @@ def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: 
     """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
     so that conflicts (and what depends on them) leave them."""
     picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
+    picker.know_fork_point(ledger.fork_point)
     entries = pending_entries(ledger, until)
     walk = [e.commit.sha for e in ledger.entries]
     shapes = load_shapes(ctx, walk, progress)
+    picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
     reverts = _revert_targets(picker, ledger, entries)
     found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
                   fork_changes(ctx.repo.path, ledger.fork_point, ledger.fork_tip), reverts)

@@ -15,9 +15,9 @@ import pygit2
 from forkflow.git.run import run_git_bytes
 from forkflow.models import Sha
 from forkflow.planning.lines import CommitShape, FileChange, Hunk
-from forkflow.planning.names import definitions_in, identifiers_in
+from forkflow.planning.names import definitions_in, identifiers_in, is_prose
 
-SHAPE_VERSION = 2
+SHAPE_VERSION = 3  # 3: prose files use no names
 ZERO = b"\0" * 20
 MAX_TEXT_LINES = 20_000  # a generated file rewritten wholesale: its names are not read
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
@@ -56,8 +56,9 @@ def _header_path(rest: bytes) -> str:
 
 
 class _Builder:
-    def __init__(self, sha: Sha) -> None:
+    def __init__(self, sha: Sha, names: bool = True) -> None:
         self.sha = sha
+        self.names = names  # read the names each file defines and uses
         self.files: list[FileChange] = []
         self.defines: set[str] = set()
         self.uses: set[str] = set()
@@ -75,12 +76,13 @@ class _Builder:
         self.open = False
         hunks = None if self.flags & 4 else tuple(self.hunks)
         self.files.append(FileChange(self.path, hunks, bool(self.flags & 1), bool(self.flags & 2)))
-        if hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
+        if self.names and hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
             plus = b"\n".join(self.plus).decode("utf-8", "replace")
             minus = b"\n".join(self.minus).decode("utf-8", "replace")
             self.defines |= definitions_in(self.path, plus) - definitions_in(self.path, minus)
             added, removed = identifiers_in(plus), identifiers_in(minus)
-            self.uses |= added - removed
+            if not is_prose(self.path):
+                self.uses |= added - removed
             self.mentions |= added | removed
 
     def start_file(self, path: str) -> None:
@@ -94,8 +96,9 @@ class _Builder:
                            frozenset(self.uses - self.defines), frozenset(self.mentions))
 
 
-def parse_diff_tree(raw: bytes, wanted: frozenset[str]) -> dict[Sha, CommitShape]:
-    """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch)."""
+def parse_diff_tree(raw: bytes, wanted: frozenset[str], names: bool = True) -> dict[Sha, CommitShape]:
+    """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch);
+    with `names=False` only the hunks (the names of the fork's whole diff are never used)."""
     out: dict[Sha, CommitShape] = {}
     b: _Builder | None = None
     in_hunk = False
@@ -110,7 +113,7 @@ def parse_diff_tree(raw: bytes, wanted: frozenset[str]) -> dict[Sha, CommitShape
         if len(line) == 40 and _HEX.issuperset(line) and line.decode() in wanted:
             if b is not None:
                 out[b.sha] = b.shape()
-            b, in_hunk = _Builder(Sha(line.decode())), False
+            b, in_hunk = _Builder(Sha(line.decode()), names), False
         elif b is None:
             continue
         elif line.startswith(b"diff --git "):
@@ -215,7 +218,8 @@ class ShapeReader:
             if len(plus) + len(minus) <= MAX_TEXT_LINES:
                 text_plus, text_minus = "\n".join(plus), "\n".join(minus)
                 defines |= definitions_in(path, text_plus) - definitions_in(path, text_minus)
-                uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
+                if not is_prose(path):
+                    uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
         return tuple(files), defines, uses, missing
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from forkflow.models import Sha
@@ -122,11 +123,16 @@ class LineOwners:
                 del self.files[change.path]
             return hits
         f.whole = None
+        spans = f.spans
+        starts = [s for s, _, _ in spans]
         for h in change.hunks:
             lo, hi = h.probe()
-            hits += [(o, max(s, lo), min(e - 1, hi)) for s, e, o in f.spans if s <= hi and e - 1 >= lo]
-        for h in sorted(change.hunks, key=lambda x: x.old_start, reverse=True):
-            f.spans = _cut(f.spans, *h.cut(), h.new_lines, owner)
+            i = bisect_right(starts, hi)  # spans never overlap: their ends ascend with their starts
+            while i > 0 and spans[i - 1][1] - 1 >= lo:
+                i -= 1
+                s, e, o = spans[i]
+                hits.append((o, max(s, lo), min(e - 1, hi)))
+        f.spans = _cut(spans, sorted((*h.cut(), h.new_lines) for h in change.hunks), owner)
         if not f.spans and f.whole is None:
             del self.files[change.path]
         return hits
@@ -141,25 +147,47 @@ class LineOwners:
             lo, hi = (h.old_start, h.old_start + 1) if h.old_lines == 0 else (h.old_start, h.old_start + h.old_lines - 1)
             f.spans.append((max(lo, 1), hi + 1, owner))
         f.spans.sort()
+        merged: list[tuple[int, int, Sha]] = []  # an insertion's span may meet the next hunk's: one span
+        for s, e, o in f.spans:
+            if merged and s <= merged[-1][1] and o == merged[-1][2]:
+                merged[-1] = (merged[-1][0], max(e, merged[-1][1]), o)
+            else:
+                merged.append((s, e, o))
+        f.spans = merged
 
 
-def _cut(spans: list[tuple[int, int, Sha]], at: int, removed: int, added: int,
+def _cut(spans: list[tuple[int, int, Sha]], cuts: Sequence[tuple[int, int, int]],
          owner: Sha | None) -> list[tuple[int, int, Sha]]:
-    end, shift = at + removed, added - removed
-    out: list[tuple[int, int, Sha]] = []
-    for s, e, o in spans:
-        if e <= at:
-            out.append((s, e, o))
-        elif s >= end:
-            out.append((s + shift, e + shift, o))
-        else:
-            if s < at:
-                out.append((s, at, o))
-            if e > end:
-                out.append((end + added, e + shift, o))
-    if owner is not None and added > 0:
-        out.append((at, at + added, owner))
-    out.sort()
+    """Spans after the cuts (first line, lines removed, lines added), in ascending pre-image order,
+    each of which puts `added` lines of `owner` where it removed lines.  One pass over the spans."""
+    if not cuts:
+        return spans
+    first = bisect_right(spans, (cuts[0][0], cuts[0][0], "")) - 1  # spans wholly above every cut stay as they are
+    while first >= 0 and spans[first][1] > cuts[0][0]:
+        first -= 1
+    out: list[tuple[int, int, Sha]] = spans[:first + 1]
+    shift = 0
+    it = iter(spans[first + 1:])
+    cur = next(it, None)
+    for at, removed, added in cuts:
+        end = at + removed
+        while cur is not None and cur[1] <= at:  # wholly above the cut
+            out.append((cur[0] + shift, cur[1] + shift, cur[2]))
+            cur = next(it, None)
+        if cur is not None and cur[0] < at:  # runs into the cut: its top stays
+            out.append((cur[0] + shift, at + shift, cur[2]))
+            cur = (at, cur[1], cur[2])
+        while cur is not None and cur[0] < end:  # inside what the cut removes
+            if cur[1] > end:
+                cur = (end, cur[1], cur[2])
+                break
+            cur = next(it, None)
+        if owner is not None and added > 0:
+            out.append((at + shift, at + shift + added, owner))
+        shift += added - removed
+    if cur is not None:
+        out.append((cur[0] + shift, cur[1] + shift, cur[2]))
+        out += [(s + shift, e + shift, o) for s, e, o in it] if shift else it
     return out
 
 

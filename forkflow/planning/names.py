@@ -47,6 +47,16 @@ def definitions_in(path: str, text: str) -> set[str]:
     return out
 
 
+_PROSE = (".md", ".rst", ".txt", ".html", ".adoc")
+
+
+def is_prose(path: str) -> bool:
+    """Documentation: its lines may name an API, but nothing builds or runs against them (a README
+    documenting `get_data` does not wait for the commit that adds it)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.lower().endswith(_PROSE) and name != "CMakeLists.txt"
+
+
 def identifiers_in(text: str) -> set[str]:
     """Identifiers of at least MIN_NAME characters in `text`, keywords aside."""
     return set(_IDENT.findall(text)) - _KEYWORDS

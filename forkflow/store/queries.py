@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -67,6 +67,31 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
     row.decided_by = decision.decided_by
 
 
+def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]) -> None:
+    """`record_decision` of many commits as one upsert (a run of a real fork records hundreds;
+    a read and a write per commit cost 2.6 s of one)."""
+    last = {d.sha: d for d in decisions}  # a later decision on the same commit wins
+    if not last:
+        return
+    now = datetime.now(timezone.utc)
+    rows = [{"fork_id": fid, "upstream_sha": sha, "disposition": d.disposition.value, "reason": d.reason,
+             "fork_shas": json.dumps(list(d.fork_shas)), "decided_at": now, "source": d.source.value,
+             "verdict": d.verdict.value if d.verdict else "", "until": d.until, "task": d.task,
+             "decided_by": d.decided_by} for sha, d in last.items()]
+    dialect = s.get_bind().dialect.name
+    if dialect not in ("sqlite", "postgresql"):
+        for d in last.values():
+            record_decision(s, fid, d)
+        return
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    upsert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(DispositionRow)
+    changed = {k: upsert.excluded[k] for k in rows[0] if k not in ("fork_id", "upstream_sha")}
+    for i in range(0, len(rows), 200):
+        s.execute(upsert.values(rows[i:i + 200]).on_conflict_do_update(
+            index_elements=["fork_id", "upstream_sha"], set_=changed))
+
+
 def forget_decision(s: Session, fid: int, sha: Sha) -> bool:
     """Remove the decision on one upstream commit; False when there was none."""
     row = s.scalar(select(DispositionRow).where(
@@ -90,17 +115,24 @@ def commit_facts(s: Session, shas: Iterable[Sha]) -> dict[Sha, tuple[str | None,
 
 
 def save_commit_facts(s: Session, facts: dict[Sha, tuple[str | None, tuple[str, ...] | None]]) -> None:
-    """Upsert (patch_id, files) per sha, keeping values already known."""
+    """Upsert (patch_id, files) per sha, keeping values already known.
+
+    New rows go in as one multi-row insert (a `merge` per row cost 2.6 s for 1,200 commits of a
+    real fork, issue 11)."""
     known = commit_facts(s, facts)
+    fresh: list[dict[str, str | None]] = []
     for sha, (pid, files) in facts.items():
         old_pid, old_files = known.get(sha, (None, None))
-        row = CommitFactRow(
-            sha=sha,
-            patch_id=pid if pid is not None else old_pid,
-            files=json.dumps(list(files)) if files is not None else (
-                json.dumps(list(old_files)) if old_files is not None else None),
-        )
-        s.merge(row)
+        row = {"sha": sha, "patch_id": pid if pid is not None else old_pid,
+               "files": json.dumps(list(files)) if files is not None else (
+                   json.dumps(list(old_files)) if old_files is not None else None)}
+        if sha not in known:
+            fresh.append(row)
+        elif (row["patch_id"], row["files"]) != (old_pid, json.dumps(list(old_files)) if old_files is not None else None):
+            s.execute(update(CommitFactRow).where(CommitFactRow.sha == sha)
+                      .values(patch_id=row["patch_id"], files=row["files"]))
+    for i in range(0, len(fresh), 500):
+        s.execute(insert(CommitFactRow), fresh[i:i + 500])
 
 
 def cached_ledger(s: Session, key: str) -> str | None:
