@@ -1,6 +1,7 @@
 """`forkflow replay` on a real fork: the series real vs forkflow, lag saved, agreement, wall time.
 
-    python benchmarks/bench_replay.py REPO [--since 2026-01-05 --until 2026-04-27 --every week --jobs 1]
+    python benchmarks/bench_replay.py REPO [--since 2026-01-05 --until 2026-04-27 --every week]
+                                           [--independent [--jobs 2]]
 
 REPO is a fork checkout with an `upstream` remote (for example a clone of a realfork pair's
 `fork.git`, whose history names no missing blob, with the pair's `upstream.git` as `upstream`).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -39,9 +41,16 @@ def fresh(repo: Path) -> None:
                     c.execute(f"delete from {t}")
 
 
+def cpu_children() -> float:
+    """User + system seconds of every child process waited for so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run(repo: Path, args: argparse.Namespace, html: Path | None) -> tuple[float, dict[str, Any]]:
-    cmd = ["replay", "--since", args.since, "--until", args.until, "--every", args.every, "--json",
-           "--jobs", str(args.jobs)] + (["--html", str(html)] if html else [])
+    cmd = ["replay", "--since", args.since, "--until", args.until, "--every", args.every, "--json"]
+    cmd += ["--independent", "--jobs", str(args.jobs)] if args.independent else []
+    cmd += ["--html", str(html)] if html else []
     t0 = time.perf_counter()
     p = forkflow(*cmd, cwd=repo)
     took = time.perf_counter() - t0
@@ -51,13 +60,18 @@ def run(repo: Path, args: argparse.Namespace, html: Path | None) -> tuple[float,
 
 
 def table(doc: dict[str, Any]) -> str:
-    rows = ["| step | days behind: real | forkflow | backlog: real | forkflow | open: real | forkflow "
-            "| landed | deferred | waiting |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| step | days behind: real | forkflow | by picks | backlog: real | forkflow | by picks "
+            "| at the real point | open: real | forkflow | landed | deferred | waiting "
+            "| fork commits carried (forced, left out) | s |", "|---" * 15 + "|"]
     for s in doc["steps"]:
         r, a = s["real"], s["after"]
-        rows.append(f"| {s['at_iso'][:10]} | {r['days_behind']:.1f} | {a['days_behind']:.1f} | {r['backlog']} "
-                    f"| {a['backlog']} | {r['open']} | {a['open']} | {len(s['landed'])} | {s['deferred']} "
-                    f"| {s['waiting']} |")
+        same = s.get("same_rule") or a
+        rows.append(f"| {s['at_iso'][:10]} | {r['days_behind']:.1f} | {a['days_behind']:.1f} "
+                    f"| {same['days_behind']:.1f} | {r['backlog']} | {a['backlog']} | {same['backlog']} "
+                    f"| {s.get('backlog_at_real_point', -1)} "
+                    f"| {r['open']} | {a['open']} | {len(s['landed'])} | {s['deferred']} | {s['waiting']} "
+                    f"| {s.get('fork_applied', 0)} ({s.get('fork_forced', 0)}, {s.get('fork_left_out', 0)}) "
+                    f"| {s['seconds']:.0f} |")
     return "\n".join(rows)
 
 
@@ -67,7 +81,8 @@ def main() -> None:
     ap.add_argument("--since", default="2026-01-05")
     ap.add_argument("--until", default="2026-04-27")
     ap.add_argument("--every", default="week")
-    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--independent", action="store_true", help="each step from the real fork (not carried)")
+    ap.add_argument("--jobs", type=int, default=1, help="with --independent: steps at once")
     ap.add_argument("--html", type=Path)
     ap.add_argument("--keep-cache", action="store_true", help="do not clear earlier replays first")
     args = ap.parse_args()
@@ -79,12 +94,15 @@ def main() -> None:
     if not args.keep_cache:
         fresh(repo)
     load = os.getloadavg()
+    cpu0 = cpu_children()
     first_s, doc = run(repo, args, args.html)
+    first_cpu = cpu_children() - cpu0
     again_s, again = run(repo, args, None)
     m = doc["summary"]
     print(table(doc))
     print()
-    print(json.dumps({"summary": m, "first_run_s": round(first_s, 1), "rerun_s": round(again_s, 1),
+    print(json.dumps({"summary": m, "first_run_s": round(first_s, 1), "first_run_cpu_s": round(first_cpu, 1),
+                      "rerun_s": round(again_s, 1),
                       "rerun_cached_steps": sum(1 for s in again["steps"] if s["cached"]),
                       "steps": len(doc["steps"]), "jobs": args.jobs, "cpus": os.cpu_count(),
                       "load_before": [round(x, 2) for x in load],

@@ -85,7 +85,7 @@ def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> N
 
 
 def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
-    args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json")
+    args = ("replay", "--since", sample.since, "--until", sample.until, "--every", "2d", "--json", "--independent")
     first = cli(*args, "--jobs", "2", repo=sample.fork)  # steps computed by two worker processes
     assert first.rc == 0, first.err
     again = cli(*args, repo=sample.fork)
@@ -93,6 +93,27 @@ def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) 
     assert all(s["cached"] for s in again.json()["steps"])
     strip = [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in again.json()["steps"]]
     assert strip == [{k: v for k, v in s.items() if k not in ("cached", "seconds")} for s in first.json()["steps"]]
+
+
+def test_replay_carries_forkflows_branch_from_step_to_step(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    until = iso(_date(sample.fork, "HEAD") + DAY)  # after the fork's hand-resolved pick of u4
+    args = ("replay", "--since", sample.since, "--until", until, "--every", "day", "--json")
+    r = cli(*args, repo=sample.fork)
+    assert r.rc == 0, r.err
+    doc = r.json()
+    steps = doc["steps"]
+    assert doc["steps_from"] == "carried" and any("carries" in n for n in doc["notes"])
+    assert all(s["tip"] for s in steps)
+    # the fork's pick of u2 is left out (forkflow landed u2 at the first step); its hand-resolved
+    # pick of u4 goes on forkflow's branch, so nothing is left open at the end
+    assert sum(s["fork_left_out"] for s in steps) >= 1 and sum(s["fork_applied"] for s in steps) >= 1
+    assert [sample.u2 in {x["sha"] for x in s["landed"]} for s in steps].count(True) == 1
+    assert steps[-1]["after"]["open"] == 0 and steps[-1]["same_rule"]["backlog"] == 0
+    assert all(0 <= s["backlog_at_real_point"] <= s["real"]["backlog"] for s in steps)
+    again = cli(*args, repo=sample.fork)
+    assert again.rc == 0 and all(s["cached"] for s in again.json()["steps"])
+    independent = cli(*args, "--independent", repo=sample.fork).json()["steps"]
+    assert [sample.u2 in {x["sha"] for x in s["landed"]} for s in independent].count(True) >= 2
 
 
 class _Interrupt:
@@ -119,6 +140,22 @@ def test_replay_interrupted_then_resumed(cli, sample: Sample) -> None:  # type: 
     doc = r.json()
     assert doc["steps"][0]["cached"] and not doc["steps"][1]["cached"]
     assert any("resumed" in n for n in doc["notes"])
+
+
+def test_replay_resumed_without_its_scratch_folder_starts_the_chain_again(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from forkflow.replay.model import parse_day, parse_every
+
+    ctx = open_context(sample.fork)
+    request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
+    with pytest.raises(KeyboardInterrupt):
+        Replay(ctx, request, _Interrupt()).run()
+    shutil.rmtree(sample.fork / ".forkflow" / "replay")  # forkflow's carried branch goes with it
+    r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
+            repo=sample.fork)
+    assert r.rc == 0, r.err
+    assert not any(s["cached"] for s in r.json()["steps"])
 
 
 def test_replay_with_a_failing_gate_lands_nothing(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
@@ -176,3 +213,33 @@ def test_replay_of_a_history_with_a_missing_blob(cli, sample: Sample) -> None:  
     r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", repo=sample.fork)
     # today a one-line error that says what to do; once the planner reads around missing blobs, a replay
     assert r.rc == 0 or (r.rc == 1 and "missing" in r.err and len(r.err.strip().splitlines()) == 1), r.err
+
+
+def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path) -> None:
+    from forkflow.landing.pick import MemoryPicker
+    from forkflow.replay.carry import carry_forward
+
+    repo = tmp_path / "r"
+    run_git("init", "-q", "-b", "main", str(repo), cwd=tmp_path)
+
+    def commit(files: dict[str, str], message: str, parent: str) -> Sha:
+        run_git("checkout", "-q", "--detach", parent, cwd=repo) if parent else None
+        for name, text in files.items():
+            (repo / name).write_text(text)
+        run_git("add", "-A", cwd=repo)
+        run_git("commit", "-q", "--allow-empty", "-m", message, cwd=repo)
+        return Sha(run_git("rev-parse", "HEAD", cwd=repo).strip())
+
+    base = commit({"k.py": "x = 1\n", "f.py": "a = 1\n"}, "Base", "")
+    ours = commit({"k.py": "x = 2\n"}, "U landed by forkflow", base)  # forkflow's branch
+    same = commit({"k.py": "x = 2\n"}, "Take U\n\n(cherry picked from commit " + "1" * 40 + ")", base)
+    landed = commit({"k.py": "x = 2\n"}, "Take V", base)
+    clash = commit({"k.py": "x = 3\n"}, "Fork's own x", base)
+    feature = commit({"f.py": "a = 1\nfork = True\n"}, "Fork feature", base)
+    takes: dict[str, tuple[str, ...]] = {same: ("1" * 40,), landed: ("2" * 40,)}
+    out = carry_forward(MemoryPicker(repo), ours, [same, landed, clash, feature], takes, {"2" * 40})
+    assert (out.applied, out.forced, out.left_out) == (3, 1, 1)
+    log = run_git("log", "--format=%s", f"{ours}..{out.tip}", cwd=repo).split("\n")
+    assert log[:3] == ["Fork feature", "Fork's own x", "Take U"]  # the empty pick stays: its marker counts
+    assert run_git("show", f"{out.tip}:k.py", cwd=repo) == "x = 3\n"  # the fork's side of the conflict
+    assert run_git("show", f"{out.tip}:f.py", cwd=repo) == "a = 1\nfork = True\n"

@@ -85,3 +85,19 @@ def test_step_json_round_trip_and_html_page() -> None:
     assert page.count("<svg") == 3 and "fork &lt;x&gt;" in page and "note &lt;b&gt;" in page
     assert "<script" not in page
     assert chart_svg("t", [], {}).startswith("<svg")
+
+
+def test_summarize_compares_like_with_like() -> None:
+    """forkflow's own backlog (its point at upstream's tip) against the same branch read by the real rule."""
+    real = State(120.0, 3, 600, 600)
+    after = State(0.0, 400, 0, 400, inferred=False)  # deferrals are decisions: every one in the backlog
+    steps = [Step(T0, "f", "u", 0, 0, real, after, same_rule=State(110.0, 5, 400, 400), backlog_at_real_point=2),
+             Step(T0 + DAY, "f", "u", 0, 0, real, after, same_rule=State(90.0, 2, 400, 400),
+                  backlog_at_real_point=3)]
+    m = summarize(steps)
+    assert m.steps_backlog_not_larger == 0 and m.max_days_behind_after == 0.0
+    assert m.steps_backlog_not_larger_same_rule == 1 and m.max_days_behind_same_rule == 110.0
+    assert m.steps_open_not_larger == 2 and m.steps_backlog_at_real_point_not_larger == 2
+    assert Step.from_json(steps[0].to_json()) == steps[0]
+    old = {k: v for k, v in steps[0].to_json().items() if k not in ("same_rule", "backlog_at_real_point")}
+    assert Step.from_json(old).after_same_rule == after  # a step stored before these fields

@@ -29,7 +29,10 @@ def replay(
     every: Annotated[str, typer.Option("--every", help="Step length: day, week, 2w, 3d, 12h.")] = "week",
     gate: Annotated[str, typer.Option("--gate", help="L1 command each landing unit must pass (default: "
                                       "none, merge-ability only).")] = "",
-    jobs: Annotated[int, typer.Option("--jobs", min=1, help="Steps computed at once, one process each.")] = 1,
+    independent: Annotated[bool, typer.Option("--independent", help="Start each step from the fork as it "
+                                              "really was, not from forkflow's branch of the step before.")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", min=1, help="With --independent: steps computed at once, "
+                                      "one process each.")] = 1,
     html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report here.")] = None,
     json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
 ) -> int:
@@ -37,7 +40,8 @@ def replay(
     from forkflow.replay.driver import Request
     from forkflow.replay.driver import replay as run_replay
 
-    request = Request(parse_day(since, "--since"), parse_day(until, "--until"), parse_every(every), gate)
+    request = Request(parse_day(since, "--since"), parse_day(until, "--until"), parse_every(every), gate,
+                      independent=independent)
     ctx = open_context(repo, store)
     with progress_bar(console, disable=json_out) as bar:
         report = run_replay(ctx, request, _BarReporter(bar), jobs=jobs)
@@ -60,15 +64,18 @@ def _n(x: float | None, unit: str = "") -> str:
 
 def render(report: Report) -> None:
     t = Table(title="forkflow replay: the fork as it was vs after forkflow")
-    for col in ("step", "behind", "→ff", "backlog", "→ff", "open", "→ff", "landed", "deferred", "waiting"):
+    for col in ("step", "behind", "→ff", "→ff=", "backlog", "→ff", "→ff=", "open", "→ff", "landed", "deferred",
+                "waiting"):
         t.add_column(col, justify="left" if col == "step" else "right")
     for s in report.steps:
+        same = s.after_same_rule
         t.add_row(iso_day(s.at) + ("*" if s.cached else ""), f"{s.real.days_behind:.1f}",
-                  f"{s.after.days_behind:.1f}", str(s.real.backlog), str(s.after.backlog), str(s.real.open),
-                  str(s.after.open), str(len(s.landed)), str(s.deferred), str(s.waiting))
+                  f"{s.after.days_behind:.1f}", f"{same.days_behind:.1f}", str(s.real.backlog), str(s.after.backlog),
+                  str(same.backlog), str(s.real.open), str(s.after.open), str(len(s.landed)), str(s.deferred),
+                  str(s.waiting))
     console.print(t)
     console.print("days behind, backlog and open (not taken) commits: the fork as it was, then →ff after "
-                  "forkflow; * = from the cache")
+                  "forkflow, →ff= forkflow's branch by the real fork's rule (picks alone); * = from the cache")
     m = report.summary
     console.print(f"landed by forkflow: {m.landed_commits} upstream commits; lag saved (days, {m.lag_saved_count} "
                   f"the fork took later): median {_n(m.lag_saved_median)}, p90 {_n(m.lag_saved_p90)}; "
@@ -77,7 +84,10 @@ def render(report: Report) -> None:
                   f"hand-resolved picks resolved the same way: {m.resolved_same} of {m.resolved_compared} "
                   f"({m.resolved_by_forkflow} resolved by forkflow's resolvers)")
     console.print(f"after forkflow: at most {m.max_days_behind_after:g} days behind; backlog no larger than the "
-                  f"fork's at {m.steps_backlog_not_larger} of {m.steps} steps; {report.wall_seconds:.0f}s")
+                  f"fork's at {m.steps_backlog_not_larger} of {m.steps} steps; by the real fork's rule: at most "
+                  f"{m.max_days_behind_same_rule:g} days behind, backlog no larger at "
+                  f"{m.steps_backlog_not_larger_same_rule} of {m.steps}; at the fork's own point, no more "
+                  f"untaken at {m.steps_backlog_at_real_point_not_larger} of {m.steps}; {report.wall_seconds:.0f}s")
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
 

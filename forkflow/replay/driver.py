@@ -1,7 +1,10 @@
 """`forkflow replay`: the fork's own history, step by step, with and without forkflow.
 
-The loop only gathers states and hands them to the engine; every step's result is cached by the
-two SHAs it starts from, so a re-run (or a run after an interruption) recomputes nothing it has.
+The loop only gathers states and hands them to the engine.  By default forkflow's branch carries
+from step to step (the fork's real new commits on top of what forkflow landed, `carry.py`), so
+each step's result is cached by the SHAs of every step up to it; with `independent`, each step
+starts from the real fork and is cached by its own two SHAs.  A re-run (or a run after an
+interruption) recomputes nothing it has.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from forkflow.errors import UserError
 from forkflow.ledger.build import check_repo
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
+from forkflow.replay.carry import carry_forward
 from forkflow.replay.engine import ENGINE_VERSION, Engine
 from forkflow.replay.model import (
     DEFAULT_GATE_NOTE,
@@ -30,7 +34,7 @@ from forkflow.replay.model import (
     step_times,
     summarize,
 )
-from forkflow.replay.scratch import Scratch, open_scratch, set_state
+from forkflow.replay.scratch import Scratch, has_commit, open_scratch, set_state
 from forkflow.replay.step import Point, compute_step
 
 
@@ -41,6 +45,7 @@ class Request:
     every: int
     gate: str = ""
     now: int = 0  # 0: the clock
+    independent: bool = False  # each step from the real fork, not from forkflow's carried branch
 
 
 class Reporter(Protocol):
@@ -66,6 +71,10 @@ class Takes:
 
     by_upstream: dict[str, tuple[str, int]]  # upstream sha -> (fork sha, its date)
     by_fork: dict[str, tuple[str, ...]]  # fork sha -> upstream shas it took, upstream order
+
+
+CARRIED_NOTE = ("forkflow's branch carries from step to step: the fork's real commits of each step go on top "
+                "of what forkflow had landed (its picks of commits forkflow had landed are left out)")
 
 
 def check_gate(command: str) -> None:
@@ -145,6 +154,9 @@ class Replay:
 
     def run(self) -> Report:
         start = time.monotonic()
+        if self.jobs > 1 and not self.request.independent:
+            raise UserError("--jobs computes independent steps at once; carried steps run in order: "
+                            "add --independent, or leave out --jobs")
         if self.request.gate:
             check_gate(self.request.gate)
         else:
@@ -155,7 +167,9 @@ class Replay:
         takes = self.takes()
         self.reporter.start(len(pts))
         steps: list[Step] = []
-        for raw in self.steps(pts):
+        if not self.request.independent:
+            self.notes.append(CARRIED_NOTE)
+        for raw in (self.steps(pts) if self.request.independent else self.carried_steps(pts, takes)):
             step = self.annotate(raw, takes)
             steps.append(step)
             self.reporter.step_done(step)
@@ -163,7 +177,7 @@ class Replay:
         resolved = self.resolved_picks(takes, pts)
         report = Report(self.request.since, self.request.until, self.request.every, self.request.gate,
                         tuple(steps), summarize(steps, resolved), tuple(r.to_json() for r in resolved),
-                        tuple(self.notes), time.monotonic() - start)
+                        tuple(self.notes), time.monotonic() - start, self.request.independent)
         with self.ctx.store.session_scope() as s:
             records.finish_run(s, run_id, report.to_json())
         return report
@@ -203,6 +217,33 @@ class Replay:
                 continue
             step = next(fresh)
             self._save(keys[p.at], "step", step.to_json())
+            yield step
+
+    def carried_steps(self, pts: Sequence[Point], takes: Takes) -> Iterator[Step]:
+        """Each step from forkflow's branch as the step before left it, with the fork's new commits on it."""
+        keys: list[str] = []
+        for p in pts:
+            keys.append(self._key("carried", keys[-1] if keys else "", p.fork, p.upstream))
+        hits = [self._cached(k) for k in keys]
+        first = next((i for i, h in enumerate(hits) if h is None), len(pts))
+        if 0 < first < len(pts) and not has_commit(self.scratch, str(hits[first - 1].get("tip", ""))):
+            first = 0  # the branch to go on from is gone with the scratch repository: from the start
+        landed: set[str] = set()
+        before: Step | None = None
+        for i, p in enumerate(pts):
+            if i < first:
+                step = replace(Step.from_json(hits[i]), at=p.at, cached=True)
+            else:
+                carried = None
+                if before is not None:
+                    new = self.scratch.repo.git("rev-list", "--first-parent", "--reverse", p.fork,
+                                                f"^{before.fork_sha}", f"^{p.upstream}").split()
+                    carried = carry_forward(self.engine.picker, Sha(before.tip), [Sha(x) for x in new],
+                                            takes.by_fork, landed)
+                step = compute_step(self.engine, self.scratch, self.ctx.config, p, carried, root=pts[0].fork)
+                self._save(keys[i], "step", step.to_json())
+            landed |= {x.sha for x in step.landed}
+            before = step
             yield step
 
     def takes(self) -> Takes:

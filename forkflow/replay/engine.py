@@ -32,7 +32,7 @@ from forkflow.replay.model import Landed, State
 from forkflow.store import queries
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "1"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "4"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
@@ -53,6 +53,8 @@ class StateWork:
     waiting: int
     units: int
     notes: tuple[str, ...]
+    tip: Sha = Sha("")  # forkflow's fork branch after the ingest
+    backlog_at: int = 0  # not taken at or before the point given to `ingest` (the real fork's)
 
 
 def state_of(ledger: Ledger) -> State:
@@ -87,8 +89,11 @@ class Engine:
     def status(self, ctx: Context, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
         return build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip, use_recorded_point=recorded)
 
-    def ingest(self, ctx: Context, upstream_tip: Sha) -> StateWork:
-        """`forkflow ingest --land` on the scratch fork branch; the state it leaves."""
+    def ingest(self, ctx: Context, upstream_tip: Sha, point: Sha | None = None) -> StateWork:
+        """`forkflow ingest --land` on the scratch fork branch; the state it leaves.
+
+        With `point` (the real fork's ingestion point), it also counts the upstream commits at
+        or before that very point that forkflow's branch has not taken: the real backlog's twin."""
         ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
         try:
             report = ingestor.run()
@@ -109,7 +114,17 @@ class Engine:
             skipped=sum(len(r.skipped) for r in report.results),
             deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
             waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
-            units=len(report.results), notes=report.notes)
+            units=len(report.results), notes=report.notes, tip=report.tip,
+            backlog_at=backlog_at(after, point) if point else 0)
+
+    def same_rule(self, name: str, fork_tip: Sha, upstream_tip: Sha) -> State:
+        """forkflow's fork measured as the real one is: by its picks alone, the point inferred.
+
+        The real fork never ran forkflow, so its ingestion point is inferred from its picks (the
+        newest upstream commit with `infer_threshold` of the commits up to it taken) and nothing
+        counts as deferred.  forkflow's own status counts a deferral as a decision, which moves
+        its point to upstream's tip.  This is forkflow's branch read with no decision recorded."""
+        return state_of(self.status(self.context(name), fork_tip, upstream_tip, recorded=False))
 
     # -- the fork's own picks ------------------------------------------------------
     def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,
@@ -162,6 +177,12 @@ class Engine:
             return out
 
         return fix
+
+
+def backlog_at(ledger: Ledger, point: Sha) -> int:
+    """Upstream commits at or before `point` that the ledger's fork has not taken."""
+    cut = ledger.index_of(point)
+    return sum(1 for e in ledger.entries[: cut + 1] if e.disposition in (Disposition.PENDING, Disposition.DEFERRED))
 
 
 def _no_log(attempt: Attempt) -> None:

@@ -65,14 +65,17 @@ def charts(report: Mapping[str, Any]) -> list[str]:
 def step_rows(report: Mapping[str, Any]) -> list[list[str]]:
     rows = []
     for s in report["steps"]:
+        same = s.get("same_rule") or s["after"]  # a replay stored before the like-for-like state
         rows.append([s["at_iso"][:10], s["fork_sha"][:10], f'{s["real"]["days_behind"]:g}',
-                     f'{s["after"]["days_behind"]:g}', str(s["real"]["backlog"]), str(s["after"]["backlog"]),
-                     str(s["real"]["open"]), str(s["after"]["open"]), str(len(s["landed"])), str(s["deferred"]), str(s["waiting"])])
+                     f'{s["after"]["days_behind"]:g}', f'{same["days_behind"]:g}', str(s["real"]["backlog"]),
+                     str(s["after"]["backlog"]), str(same["backlog"]), str(s["real"]["open"]), str(s["after"]["open"]),
+                     str(len(s["landed"])), str(s["deferred"]), str(s["waiting"])])
     return rows
 
 
-HEADERS = ("step", "fork", "days behind (real)", "days behind (forkflow)", "backlog (real)",
-           "backlog (forkflow)", "open (real)", "open (forkflow)", "landed", "deferred", "waiting")
+HEADERS = ("step", "fork", "days behind (real)", "days behind (forkflow)", "(forkflow, by picks)", "backlog (real)",
+           "backlog (forkflow)", "(forkflow, by picks)", "open (real)", "open (forkflow)", "landed", "deferred",
+           "waiting")
 
 
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
@@ -90,6 +93,12 @@ def summary_lines(report: Mapping[str, Any]) -> list[str]:
         f'({m["resolved_by_forkflow"]} settled by forkflow\'s resolvers, the rest deferred to a person)',
         f'after forkflow: at most {n(m["max_days_behind_after"])} days behind; a backlog no larger than the '
         f'fork\'s at {m["steps_backlog_not_larger"]} of {m["steps"]} steps',
+        f'forkflow\'s branch by picks alone (the rule the real fork is measured by: the ingestion point '
+        f'inferred, deferrals not counted): at most {n(m.get("max_days_behind_same_rule"))} days behind; a backlog '
+        f'no larger than the fork\'s at {m.get("steps_backlog_not_larger_same_rule", "-")} of {m["steps"]} steps; '
+        f'fewer open commits at {m.get("steps_open_not_larger", "-")} of {m["steps"]} steps; no more commits '
+        f'untaken at or before the fork\'s own ingestion point at '
+        f'{m.get("steps_backlog_at_real_point_not_larger", "-")} of {m["steps"]} steps',
     ]
 
 

@@ -1,8 +1,9 @@
 """Values of a replay, the window's checks and the summary of its steps.  [pure]
 
 A replay asks, for each step t of a window: where was the fork (its own record), and where
-would it have been had forkflow run at t on that very state?  Steps are independent: each
-starts from the fork as it really was at t, so each is cached by the two SHAs it starts from.
+would it have been had forkflow run since the first step?  By default forkflow's state carries
+from step to step: the fork's real new commits go on top of what forkflow had landed (see
+`replay/carry.py`); with `independent`, each step starts from the fork as it really was at t.
 """
 from __future__ import annotations
 
@@ -109,6 +110,20 @@ class Step:
     seconds: float = 0.0
     cached: bool = False
     notes: tuple[str, ...] = ()
+    # forkflow's fork after the step, measured by the rule the real state is measured by (the
+    # ingestion point inferred from picks alone, deferrals not counted): like with like
+    same_rule: State | None = None
+    tip: str = ""  # forkflow's fork branch after the step (carried into the next one)
+    fork_applied: int = 0  # carried: the fork's real commits of the step put on forkflow's state
+    fork_forced: int = 0  # ... of them, ones whose conflicts were settled to the fork's own version
+    fork_left_out: int = 0  # ... the fork's picks of commits forkflow had landed already
+    # not taken by forkflow's branch at or before the real fork's own ingestion point: the real
+    # backlog's twin (the same commits counted on both sides); -1 for a step stored without it
+    backlog_at_real_point: int = -1
+
+    @property
+    def after_same_rule(self) -> State:
+        return self.same_rule or self.after
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -120,6 +135,7 @@ class Step:
         d = {k: v for k, v in d.items() if k != "at_iso"}
         d["real"] = State(**d["real"])
         d["after"] = State(**d["after"])
+        d["same_rule"] = State(**d["same_rule"]) if d.get("same_rule") else None
         d["landed"] = tuple(Landed(**x) for x in d["landed"])
         d["notes"] = tuple(d["notes"])
         return Step(**d)
@@ -141,6 +157,11 @@ class Summary:
     resolved_by_forkflow: int  # ... of them, ones forkflow's resolvers settled (the rest it defers)
     max_days_behind_after: float
     steps_backlog_not_larger: int  # steps where forkflow's backlog <= the fork's real one
+    # the same two, forkflow's fork measured by the real one's rule (see Step.same_rule)
+    max_days_behind_same_rule: float = 0.0
+    steps_backlog_not_larger_same_rule: int = 0
+    steps_open_not_larger: int = 0  # steps where forkflow leaves no more commits untaken than the fork
+    steps_backlog_at_real_point_not_larger: int = 0  # ... no more untaken at or before the fork's own point
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -157,10 +178,11 @@ class Report:
     resolved_picks: tuple[dict[str, Any], ...] = ()  # per hand-resolved fork pick: what forkflow did
     notes: tuple[str, ...] = ()
     wall_seconds: float = 0.0
+    independent: bool = False  # steps from the real fork each, not from forkflow's carried branch
 
     def to_json(self) -> dict[str, Any]:
         return {"since": iso_day(self.since), "until": iso_day(self.until), "every_seconds": self.every,
-                "gate": self.gate or None, "steps": [s.to_json() for s in self.steps],
+                "gate": self.gate or None, "steps_from": "real fork" if self.independent else "carried", "steps": [s.to_json() for s in self.steps],
                 "summary": self.summary.to_json(), "resolved_picks": list(self.resolved_picks),
                 "notes": list(self.notes), "wall_seconds": round(self.wall_seconds, 1)}
 
@@ -217,6 +239,11 @@ def summarize(steps: Sequence[Step], resolved: Sequence[ResolvedPick] = ()) -> S
         resolved_by_forkflow=sum(1 for r in resolved if r.forkflow != "unresolved"),
         max_days_behind_after=max((s.after.days_behind for s in steps), default=0.0),
         steps_backlog_not_larger=sum(1 for s in steps if s.after.backlog <= s.real.backlog),
+        max_days_behind_same_rule=max((s.after_same_rule.days_behind for s in steps), default=0.0),
+        steps_backlog_not_larger_same_rule=sum(1 for s in steps if s.after_same_rule.backlog <= s.real.backlog),
+        steps_open_not_larger=sum(1 for s in steps if s.after.open <= s.real.open),
+        steps_backlog_at_real_point_not_larger=sum(1 for s in steps
+                                                   if 0 <= s.backlog_at_real_point <= s.real.backlog),
     )
 
 

@@ -1,7 +1,8 @@
 """Steps of a replay spread over worker processes, each with its own scratch repository and store.
 
-Steps are independent (each starts from the fork as it really was), so they parallelise; a
-worker owns a scratch slot because a step moves that scratch repository's refs.
+With `--independent`, steps do not depend on each other (each starts from the fork as it really
+was), so they parallelise; a worker owns a scratch slot because a step moves that scratch
+repository's refs.
 """
 from __future__ import annotations
 

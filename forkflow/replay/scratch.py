@@ -59,19 +59,49 @@ def _no_sync(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def forget_objects(scratch: Scratch) -> None:
+def forget_objects(scratch: Scratch, keep: Sha | None = None, since: tuple[Sha, ...] = ()) -> None:
     """Drop what earlier steps wrote (packs and loose objects of picked trees and candidates).
 
     Everything the scratch repository holds itself is a by-product of a finished step: the
     commits a step starts from are the user's (borrowed), and results live in the store.
-    Without this every landing unit leaves a pack, and object lookups slow down step after step."""
+    Without this every landing unit leaves a pack, and object lookups slow down step after step.
+    `keep`, grown from the commits `since`, is forkflow's carried branch: what it reaches that
+    neither they nor the packs kept before hold is packed first (marked `.keep`), and stays."""
     objects = scratch.repo.path / "objects"
+    packs = objects / "pack"
+    kept = {f.name[: -len(".keep")] for f in packs.glob("*.keep")} if packs.is_dir() else set()
+    if keep is None:
+        kept = set()
+    else:
+        spare = scratch.root / "keep"
+        shutil.rmtree(spare, ignore_errors=True)
+        spare.mkdir()
+        bases = [*since, *_kept_tips(scratch)]
+        revs = "\n".join([keep, *(f"^{s}" for s in bases)]) + "\n"
+        name = scratch.repo.git("pack-objects", "--revs", "--local", "-q", str(spare / "pack"), input=revs).strip()
+        for f in spare.iterdir():
+            f.replace(packs / f.name)
+        (packs / f"pack-{name}.keep").write_text(keep + "\n", encoding="utf-8")
+        kept.add(f"pack-{name}")
     for sub in objects.iterdir():
         if sub.name == "pack":
             for f in sub.iterdir():
-                f.unlink(missing_ok=True)
+                if f.name.split(".")[0] not in kept:
+                    f.unlink(missing_ok=True)
         elif len(sub.name) == 2 and sub.is_dir():
             shutil.rmtree(sub, ignore_errors=True)
+
+
+def _kept_tips(scratch: Scratch) -> list[str]:
+    """The branch tips whose objects kept packs hold (each `.keep` file names its tip)."""
+    packs = scratch.repo.path / "objects" / "pack"
+    return [f.read_text(encoding="utf-8").strip() for f in packs.glob("*.keep")] if packs.is_dir() else []
+
+
+def has_commit(scratch: Scratch, sha: str) -> bool:
+    """Whether the scratch repository has the commit (a carried branch survives only in it)."""
+    return bool(sha) and scratch.repo.git("rev-parse", "-q", "--verify", f"{sha}^{{commit}}",
+                                          check=False).strip() == sha
 
 
 def set_state(scratch: Scratch, config: Config, fork: Sha, upstream: Sha) -> None:

@@ -1,0 +1,87 @@
+"""forkflow's state carried from one replay step to the next (see #15).
+
+Had the fork run forkflow since the first step, its branch at step t+1 would hold what forkflow
+had landed up to t, and the fork's own work between t and t+1: its features, its fixes, and its
+hand-made picks of upstream commits.  `carry_forward` builds that branch: each first-parent fork
+commit of (t, t+1] is put on forkflow's branch in order, as its own commit (author, committer and
+message kept, so the ledger reads its pick markers as it reads the fork's):
+
+- a fork commit that only took upstream commits forkflow had landed already is left out (its
+  change is there, forkflow's way);
+- any other commit is merged onto forkflow's branch (three-way, its own parent as the base);
+  where it conflicts with what forkflow landed, the fork's version wins (the fork's engineers
+  wrote that code for their own state; a conflict of a file deleted on one side keeps the fork's
+  side too), and the commit counts as forced;
+- a commit whose change is already there (an empty merge) adds nothing, except a pick of
+  upstream commits, which goes on as an empty commit: its message is the evidence the ledger
+  reads (without it, an upstream commit the fork took would count as not taken).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+
+import pygit2
+
+from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.models import Sha
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    tip: Sha
+    applied: int  # fork commits put on forkflow's branch
+    forced: int  # ... of them, with conflicts settled to the fork's version
+    left_out: int  # fork picks of upstream commits forkflow had landed already
+
+
+def carry_forward(picker: MemoryPicker, onto: Sha, fork_commits: list[Sha],
+                  takes: Mapping[str, tuple[str, ...]], landed: Set[str]) -> Carried:
+    """Put `fork_commits` (oldest first) on `onto`, forkflow's branch; see the module docstring.
+
+    Args:
+        picker: forkflow's in-memory picker on the repository (it writes straight to disk).
+        takes: fork commit -> the upstream commits it took (the fork's own picks).
+        landed: upstream commits forkflow has landed on `onto` so far."""
+    repo = picker.repo
+    tip = repo.get(onto)
+    assert isinstance(tip, pygit2.Commit)
+    applied = forced = left_out = 0
+    for sha in fork_commits:
+        commit = repo.get(sha)
+        assert isinstance(commit, pygit2.Commit)
+        took = takes.get(sha, ())
+        if took and all(u in landed for u in took):
+            left_out += 1
+            continue
+        step = picker.pick(str(tip.tree_id), sha) if len(commit.parents) == 1 else None
+        if step is not None and step.status in (PickStatus.APPLIED, PickStatus.EMPTY):
+            tree = pygit2.Oid(hex=step.tree)
+        else:  # a conflict of the path merge (or a merge commit): the whole-tree merge, with renames
+            base = commit.parents[0].tree if commit.parents else repo.get(repo.TreeBuilder().write())
+            index = repo.merge_trees(base, tip.tree, commit.tree)
+            if index.conflicts is not None:  # again, the fork's side winning each conflicted hunk
+                index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
+                if index.conflicts is not None:
+                    _take_theirs(index)
+                forced += 1
+            tree = index.write_tree(repo)
+        if tree == tip.tree_id and not took:
+            continue
+        new = repo.create_commit(None, commit.author, commit.committer, commit.message, tree, [tip.id])
+        tip = repo.get(new)
+        assert isinstance(tip, pygit2.Commit)
+        applied += 1
+    return Carried(Sha(str(tip.id)), applied, forced, left_out)
+
+
+def _take_theirs(index: pygit2.Index) -> None:
+    """Settle each conflicted path to the fork commit's side (deleted where the fork deleted it)."""
+    conflicts = index.conflicts
+    assert conflicts is not None
+    entries = [(ancestor, ours, theirs) for ancestor, ours, theirs in conflicts]
+    for ancestor, ours, theirs in entries:
+        path = next(e.path for e in (theirs, ours, ancestor) if e is not None)
+        del conflicts[path]
+        if theirs is not None:
+            index.add(pygit2.IndexEntry(theirs.path, theirs.id, theirs.mode))
