@@ -281,3 +281,29 @@ def test_pick_resolved_path_keeps_the_mode_the_merge_gives(fork: ForkBuilder) ->
         assert p.pick(tree, sha).status is PickStatus.CONFLICT
         resolved = p.repo.get(p.resolve(tree, sha, {path: b"resolved\n"}))
         assert resolved[path].filemode == mode, path  # type: ignore[index]
+
+
+def test_pick_flush_over_the_memory_cap_writes_what_it_would_forget(fork: ForkBuilder,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flush with roots leaves other objects in memory up to a cap; past it they are written, never
+    dropped: a later conflict may name a blob of a tree still in use."""
+    import forkflow.git.pick as pick_module
+
+    monkeypatch.setattr(pick_module, "KEEP_BYTES", 0)
+    fork.fetch()
+    p = MemoryPicker(fork.f.path, batch_writes=True)
+    tree = p.commit_tree(_tip(fork))
+    aside = str(p.repo.create_blob(b"a blob no root reaches\n"))
+    commit = p.write_commit(tree, _tip(fork), b"candidate\n")
+    p.flush([commit])
+    assert p.pending_writes == 0
+    assert p.blob(aside) == b"a blob no root reaches\n"
+    assert run_git("cat-file", "-p", aside, cwd=fork.f.path) == "a blob no root reaches\n"
+
+
+def test_pick_blob_the_clone_lacks_is_named(fork: ForkBuilder) -> None:
+    from forkflow.git.pick import MissingBlob
+
+    p = MemoryPicker(fork.f.path, batch_writes=True)
+    with pytest.raises(MissingBlob, match="blob c4e2397c148d is not in this clone"):
+        p.blob("c4e2397c148d302b20d80e960dabe41d6cc99379")

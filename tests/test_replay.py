@@ -216,7 +216,7 @@ def test_replay_of_a_history_with_a_missing_blob(cli, sample: Sample) -> None:  
 
 
 def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path) -> None:
-    from forkflow.landing.pick import MemoryPicker
+    from forkflow.git.pick import MemoryPicker
     from forkflow.replay.carry import carry_forward
 
     repo = tmp_path / "r"

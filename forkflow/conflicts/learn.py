@@ -16,7 +16,7 @@ from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case
-from forkflow.git.pick import MemoryPicker, PickStatus
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
 from forkflow.models import Sha
 
 
@@ -40,7 +40,10 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     if step.status is not PickStatus.CONFLICT:
         return
     for c in step.conflicts:
-        case = build_case(repo, picker, upstream_sha, c)
+        try:
+            case = build_case(repo, picker, upstream_sha, c)
+        except MissingBlob:  # a side the clone lacks: nothing to learn from this file
+            continue
         path = c.ours.path if c.ours is not None else c.path
         try:
             obj = fork.tree[path]

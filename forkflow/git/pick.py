@@ -150,6 +150,10 @@ def _side(entry: pygit2.IndexEntry | None) -> Side | None:
     return Side(str(entry.id), int(entry.mode), str(entry.path))
 
 
+class MissingBlob(LookupError):
+    """A blob a conflict names is not in the repository, nor fetchable."""
+
+
 class _MemoryObjects(pygit2.OdbBackend):
     """Objects written since the last flush, in memory; first in the object database's order, so
     every write lands here and reads of fresh objects are served from here."""
@@ -242,6 +246,10 @@ class MemoryPicker:
             return
         objects = self._memory.objects
         wanted = list(objects) if roots is None else self._reachable(roots)
+        if len(wanted) < len(objects) and self._memory.size - sum(len(objects[o][1]) for o in wanted) > KEEP_BYTES:
+            # over the cap: write the rest too; a tree or merge still in use may name any of them, and an
+            # object forgotten here was a blob a later conflict could not read (a replay of a real fork)
+            wanted = list(objects)
         if roots is not None and len(wanted) <= LOOSE_MAX:
             for oid in wanted:  # a few objects: loose files, which need no repack later
                 self._write_loose(oid, *objects[oid])
@@ -251,8 +259,7 @@ class MemoryPicker:
             for oid in wanted:
                 pack.add(oid)
             pack.write()
-        self._memory.drop(None if roots is None or self._memory.size - sum(
-            len(objects[oid][1]) for oid in wanted) > KEEP_BYTES else wanted)
+        self._memory.drop(None if len(wanted) == len(objects) else wanted)
 
     def _write_loose(self, oid: pygit2.Oid, kind: int, data: bytes) -> None:
         hex_ = str(oid)
@@ -745,7 +752,13 @@ class MemoryPicker:
         return self._apply(ours, out) or EMPTY_TREE
 
     def blob(self, oid: str) -> bytes:
-        obj = self.repo.get(oid)
+        """A blob's bytes; `MissingBlob` when the repository lacks it (a partial or damaged clone)."""
+        try:
+            obj = self.repo.get(oid)
+        except (KeyError, pygit2.GitError):
+            obj = None
+        if obj is None:
+            raise MissingBlob(f"blob {oid[:12]} is not in this clone")
         return obj.data if isinstance(obj, pygit2.Blob) else b""
 
     def waits_for(self, blocking: Sequence[Dependency], tree: str, sha: Sha | None = None) -> Dependency | None:

@@ -29,7 +29,7 @@ from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_wor
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
-from forkflow.git.pick import MemoryPicker, PickStep, Resolutions, UnitPick
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, UnitPick
 from forkflow.landing.review import Member as ReviewMember
 from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
 from forkflow.landing.worktree import catch_up_work_trees, refuse_dirty_work_trees
@@ -616,7 +616,11 @@ class Ingestor:
         used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
         unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
         for conflict in step.conflicts:
-            case = build_case(self.repo, self.picker, step.sha, conflict)
+            try:
+                case = build_case(self.repo, self.picker, step.sha, conflict)
+            except MissingBlob as e:  # kept for a person, with the reason; the rest goes on
+                self.notes.append(f"{step.sha[:12]}: conflict in {conflict.path} kept unresolved: {e}")
+                return None
             outcome = resolve_case(case, self.resolvers)
             if outcome.resolved:
                 out[case.path] = outcome.content

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import pygit2
 
-from forkflow.landing.pick import MemoryPicker, PickStatus
+from forkflow.git.pick import MemoryPicker, PickStatus
 from forkflow.models import Sha
 
 

@@ -24,7 +24,7 @@ from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate, GateResult
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitResult, UnitStatus
-from forkflow.git.pick import MemoryPicker, PickStep, Resolutions
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger, Sha
@@ -170,7 +170,11 @@ class Engine:
         def fix(step: PickStep, onto_tree: str) -> Resolutions | None:
             out: dict[str, bytes | None] = {}
             for conflict in step.conflicts:
-                outcome = resolve_case(build_case(self.repo, self.picker, step.sha, conflict), resolvers)
+                try:
+                    case = build_case(self.repo, self.picker, step.sha, conflict)
+                except MissingBlob:  # a blob the clone lacks: the conflict stays, as one git would leave
+                    return None
+                outcome = resolve_case(case, resolvers)
                 if not outcome.resolved:
                     return None
                 out[conflict.path] = outcome.content
