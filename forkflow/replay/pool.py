@@ -33,7 +33,13 @@ def _init(repo_path: str, root: str, gate: str, slots: Any) -> None:
 
 
 def _one(point: Any) -> dict[str, Any]:
-    step = compute_step(_WORKER["engine"], _WORKER["scratch"], _WORKER["config"], point)
+    try:
+        step = compute_step(_WORKER["engine"], _WORKER["scratch"], _WORKER["config"], point)
+    except Exception as e:
+        if type(e).__module__.startswith("forkflow"):
+            raise
+        # libgit2's errors do not pickle: the parent would only see "Error sending result"
+        raise RuntimeError(f"{type(e).__name__}: {e}") from None
     return step.to_json()
 
 
