@@ -2,6 +2,7 @@
 with its reason or resolves correctly."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from forkflow.conflicts import guardrails
@@ -273,3 +274,24 @@ def test_structural_says_when_one_side_moved_code_the_other_edited(tmp_path: Pat
     theirs = base.replace("z = y * 2", "z = y * 3")  # upstream edited it in place
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "the fork moved this code" in why
+
+
+def test_ingest_reuses_a_resolution_from_the_forks_own_past_pick(cli, builder) -> None:  # type: ignore[no-untyped-def]
+    # issue 18, item 3: the fork settled this conflict by hand when it picked #2; #3 meets the same
+    # conflict in another file, and ingest's recorded resolver settles it the same way, by default
+    builder.upstream_commit({"a.py": "x = f(1)\n", "b.py": "x = f(1)\n"}, "Add (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"a.py": "x = f(1, fork=True)\n", "b.py": "x = f(1, fork=True)\n"}, "Fork: flag")
+    u2 = builder.upstream_commit({"a.py": "x = g(1)\n"}, "Rename f to g in a (#2)")
+    builder.upstream_commit({"b.py": "x = g(1)\n"}, "Rename f to g in b (#3)")
+    builder.fetch()
+    builder.fork_commit({"a.py": "x = g(1, fork=True)\n"}, "[RESOLVED] Rename f to g in a (#2)",
+                        f"(cherry picked from commit {u2})")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"], doc
+    assert (fork / "b.py").read_text() == "x = g(1, fork=True)\n"
+    assert "recorded" in json.dumps(doc["units"])

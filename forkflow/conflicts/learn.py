@@ -40,7 +40,7 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     if step.status is not PickStatus.CONFLICT:
         return
     for c in step.conflicts:
-        case = build_case(repo, picker, upstream_sha, c)
+        case = build_case(repo, picker, upstream_sha, c, with_history=False)
         path = c.ours.path if c.ours is not None else c.path
         try:
             obj = fork.tree[path]

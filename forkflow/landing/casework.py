@@ -1,7 +1,9 @@
 """From a conflicted pick to resolver input, and the resolvers forkflow.toml asks for."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import (
@@ -14,6 +16,9 @@ from forkflow.conflicts.classify import (
     parse_marked,
 )
 from forkflow.conflicts.engine import extra_factories
+from forkflow.conflicts.history import History
+from forkflow.config import DEFAULT_MARKERS
+from forkflow.ledger.evidence import markers, trailers
 from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
@@ -30,8 +35,10 @@ def _content(picker: MemoryPicker, side: Side | None) -> bytes | None:
     return picker.blob(side.oid)
 
 
-def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict) -> ConflictCase:
-    """Contents of each side, the kind of conflict and, for text, git's diff3 regions."""
+def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,
+               with_history: bool = True) -> ConflictCase:
+    """Contents of each side, the kind of conflict and, for text, git's diff3 regions; with the
+    fork's own earlier resolutions of the same regions (and file) as examples (see fork_history)."""
     base, ours, theirs = (_content(picker, s) for s in (conflict.base, conflict.ours, conflict.theirs))
     binary = any(x is not None and b"\0" in x[:8000] for x in (base, ours, theirs))
     b, o, t = ((s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs))
@@ -47,8 +54,60 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
         if parsed is not None:
             segments = parsed
             key = conflict_key(parsed)
-    return ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
+    case = ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
                         segments, key)
+    if with_history and segments:
+        case = replace(case, examples=fork_history(repo).matching(case))
+    return case
+
+
+_HISTORIES: dict[tuple[str, str], History] = {}
+MAX_PAST_PICKS = 400  # the newest picks replayed: a few seconds once per run, on its first conflict
+
+
+def fork_history(repo: Repo) -> History:
+    """What the fork's engineers made of the conflicts of its past picks: the newest commits of the
+    checked-out fork branch that name the upstream commit they pick (`(cherry picked from commit
+    X)`, `Upstream-Commit: X`, the other markers of DEFAULT_MARKERS), replayed in memory once per
+    fork tip (conflicts.learn)."""
+    from forkflow.conflicts.learn import learn_from_picks  # it builds cases itself, without history
+
+    tip = repo.resolve("HEAD")
+    if tip is None:
+        return History()
+    cache = (str(repo.path), tip)
+    if cache not in _HISTORIES:
+        _HISTORIES.clear()
+        _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+    return _HISTORIES[cache]
+
+
+def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:
+    """(upstream sha, fork sha) of the newest single-commit picks reachable from `tip`, newest first."""
+    out = git_log_messages(repo, tip)
+    patterns = [re.compile(p) for p in DEFAULT_MARKERS]
+    picks: list[tuple[Sha, Sha]] = []
+    for fork_sha, message in out:
+        named = set(trailers(message)) | set(markers(message, patterns))
+        if len(named) == 1:
+            named_sha = named.pop()
+            up = Sha(named_sha) if len(named_sha) == 40 else repo.resolve(named_sha)
+            if up is not None:
+                picks.append((up, fork_sha))
+        if len(picks) == MAX_PAST_PICKS:
+            break
+    return picks
+
+
+def git_log_messages(repo: Repo, tip: Sha) -> list[tuple[Sha, str]]:
+    raw = repo.git("log", "--no-merges", "-E", "-i", "--grep=cherry picked from commit|Upstream-Commit:|"
+                   "Revision:|Original Commit:|Upstream commit:", "--format=%H%x00%B%x1e", tip)
+    out = []
+    for rec in raw.split("\x1e"):
+        if "\x00" in rec:
+            sha, body = rec.strip("\n").split("\x00", 1)
+            out.append((Sha(sha), body))
+    return out
 
 
 def agent_backend(settings: AgentSettings, env: dict[str, str]) -> Backend | None:
