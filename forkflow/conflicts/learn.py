@@ -39,8 +39,9 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     step = picker.pick(str(fork.parents[0].tree_id), upstream_sha)
     if step.status is not PickStatus.CONFLICT:
         return
+    point = repo.merge_base(str(fork.parents[0].id), upstream_sha)
     for c in step.conflicts:
-        case = build_case(repo, picker, upstream_sha, c, with_history=False)
+        case = build_case(repo, picker, upstream_sha, c, with_history=False, fork_point=point)
         path = c.ours.path if c.ours is not None else c.path
         try:
             obj = fork.tree[path]

@@ -5,6 +5,8 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
+import pygit2
+
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import (
     BASE_LABEL,
@@ -36,9 +38,11 @@ def _content(picker: MemoryPicker, side: Side | None) -> bytes | None:
 
 
 def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,
-               with_history: bool = True) -> ConflictCase:
-    """Contents of each side, the kind of conflict and, for text, git's diff3 regions; with the
-    fork's own earlier resolutions of the same regions (and file) as examples (see fork_history)."""
+               with_history: bool = True, fork_point: Sha | None = None) -> ConflictCase:
+    """Contents of each side, the kind of conflict and, for text, git's diff3 regions and the path
+    at the fork point (`fork_point`, else where the checked-out fork branch and the upstream commit
+    meet); with the fork's own earlier resolutions of the same regions (and file) as examples (see
+    fork_history)."""
     base, ours, theirs = (_content(picker, s) for s in (conflict.base, conflict.ours, conflict.theirs))
     binary = any(x is not None and b"\0" in x[:8000] for x in (base, ours, theirs))
     b, o, t = ((s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs))
@@ -56,9 +60,20 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
             key = conflict_key(parsed)
     case = ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
                         segments, key)
+    if segments:
+        point = fork_point or repo.merge_base("HEAD", sha)
+        case = replace(case, origin=_blob_at(picker, point, conflict.path) if point else None)
     if with_history and segments:
         case = replace(case, examples=fork_history(repo).matching(case))
     return case
+
+
+def _blob_at(picker: MemoryPicker, commit: Sha, path: str) -> bytes | None:
+    try:
+        obj = picker.repo[commit].peel(pygit2.Commit).tree[path]
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return obj.data if isinstance(obj, pygit2.Blob) else None
 
 
 _HISTORIES: dict[tuple[str, str], History] = {}

@@ -26,6 +26,7 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
+from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_tokens
 from forkflow.conflicts.resolvers.trivial import resolve_region
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
@@ -60,7 +61,8 @@ class Declined(Exception):
     """A region this resolver cannot settle; the message says why."""
 
 
-def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str]) -> tuple[str, str]:
+def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
+                 origin: str | None = None, by_tokens: bool = False) -> tuple[str, str]:
     """(merged text, rule) of one region, or raises Declined."""
     hit = resolve_region(r)
     if hit is not None and not hit[1].startswith("union"):
@@ -79,6 +81,13 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
     kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
     if kept is not None:
         return kept
+    if origin is not None and fork_lags(r.base, r.ours, origin):
+        return r.theirs, "the fork's side only lacks upstream changes it has not picked: upstream's lines"
+    if by_tokens:
+        try:
+            return merge_tokens(r.base, r.ours, r.theirs, origin), "the sides changed different words of the lines"
+        except Clash as c:
+            raise Declined(f"both sides changed the same lines differently ({c})") from None
     for who, side, other, side_file in (("the fork", r.ours, r.theirs, ours_file),
                                         ("upstream", r.theirs, r.ours, theirs_file)):
         if _moved_away(r.base, side, other, side_file):
@@ -269,6 +278,32 @@ def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list
     return any(lines[i:i + len(gone)] == gone for i in at)
 
 
+def origin_regions(case: ConflictCase) -> list[str | None]:
+    """Each region's lines at the fork point (case.origin), found by aligning the base's lines with
+    the origin's; None where there is no origin."""
+    regs = regions(case.segments)
+    if case.origin is None:
+        return [None] * len(regs)
+    base: list[str] = []
+    spans = []
+    for seg in case.segments:
+        if isinstance(seg, str):
+            base += seg.splitlines(keepends=True)
+        else:
+            start = len(base)
+            base += seg.base.splitlines(keepends=True)
+            spans.append((start, len(base)))
+    origin = (decode(case.origin) or "").splitlines(keepends=True)
+    ops = difflib.SequenceMatcher(None, base, origin, autojunk=False).get_opcodes()
+
+    def at(x: int) -> int:  # where base line x (or the end, x == len(base)) sits in the origin
+        for tag, i1, i2, j1, j2 in ops:
+            if i1 <= x < i2:
+                return j1 + (x - i1) if tag == "equal" else j1
+        return len(origin)
+    return ["".join(origin[at(a):at(b)]) if a < b else None for a, b in spans]
+
+
 def _declines_file(case: ConflictCase) -> str | None:
     if not case.kind.is_text:
         return f"a {case.kind.value} conflict has no text to merge"
@@ -288,10 +323,16 @@ def _declines_file(case: ConflictCase) -> str | None:
 
 
 class StructuralResolver:
+    """Structural merges; `by_tokens` also merges edits of the same lines word by word (measured,
+    not in ingest's chain: on fbtriton it was right about half the time, see docs/conflicts.md)."""
+
     name = "structural"
 
-    def __init__(self) -> None:
+    def __init__(self, by_tokens: bool = False) -> None:
         self.last_reason = ""
+        self.by_tokens = by_tokens
+        if by_tokens:
+            self.name = "tokens"
 
     def propose(self, case: ConflictCase) -> Proposal | None:
         self.last_reason = _declines_file(case) or ""
@@ -302,9 +343,9 @@ class StructuralResolver:
         theirs_file = (decode(case.theirs) or "").splitlines()
         texts: list[str] = []
         rules: list[str] = []
-        for r in regions(case.segments):
+        for r, origin in zip(regions(case.segments), origin_regions(case)):
             try:
-                text, rule = merge_region(r, lang, ours_file, theirs_file)
+                text, rule = merge_region(r, lang, ours_file, theirs_file, origin, self.by_tokens)
             except Declined as d:
                 self.last_reason = str(d)
                 return None
