@@ -253,7 +253,7 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
             if ok and first is None and not name.startswith("base:") and name not in ("agent", "tokens"):
                 first = (True, v, has)
                 assert p is not None
-                rule = f"{name}: {p.note.split('; ')[0]}"
+                rule = f"{name}: {p.note.split('; ')[0].split(' (')[0]}"
                 rules.setdefault(rule, Tally()).add(True, True, v, has)
             if ok and name == "tokens":
                 with_tokens = (True, v, has)

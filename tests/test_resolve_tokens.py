@@ -108,3 +108,13 @@ def test_build_case_carries_the_path_at_the_fork_point(tmp_path: Path) -> None:
     assert case.origin == _cpp("  x = f(a, 1);\n").encode()
     out = resolve_case(case, deterministic_resolvers())
     assert out.resolved and out.resolver == "structural" and out.content == _cpp("  x = h(a, 2);\n").encode()
+
+
+def test_tokens_merge_only_lines_edited_in_place(tmp_path: Path) -> None:
+    # word alignment across lines of repetitive code goes wrong: a side that adds or drops lines
+    # leaves the region to a person
+    base = _cpp("  m(1, 2);\n  m(3, 4);\n")
+    ours = _cpp("  m(1, 2);\n  m(3, 4);\n  m(5, 6);\n")
+    theirs = _cpp("  n(1, 2);\n  n(3, 4);\n")
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="k.cpp"), by_tokens=True)
+    assert content is None and "in place" in why

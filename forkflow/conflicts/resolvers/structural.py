@@ -26,7 +26,7 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
-from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_tokens
+from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
@@ -85,7 +85,7 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         return r.theirs, "the fork's side only lacks upstream changes it has not picked: upstream's lines"
     if by_tokens:
         try:
-            return merge_tokens(r.base, r.ours, r.theirs, origin), "the sides changed different words of the lines"
+            return merge_lines(r.base, r.ours, r.theirs, origin), "the sides changed different words of the lines"
         except Clash as c:
             raise Declined(f"both sides changed the same lines differently ({c})") from None
     for who, side, other, side_file in (("the fork", r.ours, r.theirs, ours_file),

@@ -144,3 +144,17 @@ def _render(out: list[tuple[str, int | None, int | None]], o: Text, t: Text) -> 
         parts.append(space + word)
         prev = (jo, jt)
     return "".join(parts) + o.tail
+
+
+def merge_lines(base: str, ours: str, theirs: str, origin: str | None = None) -> str:
+    """merge_tokens line by line, when each side edited the base's lines in place (as many lines on
+    each side, each line its base line's edit); raises Clash otherwise.  Word alignment across lines
+    of repetitive code (lists of similar calls, tables of layouts) is where word merges go wrong."""
+    b, o, t = (x.splitlines(keepends=True) for x in (base, ours, theirs))
+    g = origin.splitlines(keepends=True) if origin is not None else None
+    if not len(b) == len(o) == len(t):
+        raise Clash("the sides did not edit the lines in place")
+    if g is not None and len(g) != len(b):
+        g = None
+    return "".join(merge_tokens(b[i], o[i], t[i], g[i] if g is not None else None) for i in range(len(b)))
+
