@@ -295,3 +295,15 @@ def test_ingest_reuses_a_resolution_from_the_forks_own_past_pick(cli, builder) -
     assert [u["status"] for u in doc["units"]] == ["landed"], doc
     assert (fork / "b.py").read_text() == "x = g(1, fork=True)\n"
     assert "recorded" in json.dumps(doc["units"])
+
+
+def test_history_skips_a_pick_whose_marker_names_a_commit_not_in_the_repository(tmp_path: Path) -> None:
+    from forkflow.conflicts.learn import learn_from_picks
+    from forkflow.testing.gitrepo import ForkBuilder
+
+    b = ForkBuilder(tmp_path)
+    b.upstream_commit({"a.py": "x = 1\n"}, "Add (#1)")
+    b.branch_fork()
+    p = b.fork_commit({"a.py": "x = 2\n"}, "Pick", "(cherry picked from commit " + "d" * 40 + ")")
+    history, skipped = learn_from_picks(b.f.path, [(Sha("d" * 40), p)])
+    assert len(history) == 0 and len(skipped) == 1 and "not a commit" in skipped[0]

@@ -14,6 +14,7 @@ import pygit2
 
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
+from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case
 from forkflow.landing.pick import MemoryPicker, PickStatus
@@ -61,6 +62,6 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
         try:
             for s in replay_pick(repo, picker, upstream_sha, fork_sha):
                 learn(history, s.case, s.fork, fork_sha[:10])
-        except (pygit2.GitError, KeyError) as e:
+        except (pygit2.GitError, KeyError, UserError) as e:  # a marker naming a commit not here
             skipped.append(f"{fork_sha[:10]}: {e}")
     return history, skipped

@@ -25,6 +25,7 @@ from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
+from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.pick import MemoryPicker, PathConflict, Side
 from forkflow.landing.settings import AgentSettings
@@ -93,7 +94,10 @@ def fork_history(repo: Repo) -> History:
     cache = (str(repo.path), tip)
     if cache not in _HISTORIES:
         _HISTORIES.clear()
-        _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+        try:
+            _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+        except (GitError, UserError):  # no history to learn from is no reason to stop a pick
+            _HISTORIES[cache] = History()
     return _HISTORIES[cache]
 
 
