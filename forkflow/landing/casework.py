@@ -1,7 +1,6 @@
 """From a conflicted pick to resolver input, and the resolvers forkflow.toml asks for."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -18,14 +17,10 @@ from forkflow.conflicts.classify import (
     parse_marked,
 )
 from forkflow.conflicts.engine import extra_factories
-from forkflow.conflicts.history import History
-from forkflow.config import DEFAULT_MARKERS
-from forkflow.ledger.evidence import markers, trailers
 from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
-from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.pick import MemoryPicker, PathConflict, Side
 from forkflow.landing.settings import AgentSettings
@@ -65,6 +60,8 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
         point = fork_point or repo.merge_base("HEAD", sha)
         case = replace(case, origin=_blob_at(picker, point, conflict.path) if point else None)
     if with_history and segments:
+        from forkflow.conflicts.learn import fork_history  # it builds cases itself, without history
+
         case = replace(case, examples=fork_history(repo).matching(case))
     return case
 
@@ -75,58 +72,6 @@ def _blob_at(picker: MemoryPicker, commit: Sha, path: str) -> bytes | None:
     except (KeyError, ValueError, pygit2.GitError):
         return None
     return obj.data if isinstance(obj, pygit2.Blob) else None
-
-
-_HISTORIES: dict[str, History] = {}
-MAX_PAST_PICKS = 400  # the newest picks replayed, once per run on its first conflict: 14 s on fbtriton
-
-
-def fork_history(repo: Repo) -> History:
-    """What the fork's engineers made of the conflicts of its past picks: the newest commits of the
-    checked-out fork branch that name the upstream commit they pick (`(cherry picked from commit
-    X)`, `Upstream-Commit: X`, the other markers of DEFAULT_MARKERS), replayed in memory once per
-    process and repository (conflicts.learn); the branch moving as units land does not relearn."""
-    from forkflow.conflicts.learn import learn_from_picks  # it builds cases itself, without history
-
-    tip = repo.resolve("HEAD")
-    if tip is None:
-        return History()
-    cache = str(repo.path)  # once per run: what the run lands itself, forkflow records
-    if cache not in _HISTORIES:
-        _HISTORIES.clear()
-        try:
-            _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
-        except (GitError, UserError):  # no history to learn from is no reason to stop a pick
-            _HISTORIES[cache] = History()
-    return _HISTORIES[cache]
-
-
-def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:
-    """(upstream sha, fork sha) of the newest single-commit picks reachable from `tip`, newest first."""
-    out = git_log_messages(repo, tip)
-    patterns = [re.compile(p) for p in DEFAULT_MARKERS]
-    picks: list[tuple[Sha, Sha]] = []
-    for fork_sha, message in out:
-        named = set(trailers(message)) | set(markers(message, patterns))
-        if len(named) == 1:
-            named_sha = named.pop()
-            up = Sha(named_sha) if len(named_sha) == 40 else repo.resolve(named_sha)
-            if up is not None:
-                picks.append((up, fork_sha))
-        if len(picks) == MAX_PAST_PICKS:
-            break
-    return picks
-
-
-def git_log_messages(repo: Repo, tip: Sha) -> list[tuple[Sha, str]]:
-    raw = repo.git("log", "--no-merges", "-E", "-i", "--grep=cherry picked from commit|Upstream-Commit:|"
-                   "Revision:|Original Commit:|Upstream commit:", "--format=%H%x00%B%x1e", tip)
-    out = []
-    for rec in raw.split("\x1e"):
-        if "\x00" in rec:
-            sha, body = rec.strip("\n").split("\x00", 1)
-            out.append((Sha(sha), body))
-    return out
 
 
 def agent_backend(settings: AgentSettings, env: dict[str, str]) -> Backend | None:
