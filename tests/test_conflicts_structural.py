@@ -307,3 +307,38 @@ def test_history_skips_a_pick_whose_marker_names_a_commit_not_in_the_repository(
     p = b.fork_commit({"a.py": "x = 2\n"}, "Pick", "(cherry picked from commit " + "d" * 40 + ")")
     history, skipped = learn_from_picks(b.f.path, [(Sha("d" * 40), p)])
     assert len(history) == 0 and len(skipped) == 1 and "not a commit" in skipped[0]
+
+
+def test_trivial_import_union_declines_when_one_side_already_has_the_others_import(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.trivial import TrivialResolver
+
+    base = '#include "a.h"\n\nint x;\n'
+    ours = '#include "a.h"\n#include "fork/Extra.h"\n#include "nv/Dialect.h"\n\nint x;\n'
+    theirs = '#include "a.h"\n#include "nv/Dialect.h"\n\nint x;\n'
+    case = make_case(tmp_path, base, ours, theirs, path="w.cpp")
+    assert TrivialResolver().propose(case) is None
+    content, why = _propose(case)
+    assert content is None and "overlapping" in why
+
+
+def test_structural_declines_insertions_cut_across_a_section_banner(tmp_path: Path) -> None:
+    rule = "//===----===//\n"
+    base = f'def A : Op<"a"> {{\n}}\n\n{rule}'
+    ours = base + f'// ForkOp\n{rule}def ForkOp : Op<"fork"> {{\n}}\n\n{rule}'
+    theirs = base + f'// UpOp\n{rule}def UpOp : Op<"up"> {{\n}}\n\n{rule}'
+    tail = f'// LastOp\n{rule}def LastOp : Op<"last"> {{\n}}\n'
+    content, why = _propose(make_case(tmp_path, base + tail, ours + tail, theirs + tail, path="Ops.td"))
+    assert content is None and "heads the next unit" in why
+
+
+def test_structural_declines_an_insertion_whose_comment_refers_to_its_neighbours(tmp_path: Path) -> None:
+    base = 'constexpr static char AttrA[] = "a";\n\nint f();\n'
+    ours = 'constexpr static char AttrA[] = "a";\nconstexpr static char AttrFork[] = "f";\n\nint f();\n'
+    theirs = ('constexpr static char AttrA[] = "a";\n// FIXME: rename to match above\n'
+              'constexpr static char kUp[] = "u";\n\nint f();\n')
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="D.h"))
+    assert content is None and "refers to the lines around it" in why
+    # without such a comment the fork's units come first
+    theirs = 'constexpr static char AttrA[] = "a";\nconstexpr static char kUp[] = "u";\n\nint f();\n'
+    content, _ = _propose(make_case(tmp_path, base, ours, theirs, path="D.h"))
+    assert content is not None and content.index(b"AttrFork") < content.index(b"kUp")

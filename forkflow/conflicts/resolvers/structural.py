@@ -197,12 +197,36 @@ def _is_unit(lines: list[str], lang: Lang | None) -> bool:
     return True
 
 
+def _ends_in_comment(lines: list[str]) -> bool:
+    """Whether the last code line is a comment (lit's directives aside)."""
+    code = [x for x in lines if x.strip()]
+    return bool(code) and bool(_COMMENT_LINE.match(code[-1])) and not _LIT.match(code[-1])
+
+
+_COMMENT_LINE = re.compile(r"^\s*(//|/\*|\*(?!/)|#(?!\s*(include|if|ifdef|ifndef|else|elif|endif|define|undef|pragma)\b))")
+
+
+_AROUND = re.compile(r"\b(above|below)\b", re.IGNORECASE)
+
+
+def _refers_around(lines: list[str]) -> bool:
+    """Whether a comment of the insertion refers to its neighbours ("rename to match above"): its
+    place among the other side's units is then not free."""
+    return any(_COMMENT_LINE.match(x) and _AROUND.search(x) for x in lines)
+
+
 def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
     """Why two insertions at one place cannot both be kept in order (fork's first), or None."""
     if lang is None:
         return "both sides inserted at one place, in a file with no unit model"
     if not (_is_unit(ours, lang) and _is_unit(theirs, lang)):
         return "both sides inserted at one place, and not whole units"
+    if _ends_in_comment(ours) or _ends_in_comment(theirs):
+        # git cut the units across a comment that heads the code after it (a section banner): the
+        # engineers' order of such insertions was not the fork's-first one
+        return "both sides inserted at one place, one ending in a comment that heads the next unit"
+    if _refers_around(ours) or _refers_around(theirs):
+        return "both sides inserted at one place, and a comment refers to the lines around it"
     if _norm(ours) and _norm(theirs) and (set(_norm(ours)) <= set(_norm(theirs))
                                           or set(_norm(theirs)) <= set(_norm(ours))):
         return "both sides inserted overlapping lines at one place"
