@@ -90,9 +90,12 @@ def test_structural_touching_edits_decline(tmp_path: Path) -> None:
     # upstream renames what the fork's new line uses: keeping both would be wrong (seen on fbtriton)
     base = "x = cfg.dims\ny = 2\n"
     ours = "x = cfg.dims\nz = cfg.dims[0]\ny = 2\n"
-    theirs = "x = cfg.shape\ny = 2\n"
+    theirs = "x = cfg.shape + 1\ny = 2\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "same lines" in why
+    # a pure rename (cfg.dims is gone from upstream's file) follows the fork's new line instead
+    content, why = _propose(make_case(tmp_path, base, ours, "x = cfg.shape\ny = 2\n"))
+    assert content == b"x = cfg.shape\nz = cfg.shape[0]\ny = 2\n", why
 
 
 # -- bad input -------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ base lines are taken apart; a region is settled when
   defining a name the other side defines: the fork's units first, then upstream's;
 - one side's change is already in the other side (the fork picked the same upstream change
   earlier, or moved the code and kept the edit): that side is kept;
-- both sides made the same change (modulo whitespace).
+- both sides made the same change (modulo whitespace);
+- one side only renamed identifiers in lines the other edited (`renames.follow_rename`): the
+  edit, renamed.
 
 Anything else is declined, and `last_reason` says why.  Python and C/C++ are checked with
 tree-sitter (both sides must parse before the merge, and each added unit must parse on its own);
@@ -26,6 +28,7 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
+from forkflow.conflicts.resolvers.renames import follow_rename
 from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
@@ -64,6 +67,21 @@ class Declined(Exception):
 def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
                  origin: str | None = None, by_tokens: bool = False) -> tuple[str, str]:
     """(merged text, rule) of one region, or raises Declined."""
+    try:
+        return _merge_region(r, lang, ours_file, theirs_file, origin, by_tokens)
+    except Declined:
+        # one side only renamed what the other edited: the edit with the renames applied
+        renamed = follow_rename(r.base, r.theirs, r.ours, "\n".join(theirs_file))
+        if renamed is not None:
+            return renamed, "upstream only renamed what the fork edited: the fork's lines, renamed"
+        renamed = follow_rename(r.base, r.ours, r.theirs, "\n".join(ours_file))
+        if renamed is not None:
+            return renamed, "the fork only renamed what upstream edited: upstream's lines, renamed"
+        raise
+
+
+def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
+                  origin: str | None, by_tokens: bool) -> tuple[str, str]:
     hit = resolve_region(r)
     if hit is not None and not hit[1].startswith("union"):
         return hit
