@@ -156,7 +156,8 @@ _LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
 
 
 def _ordered(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
-    """The fork's units first (its engineers did so 6 times in 8), except that lit's RUN lines lead."""
+    """The fork's units first (as its engineers did in 12 of the 14 files this rule settled on the
+    picks up to 2026-04-30; the two others now decline), except that lit's RUN lines lead."""
     def runs(lines: tuple[str, ...]) -> bool:
         return any(_LIT.match(x) and "RUN:" in x for x in lines)
     return theirs + ours if runs(theirs) and not runs(ours) else ours + theirs
