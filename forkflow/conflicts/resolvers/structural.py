@@ -70,6 +70,8 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
     try:
         return _merge_region(r, lang, ours_file, theirs_file, origin, by_tokens)
     except Declined:
+        if max(r.base.count("\n"), r.ours.count("\n"), r.theirs.count("\n")) > MAX_REGION_LINES:
+            raise
         # one side only renamed what the other edited: the edit with the renames applied
         renamed = follow_rename(r.base, r.theirs, r.ours, "\n".join(theirs_file))
         if renamed is not None:
