@@ -93,9 +93,10 @@ def test_structural_touching_edits_decline(tmp_path: Path) -> None:
     theirs = "x = cfg.shape + 1\ny = 2\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "same lines" in why
-    # a pure rename (cfg.dims is gone from upstream's file) follows the fork's new line instead
-    content, why = _propose(make_case(tmp_path, base, ours, "x = cfg.shape\ny = 2\n"))
-    assert content == b"x = cfg.shape\nz = cfg.shape[0]\ny = 2\n", why
+    # a pure rename of a compound name (gone from upstream's file) follows the fork's new line
+    base, ours = "x = cfg.num_dims\ny = 2\n", "x = cfg.num_dims\nz = cfg.num_dims[0]\ny = 2\n"
+    content, why = _propose(make_case(tmp_path, base, ours, "x = cfg.block_shape\ny = 2\n"))
+    assert content == b"x = cfg.block_shape\nz = cfg.block_shape[0]\ny = 2\n", why
 
 
 # -- bad input -------------------------------------------------------------------------------

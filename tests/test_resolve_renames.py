@@ -19,6 +19,7 @@ def test_renaming_is_identifier_substitutions_only() -> None:
     assert renaming("f(a_old, x)\n", "f(a_new, x)\n") == {"a_old": "a_new"}
     assert renaming("f(a_old, x)\n", "f(a_new, x, y)\n") is None  # an edit, not a rename
     assert renaming("flag = True\n", "flag = False\n") is None  # a value, not a name
+    assert renaming("echo one\n", "echo two\n") is None  # a single word: as often a value
     assert renaming("f(abc)\n", "f(abc)\n") is None
 
 
