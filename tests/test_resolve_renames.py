@@ -37,3 +37,13 @@ def test_rename_declines_when_the_old_name_is_still_used_or_a_name_keeps_the_old
     assert follow_rename(base, "g(A_SHARED_1D);\n", "g(A_SHARED, fork);\n", "g(A_SHARED_1D);\n") == "g(A_SHARED_1D, fork);\n"
     # the fork's line has CTALayout, a name carrying the word the rename replaced: judgement needed
     assert follow_rename("x = getCTA();\n", "x = getCGA();\n", "CTALayout = getCTA();\n", "x = getCGA();\n") is None
+
+
+def test_upstream_rename_with_rewrapping_is_renamed_first_then_merged(tmp_path: Path) -> None:
+    base = "def f(cfg):\n    x = compute_tile(cfg, 1)\n    return x\n"
+    ours = "def f(cfg):\n    x = compute_tile(cfg, 1, fork=True)\n    return x\n"
+    theirs = "def f(cfg):\n    x = compute_block(cfg,  1)\n    return x\n"  # renamed and re-spaced
+    r = StructuralResolver()
+    p = r.propose(make_case(tmp_path, base, ours, theirs, path="k.py"))
+    assert p is not None and p.content is not None, r.last_reason
+    assert b"x = compute_block(cfg, 1, fork=True)" in p.content and "renamed" in p.note

@@ -74,3 +74,26 @@ def follow_rename(base: str, renamer: str, editor: str, renamer_file: str) -> st
     if any(w in gone for name in set(_IDENT.findall(merged)) for w in _words(name)):
         return None
     return merged
+
+
+def renamed_first(base: str, renamer: str, editor: str, renamer_file: str) -> tuple[str, str] | None:
+    """(base, editor) with the renames the renamer made among its other edits applied, so that what
+    is left of the renamer's change can be merged with the editor's by the other rules; None when
+    it renamed nothing on these terms (compound names, gone from its file, no replaced word left)."""
+    b, s = TOKEN.findall(base), TOKEN.findall(renamer)
+    mapping: dict[str, str] = {}
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
+        if op != "replace" or i2 - i1 != j2 - j1:
+            continue
+        for old, new in zip(b[i1:i2], s[j1:j2]):
+            if _IDENT.fullmatch(old) and _IDENT.fullmatch(new) and len(_words(old)) >= 2 and old not in _KEYWORDS:
+                if mapping.get(old, new) != new:
+                    return None
+                mapping[old] = new
+    if not mapping or set(TOKEN.findall(renamer_file)) & set(mapping):
+        return None
+    new_base, new_editor = rename(mapping, base), rename(mapping, editor)
+    gone = _removed_words(mapping)
+    if new_base == base or any(w in gone for name in set(_IDENT.findall(new_editor)) for w in _words(name)):
+        return None
+    return new_base, new_editor

@@ -28,7 +28,7 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
-from forkflow.conflicts.resolvers.renames import follow_rename
+from forkflow.conflicts.resolvers.renames import follow_rename, renamed_first
 from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
@@ -79,6 +79,25 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         renamed = follow_rename(r.base, r.ours, r.theirs, "\n".join(ours_file))
         if renamed is not None:
             return renamed, "the fork only renamed what upstream edited: upstream's lines, renamed"
+        # upstream renamed and changed more (re-wrapped the lines): rename first, merge the rest
+        first = renamed_first(r.base, r.theirs, r.ours, "\n".join(theirs_file))
+        if first is not None:
+            try:
+                text, rule = _merge_region(Region(first[0], first[1], r.theirs), lang, ours_file, theirs_file,
+                                           None, False)
+            except Declined:
+                pass
+            else:
+                return text, f"upstream renamed what the fork edited, then {rule}"
+        first = renamed_first(r.base, r.ours, r.theirs, "\n".join(ours_file))
+        if first is not None:
+            try:
+                text, rule = _merge_region(Region(first[0], r.ours, first[1]), lang, ours_file, theirs_file,
+                                           None, False)
+            except Declined:
+                pass
+            else:
+                return text, f"the fork renamed what upstream edited, then {rule}"
         raise
 
 
