@@ -6,10 +6,9 @@ from pathlib import Path
 
 from forkflow.config import render_config
 from forkflow.context import open_context
-from forkflow.landing.gate import GateResult
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.landing.journal import KeptConflict, UnitStart, UsedResolution, landing_decisions
-from forkflow.models import Disposition, RecordedDecision, Sha
+from forkflow.models import Disposition, GateResult, RecordedDecision, Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
 

@@ -25,7 +25,7 @@ from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.journal import Journal, KeptConflict, StoreJournal, UnitStart
-from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
+from forkflow.landing.gate import CommandGate, Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
@@ -37,7 +37,7 @@ from forkflow.ledger.decisions import decider_of
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
-from forkflow.models import Disposition, Ledger, RecordedDecision, Sha
+from forkflow.models import Disposition, GateResult, Ledger, RecordedDecision, Sha
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 

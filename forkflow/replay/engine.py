@@ -22,12 +22,12 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
-from forkflow.landing.gate import CommandGate, Gate, GateResult
+from forkflow.landing.gate import CommandGate, Gate
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitResult, UnitStatus
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
-from forkflow.models import Disposition, Ledger, Sha
+from forkflow.models import Disposition, GateResult, Ledger, Sha
 from forkflow.replay.model import Landed, State
 from forkflow.store import queries
 from forkflow.store.session import Store

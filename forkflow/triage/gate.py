@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from forkflow.config import Config, config_error
 from forkflow.context import Context
-from forkflow.landing.gate import GateResult
-from forkflow.models import Sha
+from forkflow.models import GateResult, Sha
 from forkflow.tiers import records as q
 from forkflow.tiers.journal import StoreRunJournal
 from forkflow.tiers.selection import matches
