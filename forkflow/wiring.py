@@ -13,7 +13,8 @@ from forkflow.context import Context
 
 if TYPE_CHECKING:
     from forkflow.regress.service import MetricJournal
-    from forkflow.tiers.validate import Validator
+    from forkflow.tiers.validate import Reporter, Validator
+    from forkflow.triage.gate import TierGate
     from forkflow.triage.triage import Triager
 
 
@@ -40,3 +41,11 @@ def metric_journal(ctx: Context) -> MetricJournal:
     from forkflow.regress.service import StoreMetricJournal
 
     return StoreMetricJournal(ctx.store, ctx.fork_id)
+
+
+def tier_gate(ctx: Context, runner: str | None = None, reporter: Reporter | None = None) -> TierGate:
+    """The L1 tier as the landing gate, over the fork's store, with `[ingest] untested_paths`."""
+    from forkflow.triage.gate import TierGate, untested_paths
+
+    v = validator(ctx)
+    return TierGate(v, triager(ctx, v), untested_paths(ctx.config), runner, reporter)

@@ -121,9 +121,16 @@ class QuietReporter:
 def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
     """The L1 tier when `[[suite]]` declares L1 suites, else `[ingest] l1_command`."""
     if settings.has_l1_suites:
-        from forkflow.triage.gate import TierGate  # the validation machinery: only when it gates
+        # the validation machinery: only when it gates (forkflow.wiring.tier_gate, which landing cannot import)
+        from forkflow.tiers.journal import StoreRunJournal
+        from forkflow.tiers.validate import Validator
+        from forkflow.triage.gate import TierGate, untested_paths
+        from forkflow.triage.journal import StoreTriageJournal
+        from forkflow.triage.triage import Triager, load_settings, tiers_rerunner
 
-        return TierGate(ctx)
+        v = Validator.configured(ctx.repo, ctx.config, StoreRunJournal(ctx.store, ctx.fork_id))
+        return TierGate(v, Triager(ctx.repo, v.suites, StoreTriageJournal(ctx.store, ctx.fork_id),
+                                   load_settings(ctx.config), tiers_rerunner(v)), untested_paths(ctx.config))
     if settings.l1_command:
         return CommandGate(ctx.repo, settings.l1_command, settings.l1_timeout,
                            log_dir=ctx.config.root / STATE_DIR / "logs")
