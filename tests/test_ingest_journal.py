@@ -6,7 +6,8 @@ from pathlib import Path
 
 from forkflow.config import render_config
 from forkflow.context import open_context
-from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
+from forkflow import wiring
+from forkflow.landing.ingest import IngestOptions, Mode, UnitStatus
 from forkflow.landing.journal import KeptConflict, UnitStart, UsedResolution, landing_decisions
 from forkflow.models import Disposition, GateResult, RecordedDecision, Sha
 from forkflow.testing.gitrepo import ForkBuilder
@@ -65,7 +66,7 @@ def test_ingest_journal_events_of_a_landing_run(builder: ForkBuilder) -> None:
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main"))
     ctx = open_context(fork)
     journal = FakeJournal()
-    report = Ingestor(ctx, IngestOptions(mode=Mode.LAND), PassGate(), journal=journal).run()
+    report = wiring.ingestor(ctx, IngestOptions(mode=Mode.LAND), PassGate(), journal=journal).run()
     assert [r.status for r in report.results] == [UnitStatus.CONFLICT, UnitStatus.LANDED]
     names = [e for e, _ in journal.events]
     assert names[0] == "run started" and names[-1] == "run finished"
