@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from forkflow.config import Config, config_error
 from forkflow.models import GateResult, Sha
-from forkflow.tiers import records as q
 from forkflow.tiers.selection import matches
 from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, validate
