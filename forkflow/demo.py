@@ -26,7 +26,8 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.git.run import run_git
 from forkflow.init import init_fork
-from forkflow.landing.ingest import IngestOptions, Mode, ingest
+from forkflow.landing.ingest import IngestOptions, Mode
+from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger

@@ -247,3 +247,13 @@ class RecordedDecision:
         tail = ", ".join(x for x in extra if x)
         kind = self.verdict.value if self.verdict else self.disposition.value.lower()
         return f"decided by a person: {kind}: {self.reason}" + (f" ({tail})" if tail else "")
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """What an L1 gate said of a landing unit: landing's `Gate` returns it, triage's `L1Gate` too."""
+
+    passed: bool
+    summary: str  # one line for people: what ran, what failed
+    run_id: int | None = None  # the stored validation run, when there is one
+    infra: bool = False  # the gate could not run (runner fault): not the unit's fault

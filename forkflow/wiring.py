@@ -1,8 +1,8 @@
 """The collaborators of the core stages, wired over a `Context` (issue 17).
 
 Only the edges (cli/, web/, the demo) open a `Context`; they build the stages' collaborators here,
-so validation, triage and regression detection see a repository, their settings and a small
-journal over the store, never the store itself.  Imports are lazy: a command pays only for the
+so validation, triage, regression detection and the landing loop see a repository, their settings
+and a small journal (and reader) over the store, never the store itself.  Imports are lazy: a command pays only for the
 stage it runs.
 """
 from __future__ import annotations
@@ -12,8 +12,12 @@ from typing import TYPE_CHECKING
 from forkflow.context import Context
 
 if TYPE_CHECKING:
+    from forkflow.landing.gate import Gate
+    from forkflow.landing.ingest import IngestOptions, Ingestor, Reporter as IngestReporter
+    from forkflow.landing.journal import Journal
     from forkflow.regress.service import MetricJournal
-    from forkflow.tiers.validate import Validator
+    from forkflow.tiers.validate import Reporter, Validator
+    from forkflow.triage.gate import TierGate
     from forkflow.triage.triage import Triager
 
 
@@ -40,3 +44,19 @@ def metric_journal(ctx: Context) -> MetricJournal:
     from forkflow.regress.service import StoreMetricJournal
 
     return StoreMetricJournal(ctx.store, ctx.fork_id)
+
+
+def tier_gate(ctx: Context, runner: str | None = None, reporter: Reporter | None = None) -> TierGate:
+    """The L1 tier as the landing gate, over the fork's store, with `[ingest] untested_paths`."""
+    from forkflow.triage.gate import TierGate, untested_paths
+
+    v = validator(ctx)
+    return TierGate(v, triager(ctx, v), untested_paths(ctx.config), runner, reporter)
+
+
+def ingestor(ctx: Context, options: IngestOptions, gate: Gate | None, reporter: IngestReporter | None = None,
+             journal: Journal | None = None) -> Ingestor:
+    """The landing loop over the fork's store, with `[ingest]` (`forkflow.landing.wired`)."""
+    from forkflow.landing.wired import ingestor as wired
+
+    return wired(ctx, options, gate, reporter, journal=journal)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.models import Sha
-from forkflow.triage.gate import TierGate, ran_nothing_verdict
+from forkflow.triage.gate import ran_nothing_verdict
 from tests.test_tiers_support import commit, make_repo, suite_toml
 
 
@@ -19,7 +20,7 @@ def _repo(tmp_path: Path) -> tuple[Path, str]:
 def test_gate_that_ran_nothing_fails_for_uncovered_paths(tmp_path: Path) -> None:
     repo, base = _repo(tmp_path)
     unit = commit(repo, {"third_party/ops.cpp": "int f() { return 1; }\n"}, "Cherry-pick 1 upstream (#8)")
-    result = TierGate(open_context(repo)).check(Sha(unit), Sha(base))
+    result = wiring.tier_gate(open_context(repo)).check(Sha(unit), Sha(base))
     assert not result.passed
     assert "ran nothing" in result.summary and "third_party/ops.cpp" in result.summary
 
@@ -27,7 +28,7 @@ def test_gate_that_ran_nothing_fails_for_uncovered_paths(tmp_path: Path) -> None
 def test_gate_that_ran_nothing_passes_for_untested_paths_only(tmp_path: Path) -> None:
     repo, base = _repo(tmp_path)
     unit = commit(repo, {"README": "more docs\n", "docs/a.md": "x\n"}, "Cherry-pick 1 upstream (#9)")
-    result = TierGate(open_context(repo)).check(Sha(unit), Sha(base))
+    result = wiring.tier_gate(open_context(repo)).check(Sha(unit), Sha(base))
     assert result.passed, result.summary
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.models import Sha
-from forkflow.triage.gate import TierGate
 from tests.test_tiers_support import commit, make_repo, suite_toml
 
 TESTS = {
@@ -26,7 +26,7 @@ def test_gate_passes_unit_when_only_trunk_failures(tmp_path: Path) -> None:
     repo, base = _repo(tmp_path)
     unit = commit(repo, {"README": "more docs\n"}, "Cherry-pick 1 upstream (#5)")
     ctx = open_context(repo)
-    result = TierGate(ctx).check(Sha(unit), Sha(base))
+    result = wiring.tier_gate(ctx).check(Sha(unit), Sha(base))
     assert result.passed, result.summary
     assert "not caused by it" in result.summary
 
@@ -35,7 +35,7 @@ def test_gate_blocks_unit_that_breaks_a_test(tmp_path: Path) -> None:
     repo, base = _repo(tmp_path)
     unit = commit(repo, {"lib.py": "def value():\n    return 3\n"}, "Cherry-pick 1 upstream (#6)")
     ctx = open_context(repo)
-    result = TierGate(ctx).check(Sha(unit), Sha(base))
+    result = wiring.tier_gate(ctx).check(Sha(unit), Sha(base))
     assert not result.passed
     assert "NEW failures" in result.summary and "test_b" in result.summary
     assert "test_a" not in result.summary.split("NEW failures")[1]
@@ -51,9 +51,9 @@ def test_gate_passes_unit_whose_only_failure_is_flaky(tmp_path: Path) -> None:
                        expect_tests=3)
     repo, base = make_repo(tmp_path / "fork", suite, files)
     ctx = open_context(repo)
-    first = TierGate(ctx).check(Sha(base), Sha(base))  # run 1 of test_c passes (n == 0)
+    first = wiring.tier_gate(ctx).check(Sha(base), Sha(base))  # run 1 of test_c passes (n == 0)
     assert first.passed
     unit = commit(repo, {"README": "x\n"}, "Cherry-pick 1 upstream (#7)")
-    result = TierGate(ctx).check(Sha(unit), Sha(base))  # run 2 fails, the rerun passes
+    result = wiring.tier_gate(ctx).check(Sha(unit), Sha(base))  # run 2 fails, the rerun passes
     assert result.passed, result.summary
     assert int(counter.read_text()) >= 3

@@ -378,7 +378,7 @@ def test_ingest_push_that_git_refuses_is_an_error_not_a_success(cli, fork: Path,
 def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, tier: str) -> None:
     from forkflow.context import open_context
     from forkflow.landing.gate import CommandGate
-    from forkflow.landing.ingest import select_gate
+    from forkflow.landing.wired import select_gate
     from forkflow.landing.settings import ingest_settings
     from forkflow.tiers.tiers import Tier, load_suites
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from forkflow.config import render_config
+from forkflow.config import load_config, render_config
+from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import open_context
-from forkflow.landing.gate import GateResult
+from forkflow import wiring
+from forkflow.git.pick import MemoryPicker
+from forkflow.git.repo import Repo
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.landing.journal import KeptConflict, UnitStart, UsedResolution, landing_decisions
-from forkflow.models import Disposition, RecordedDecision, Sha
+from forkflow.landing.records import UnitRecord
+from forkflow.landing.settings import IngestSettings, ingest_settings
+from forkflow.models import Disposition, GateResult, Ledger, RecordedDecision, Sha
+from forkflow.planning.model import Plan
 from forkflow.testing.gitrepo import ForkBuilder
 
 
@@ -66,7 +72,7 @@ def test_ingest_journal_events_of_a_landing_run(builder: ForkBuilder) -> None:
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main"))
     ctx = open_context(fork)
     journal = FakeJournal()
-    report = Ingestor(ctx, IngestOptions(mode=Mode.LAND), PassGate(), journal=journal).run()
+    report = wiring.ingestor(ctx, IngestOptions(mode=Mode.LAND), PassGate(), journal=journal).run()
     assert [r.status for r in report.results] == [UnitStatus.CONFLICT, UnitStatus.LANDED]
     names = [e for e, _ in journal.events]
     assert names[0] == "run started" and names[-1] == "run finished"
@@ -80,3 +86,48 @@ def test_ingest_journal_events_of_a_landing_run(builder: ForkBuilder) -> None:
 
     with ctx.store.session_scope() as s:
         assert records.units(s, ctx.fork_id) == []
+
+
+class FakeReader:
+    """An `IngestReader` holding only what a killed run left: no store at all."""
+
+    def __init__(self, left: list[UnitRecord]) -> None:
+        self.left = left
+
+    def ledger(self, fork_tip: Sha, upstream_tip: Sha) -> Ledger:
+        raise AssertionError("recovery reads no ledger")
+
+    def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
+             picker: MemoryPicker) -> Plan:
+        raise AssertionError("recovery plans nothing")
+
+    def unfinished_units(self) -> list[UnitRecord]:
+        return self.left
+
+    def close_conflicts_of(self, settled: set[Sha]) -> None:
+        pass
+
+    def lookup_resolution(self, key: str) -> tuple[list[str], str] | None:
+        return None
+
+    def log_attempt(self, attempt: Attempt) -> None:
+        pass
+
+
+def test_ingestor_recovery_with_fakes_settles_what_a_killed_run_left(builder: ForkBuilder) -> None:
+    builder.upstream_commit({"a.py": "a = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    tip = Sha(builder.fork_commit({"b.py": "b = 1\n"}, "[fork] ours"))
+    builder.fetch()
+    fork = builder.f.path
+    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main"))
+    config, repo = load_config(fork / "forkflow.toml"), Repo.open(fork)
+    landed = UnitRecord(1, 3, "bundle", "bundle-1", tip, tip, "passed", "ok", ((Sha("u" * 40), "applied"),))
+    killed = UnitRecord(2, 3, "bundle", "bundle-2", tip, None, "picking", "", ((Sha("v" * 40), "applied"),))
+    journal = FakeJournal()
+    ingestor = Ingestor(repo, MemoryPicker(repo.path), None, journal, None, config=config,
+                        settings=ingest_settings(config), options=IngestOptions(mode=Mode.LAND),
+                        reader=FakeReader([landed, killed]))
+    ingestor.recover()
+    assert journal.events == [("settled", (2, "abandoned")), ("landed", (1, 1))]
+    assert Sha("u" * 40) in ingestor.settled and Sha("v" * 40) not in ingestor.decided

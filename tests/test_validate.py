@@ -12,7 +12,6 @@ from forkflow.errors import UserError
 from forkflow.models import Sha
 from forkflow.store import queries as store_queries
 from forkflow.tiers import records as q
-from forkflow.triage.gate import TierGate
 from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.tiers import Tier
 from forkflow.tiers.validate import rerun_tests
@@ -144,7 +143,7 @@ def test_tier_gate_runs_l1_with_selection(tmp_path: Path, cli) -> None:  # type:
     repo, fails = _sel_repo(tmp_path)
     base = Sha(git(repo, "rev-parse", "HEAD"))
     good = Sha(commit(repo, {"lib/beta.py": "B = 2\n"}))
-    gate = TierGate(open_context(repo))
+    gate = wiring.tier_gate(open_context(repo))
     res = gate.check(good, base)
     assert res.passed and not res.infra and res.run_id is not None and res.summary.startswith("L1 PASS")
     assert cli("validate", "--tier", "L1", "--rev", base, repo=repo).rc == 0  # trunk is green

@@ -13,7 +13,7 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.decisions import decide as decide_commits
-from forkflow.ledger.decisions import decider_of
+from forkflow.ledger.classify import decider_of
 from forkflow.models import Decision
 
 

@@ -21,8 +21,8 @@ from forkflow.landing.ingest import (
     IngestReport,
     Mode,
     UnitResult,
-    ingest,
 )
+from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.build import build_ledger

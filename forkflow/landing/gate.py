@@ -10,7 +10,6 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -20,15 +19,7 @@ from forkflow.errors import GitError
 from forkflow.git.repo import Repo
 from forkflow.git.run import no_git_env
 from forkflow.process import run_in_group  # one runner: own process group, killed whole
-from forkflow.models import Sha
-
-
-@dataclass(frozen=True, slots=True)
-class GateResult:
-    passed: bool
-    summary: str  # one line for people: what ran, what failed
-    run_id: int | None = None  # the stored validation run, when there is one
-    infra: bool = False  # the gate could not run (runner fault): not the unit's fault
+from forkflow.models import GateResult, Sha
 
 
 class Gate(Protocol):

@@ -15,29 +15,24 @@ from typing import Protocol
 
 import pygit2
 
-from forkflow.config import STATE_DIR
-from forkflow.conflicts import records as crecords
+from forkflow.config import Config
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
-from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.landing.casework import build_case, build_resolvers
-from forkflow.landing.journal import Journal, KeptConflict, StoreJournal, UnitStart
-from forkflow.landing.gate import CommandGate, Gate, GateResult, prune_stale_worktrees
+from forkflow.landing.journal import Journal, KeptConflict, UnitStart
+from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
-from forkflow.landing.lock import fork_lock
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
+from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, UnitPick
-from forkflow.landing.review import Member as ReviewMember
-from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
-from forkflow.landing.worktree import catch_up_work_trees, refuse_dirty_work_trees
-from forkflow.ledger.decisions import decider_of
-from forkflow.landing.plan import make_plan, resolve_until
-from forkflow.landing.settings import IngestSettings, ingest_settings
-from forkflow.ledger.build import build_ledger, check_repo, ingestion_ref
-from forkflow.models import Disposition, Ledger, RecordedDecision, Sha
+from forkflow.landing.worktree import catch_up_work_trees
+from forkflow.landing.settings import IngestSettings
+from forkflow.ledger.classify import decider_of
+from forkflow.ledger.refs import check_repo, ingestion_ref
+from forkflow.models import Disposition, GateResult, Ledger, RecordedDecision, Sha
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
@@ -118,23 +113,44 @@ class QuietReporter:
         pass
 
 
-def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
-    """The L1 tier when `[[suite]]` declares L1 suites, else `[ingest] l1_command`."""
-    if settings.has_l1_suites:
-        from forkflow.triage.gate import TierGate  # the validation machinery: only when it gates
+@dataclass(frozen=True, slots=True)
+class ReviewMember:
+    """A member of a unit proposed for review, as its request describes it."""
 
-        return TierGate(ctx)
-    if settings.l1_command:
-        return CommandGate(ctx.repo, settings.l1_command, settings.l1_timeout,
-                           log_dir=ctx.config.root / STATE_DIR / "logs")
-    raise UserError("no L1 gate: set [ingest] l1_command = \"your test command\" in forkflow.toml (or declare "
-                    "[[suite]] entries with tier = \"L1\"); `l1_command = \"true\"` lands without tests")
+    sha: Sha
+    subject: str
+    pr: int | None
+    reason: str
 
 
-def check_push_remote(ctx: Context, settings: IngestSettings) -> None:
+class Proposer(Protocol):
+    """Review before landing (`landing/review.py`'s `Reviewer`): proposes a unit that passed L1."""
+
+    def propose(self, unit_id: int | None, name: str, kind: str, candidate: Sha, base: Sha,
+                members: list[ReviewMember], l1: str, depends_on: list[str]) -> str: ...
+
+
+class IngestReader(Protocol):
+    """What an ingest run reads from the store, and the bookkeeping of recovery; implemented once
+    over the store (`landing/wired.py`), so the landing loop never opens a session."""
+
+    def ledger(self, fork_tip: Sha, upstream_tip: Sha) -> Ledger: ...
+    def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
+             picker: MemoryPicker) -> Plan: ...
+    def unfinished_units(self) -> list[records.UnitRecord]:
+        """The units a killed run left open (its running runs marked interrupted)."""
+        ...
+    def close_conflicts_of(self, settled: set[Sha]) -> None:
+        """Close the open conflicts of commits decided outside forkflow."""
+        ...
+    def lookup_resolution(self, key: str) -> tuple[list[str], str] | None: ...
+    def log_attempt(self, attempt: Attempt) -> None: ...
+
+
+def check_push_remote(repo: Repo, settings: IngestSettings) -> None:
     """Refuse `--push` to a remote that does not exist, before anything lands."""
     remote = settings.push_remote
-    if remote not in ctx.repo.remotes():
+    if remote not in repo.remotes():
         raise UserError(f"cannot push: no remote '{remote}'; add it (git remote add {remote} URL) or set "
                         "[ingest] push_remote in forkflow.toml; nothing was landed")
 
@@ -142,24 +158,25 @@ def check_push_remote(ctx: Context, settings: IngestSettings) -> None:
 class Ingestor:
     """One ingest run; each public method is one step."""
 
-    def __init__(self, ctx: Context, options: IngestOptions, gate: Gate | None,
-                 reporter: Reporter | None = None, settings: IngestSettings | None = None,
-                 journal: Journal | None = None) -> None:
-        self.ctx = ctx
-        self.journal: Journal = journal or StoreJournal(ctx.store, ctx.fork_id)
-        self.repo = ctx.repo
+    def __init__(self, repo: Repo, picker: MemoryPicker, gate: Gate | None, journal: Journal,
+                 reporter: Reporter | None, *, config: Config, settings: IngestSettings, options: IngestOptions,
+                 reader: IngestReader) -> None:
+        self.config = config  # the fork's refs and work trees; the store is behind journal and reader
+        self.journal = journal
+        self.reader = reader
+        self.repo = repo
         self.options = options
-        self.settings = settings or ingest_settings(ctx.config)
+        self.settings = settings
         self.gate = gate
         self.reporter = reporter or QuietReporter()
-        self.picker = MemoryPicker(ctx.repo.path, batch_writes=True)
+        self.picker = picker
         self.notes: list[str] = []
         self.decided: set[Sha] = set()
         self.settled: set[Sha] = set()  # decided for good (not DEFERRED): no candidate of them can land
         self.order: list[Sha] = []
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
         self.person_decided: dict[Sha, Decided] = {}
-        self.reviewer: Reviewer | None = None  # [ingest] land = "review" (landing/review.py)
+        self.reviewer: Proposer | None = None  # [ingest] land = "review" (landing/review.py)
         self.run_id = 0
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
@@ -176,8 +193,8 @@ class Ingestor:
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
-        self.resolvers = build_resolvers(self.settings.resolvers, self._lookup, self.settings.agent,
-                                         self._log_attempt, dict(os.environ),
+        self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
+                                         reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
 
     @property
@@ -200,9 +217,9 @@ class Ingestor:
         point = self.advance_point() if self.options.mode is Mode.LAND else None
         if self.options.push and self.options.mode is Mode.LAND:
             self.push()
-        tip = self.repo.read_ref(self.ctx.config.fork_ref) or ledger.fork_tip
+        tip = self.repo.read_ref(self.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
-            self.notes.extend(catch_up_work_trees(self.repo, self.ctx.config, ledger.fork_tip, tip))
+            self.notes.extend(catch_up_work_trees(self.repo, self.config, ledger.fork_tip, tip))
         if self.writes:
             prune_candidates(self.repo, self.settled)
         if self.writes and results:
@@ -224,18 +241,16 @@ class Ingestor:
         and a ref lock a killed `git update-ref` left is removed (under the ingest lock, once it
         has outlived any git command)."""
         prune_stale_worktrees(self.repo)
-        for ref in (self.ctx.config.fork_ref, ingestion_ref(self.ctx.config)):
+        for ref in (self.config.fork_ref, ingestion_ref(self.config)):
             if self.repo.clear_stale_ref_lock(ref):
                 self.notes.append(f"removed {ref}.lock that a killed git command left behind")
-        tip = self.repo.read_ref(self.ctx.config.fork_ref)
+        tip = self.repo.read_ref(self.config.fork_ref)
         landed: list[records.UnitRecord] = []
-        with self.ctx.store.session_scope() as s:
-            records.interrupt_running(s, self.ctx.fork_id)
-            for u in records.units(s, self.ctx.fork_id, records.OPEN_STATUSES):
-                if u.candidate_sha and tip and u.status == "passed" and self.repo.is_ancestor(u.candidate_sha, tip):
-                    landed.append(u)
-                else:
-                    records.set_unit(s, u.id, "abandoned", "interrupted before landing")
+        for u in self.reader.unfinished_units():
+            if u.candidate_sha and tip and u.status == "passed" and self.repo.is_ancestor(u.candidate_sha, tip):
+                landed.append(u)
+            else:
+                self.journal.unit_settled(u.id, "abandoned", "interrupted before landing")
         for u in landed:
             assert u.candidate_sha is not None
             self._record_landing(u.id, u.candidate_sha, u.members, u.base_sha,
@@ -243,8 +258,8 @@ class Ingestor:
 
     def load_ledger(self, start_run: bool = True) -> Ledger:
         self.reporter.phase("reading the ledger")
-        fork_tip, upstream_tip = check_repo(self.repo, self.ctx.config)
-        ledger = build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
+        fork_tip, upstream_tip = check_repo(self.repo, self.config)
+        ledger = self.reader.ledger(fork_tip, upstream_tip)
         self.order = [e.commit.sha for e in ledger.entries]
         self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
@@ -260,9 +275,7 @@ class Ingestor:
     def _close_settled_conflicts(self, ledger: Ledger) -> None:
         """Open conflicts of commits that got a decision outside forkflow (picked in git by hand) close."""
         settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
-        with self.ctx.store.session_scope() as s:
-            open_ = {c.upstream_sha for c in crecords.conflicts(s, self.ctx.fork_id, "open")}
-            crecords.close_conflicts(s, self.ctx.fork_id, sorted(open_ & settled))
+        self.reader.close_conflicts_of(settled)
 
     def start_run(self, fork_tip: Sha) -> None:
         mode = "retry" if self.retry_of is not None else self.options.mode.value
@@ -270,9 +283,7 @@ class Ingestor:
 
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
-        until = resolve_until(self.ctx, ledger, self.options.until)
-        plan = make_plan(self.ctx, ledger, self.settings, until=until, max_bundle=self.options.max_bundle,
-                         picker=self.picker)
+        plan = self.reader.plan(ledger, self.settings, self.options.until, self.options.max_bundle, self.picker)
         self.reasons.update({sha: why for u in plan.units for sha, why in u.reasons.items()})
         self.deps = dict(plan.dependencies)
         return plan
@@ -297,14 +308,14 @@ class Ingestor:
         prefix = decided_prefix(self.order, self.decided)
         if prefix is not None and prefix == self._point_moved:
             return prefix
-        point = advance_ingestion_point(self.repo, self.ctx.config, self.order, self.decided)
+        point = advance_ingestion_point(self.repo, self.config, self.order, self.decided)
         if point == prefix:
             self._point_moved = prefix
         return point
 
     def push(self) -> None:
-        remote, ref = self.settings.push_remote, self.ctx.config.fork_ref
-        check_push_remote(self.ctx, self.settings)
+        remote, ref = self.settings.push_remote, self.config.fork_ref
+        check_push_remote(self.repo, self.settings)
         try:
             self.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}")
         except GitError as e:
@@ -318,8 +329,8 @@ class Ingestor:
     def _note_checked_out(self, old: Sha) -> None:
         """Say so when the fork branch is checked out somewhere: that work tree now lags the branch."""
         for path, branch in self.repo.worktrees():
-            if branch == self.ctx.config.fork_ref:
-                name = self.ctx.config.fork_branch
+            if branch == self.config.fork_ref:
+                name = self.config.fork_branch
                 self.notes.append(
                     f"{name} is checked out in {path}; its files still show {old[:12]}. To catch up (local "
                     f"edits are kept): git checkout --detach {old[:12]} && git checkout {name}")
@@ -340,17 +351,17 @@ class Ingestor:
         if self.options.mode is Mode.LAND:
             tip = self._read_tip()
             if tip is None:
-                raise UserError(f"the fork branch {self.ctx.config.fork_ref} was deleted during ingest")
+                raise UserError(f"the fork branch {self.config.fork_ref} was deleted during ingest")
             return tip
         return self._virtual.get(unit.name, start_tip)
 
     def _read_tip(self) -> Sha | None:
         """The fork branch's commit, read in-process (a `git rev-parse` per unit cost 12 s of a run)."""
         try:
-            ref = self.picker.repo.references.get(self.ctx.config.fork_ref)
+            ref = self.picker.repo.references.get(self.config.fork_ref)
             return Sha(str(ref.resolve().target)) if ref is not None else None
         except (KeyError, pygit2.GitError, ValueError):
-            return self.repo.read_ref(self.ctx.config.fork_ref)
+            return self.repo.read_ref(self.config.fork_ref)
 
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
         """Land a bundle (bisecting it when it fails L1 and `split_failed_bundles` is on), or one chain link."""
@@ -499,7 +510,7 @@ class Ingestor:
                 return UnitResult(name, unit.kind.value, status, summary,
                                   pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
                                   unit_id)
-            if land(self.repo, self.ctx.config, candidate, base, name):
+            if land(self.repo, self.config, candidate, base, name):
                 self._tip_seen = candidate
                 self._record_landing(unit_id, candidate, members, base)
                 self._defer_conflicts(pick.conflicted, conflict_chain)
@@ -518,7 +529,8 @@ class Ingestor:
         picks meet as a conflict, keep a conflict for a commit already picked)."""
         if self.options.mode is not Mode.LAND or base == self._tip_seen:
             return shas, []
-        ledger = build_ledger(self.ctx, fork_tip=base, upstream_tip=self._upstream_tip)
+        assert self._upstream_tip is not None
+        ledger = self.reader.ledger(base, self._upstream_tip)
         self._tip_seen = base
         state = {e.commit.sha: e.disposition for e in ledger.entries}
         gone = [sha for sha in shas if state.get(sha, Disposition.PENDING) not in OPEN_DISPOSITIONS]
@@ -636,14 +648,6 @@ class Ingestor:
     def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
         return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}
 
-    def _lookup(self, key: str) -> tuple[list[str], str] | None:
-        with self.ctx.store.session_scope() as s:
-            return crecords.lookup_resolution(s, key)
-
-    def _log_attempt(self, attempt: Attempt) -> None:
-        with self.ctx.store.session_scope() as s:
-            crecords.add_attempt(s, self.ctx.fork_id, attempt)
-
     def _message(self, applied: Sequence[Sha]) -> tuple[bytes, pygit2.Signature | None, str | None]:
         if len(applied) == 1:
             raw, encoding = self.picker.raw_message(applied[0])
@@ -651,28 +655,3 @@ class Ingestor:
         members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
         return bundle_message(members, decided_between(applied, self.order, self.person_decided)).encode("utf-8"), None, None
 
-
-def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = None,
-           gate: Gate | None = None) -> IngestReport:
-    """Run the ingest steps; the gate defaults to the configured L1 (not needed for a dry run)."""
-    settings = ingest_settings(ctx.config)
-    if options.push:
-        check_push_remote(ctx, settings)
-    if options.mode is Mode.DRY_RUN:
-        return Ingestor(ctx, options, gate, reporter, settings).run()
-    with fork_lock(ctx):  # one writing run per repository and per fork in the store
-        if options.mode is Mode.LAND:
-            refuse_dirty_work_trees(ctx.repo, ctx.config)
-        if gate is None:
-            gate = select_gate(ctx, settings)
-        try:
-            ingestor = Ingestor(ctx, options, gate, reporter, settings)
-            review = review_settings(ctx.config) if options.mode is Mode.LAND else None
-            if review is None:
-                return ingestor.run()
-            ingestor.reviewer = Reviewer(ctx, review, make_sink(review))
-            return with_reviews(ingestor.reviewer.settle(), ingestor.run)
-        finally:
-            close = getattr(gate, "close", None)
-            if close is not None:
-                close()

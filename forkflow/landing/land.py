@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence, Set
 
 from forkflow.config import Config
 from forkflow.git.repo import Repo
-from forkflow.ledger.build import ingestion_ref
+from forkflow.ledger.refs import ingestion_ref
 from forkflow.ledger.evidence import trailers
 from forkflow.models import Sha
 

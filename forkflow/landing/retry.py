@@ -11,19 +11,11 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.landing.gate import Gate
-from forkflow.landing.ingest import (
-    IngestOptions,
-    IngestReport,
-    Ingestor,
-    Mode,
-    Reporter,
-    UnitResult,
-    check_push_remote,
-    select_gate,
-)
+from forkflow.landing.ingest import IngestOptions, IngestReport, Mode, Reporter, UnitResult, check_push_remote
 from forkflow.landing.lock import fork_lock, is_ingest_running
 from forkflow.landing.settings import ingest_settings
 from forkflow.landing.review import Reviewer, make_sink, review_settings
+from forkflow.landing.wired import ingestor, select_gate
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, Ledger
@@ -93,7 +85,7 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     chain link whose chain has an earlier commit that has not landed.
     """
     if push:
-        check_push_remote(ctx, ingest_settings(ctx.config))
+        check_push_remote(ctx.repo, ingest_settings(ctx.config))
     with fork_lock(ctx, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
         refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
         return _retry_unit(ctx, unit_id, push, reporter, gate)
@@ -102,7 +94,7 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
 def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | None,
                 gate: Gate | None) -> IngestReport:
     settings = ingest_settings(ctx.config)
-    ing = Ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+    ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
     review = review_settings(ctx.config)
     if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
         ing.reviewer = Reviewer(ctx, review, make_sink(review))

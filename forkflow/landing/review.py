@@ -24,6 +24,7 @@ from sqlalchemy import select
 from forkflow.config import Config, config_error
 from forkflow.context import Context
 from forkflow.errors import GitError, UserError
+from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store import queries
@@ -138,12 +139,7 @@ class GitLabReview:
         return ReviewState.APPROVED if approvals.get("approved") else ReviewState.OPEN
 
 
-@dataclass(frozen=True, slots=True)
-class Member:
-    sha: Sha
-    subject: str
-    pr: int | None
-    reason: str
+Member = ReviewMember  # the landing loop builds them (landing/ingest.py)
 
 
 def describe(name: str, kind: str, members: list[Member], l1: str, depends_on: list[str]) -> str:

@@ -277,3 +277,13 @@ class LedgerBuilder:
             out[t] = r
             out[r] = t
         return out
+
+
+def decider_of(entry: LedgerEntry) -> str | None:
+    """Who decided a SKIPPED / DEFERRED entry: person, auto (forkflow), message (the fork's own
+    commit message), opt-out (upstream's message) or upstream-revert; None for the others."""
+    if entry.disposition not in (Disposition.SKIPPED, Disposition.DEFERRED) or not entry.evidence:
+        return None
+    kind = entry.evidence[0].kind
+    return {EvidenceKind.DECIDED: "person", EvidenceKind.RECORDED: "auto", EvidenceKind.MESSAGE: "message",
+            EvidenceKind.OPT_OUT: "opt-out", EvidenceKind.UPSTREAM_REVERT: "upstream-revert"}.get(kind)

@@ -14,8 +14,8 @@ from datetime import date, datetime, timezone
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.ledger.build import build_ledger
-from forkflow.ledger.classify import ShaIndex
-from forkflow.models import Decider, Decision, Disposition, EvidenceKind, Ledger, LedgerEntry, RecordedDecision, Sha
+from forkflow.ledger.classify import ShaIndex, decider_of
+from forkflow.models import Decider, Decision, Disposition, Ledger, LedgerEntry, RecordedDecision, Sha
 from forkflow.store import queries
 
 _PR = re.compile(r"^#?(\d{1,7})$")
@@ -98,16 +98,6 @@ def decide(ctx: Context, refs: list[str], verdict: Decision | None, reason: str,
             queries.record_decision(s, ctx.fork_id, d)
             out.append(DecideResult(e.commit.sha, e.commit.subject, d))
     return out
-
-
-def decider_of(entry: LedgerEntry) -> str | None:
-    """Who decided a SKIPPED / DEFERRED entry: person, auto (forkflow), message (the fork's own
-    commit message), opt-out (upstream's message) or upstream-revert; None for the others."""
-    if entry.disposition not in (Disposition.SKIPPED, Disposition.DEFERRED) or not entry.evidence:
-        return None
-    kind = entry.evidence[0].kind
-    return {EvidenceKind.DECIDED: "person", EvidenceKind.RECORDED: "auto", EvidenceKind.MESSAGE: "message",
-            EvidenceKind.OPT_OUT: "opt-out", EvidenceKind.UPSTREAM_REVERT: "upstream-revert"}.get(kind)
 
 
 def decision_counts(ledger: Ledger) -> dict[str, dict[str, int]]:

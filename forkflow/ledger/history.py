@@ -6,7 +6,8 @@ from datetime import datetime, timedelta, timezone
 
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.ledger.build import build_ledger, check_repo
+from forkflow.ledger.build import build_ledger
+from forkflow.ledger.refs import check_repo
 from forkflow.ledger.report import snapshot_of
 from forkflow.models import Ledger
 from forkflow.store import queries

@@ -4,7 +4,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from forkflow.ledger.decisions import decider_of, decision_counts
+from forkflow.ledger.classify import decider_of
+from forkflow.ledger.decisions import decision_counts
 from forkflow.models import Disposition, Ledger
 from forkflow.store.queries import Snapshot
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from forkflow import __version__
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.ledger.build import check_repo
+from forkflow.ledger.refs import check_repo
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
 from forkflow.replay.carry import carry_forward

@@ -22,12 +22,13 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
-from forkflow.landing.gate import CommandGate, Gate, GateResult
-from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitResult, UnitStatus
+from forkflow.landing.gate import CommandGate, Gate
+from forkflow.landing.ingest import IngestOptions, Mode, UnitResult, UnitStatus
+from forkflow.landing.wired import ingestor as wired_ingestor
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
-from forkflow.models import Disposition, Ledger, Sha
+from forkflow.models import Disposition, GateResult, Ledger, Sha
 from forkflow.replay.model import Landed, State
 from forkflow.store import queries
 from forkflow.store.session import Store
@@ -94,7 +95,7 @@ class Engine:
 
         With `point` (the real fork's ingestion point), it also counts the upstream commits at
         or before that very point that forkflow's branch has not taken: the real backlog's twin."""
-        ingestor = Ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
+        ingestor = wired_ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
         try:
             report = ingestor.run()
         except (pygit2.GitError, KeyError) as e:

@@ -1,6 +1,6 @@
 """`TierGate`: the L1 tier as the landing gate (`forkflow.landing.gate.Gate`).
 
-    gate = L1Gate(validator, triager, untested_paths(config))   # runner=None: [validation] runner
+    gate = TierGate(validator, triager, untested_paths(config))   # runner=None: [validation] runner
     result = gate.check(rev, base)        # GateResult(passed, summary, run_id, infra)
 
 It validates L1 at `rev` with `--changed-from base` selection (tests chosen by what the unit
@@ -10,22 +10,16 @@ not block units that did not cause it.  To tell, the base is validated too when 
 finished L1 run.  `infra` when the runner failed rather than the code, so the caller can retry
 instead of blaming the unit.
 Bad configuration (a suite command that does not exist...) raises UserError as usual.
-`TierGate(ctx)` wires one from a `Context` for the landing loop's gate choice, until that choice
-moves to the commands that build the `Ingestor` (issue 17).
+It takes collaborators, not a `Context`: `forkflow.wiring.tier_gate(ctx)` builds one over the store.
 """
 from __future__ import annotations
 
 from forkflow.config import Config, config_error
-from forkflow.context import Context
-from forkflow.landing.gate import GateResult
-from forkflow.models import Sha
-from forkflow.tiers import records as q
-from forkflow.tiers.journal import StoreRunJournal
+from forkflow.models import GateResult, Sha
 from forkflow.tiers.selection import matches
 from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, validate
-from forkflow.triage.journal import StoreTriageJournal
-from forkflow.triage.triage import Triager, blocking_failures, failures_of_run, load_settings, tiers_rerunner
+from forkflow.triage.triage import Triager, blocking_failures, failures_of_run
 
 
 def untested_paths(config: Config) -> tuple[str, ...]:
@@ -47,7 +41,9 @@ def ran_nothing_verdict(changed: list[str], untested: tuple[str, ...]) -> tuple[
                    "whose paths match, or list them in [ingest] untested_paths if no test can cover them")
 
 
-class L1Gate:
+class TierGate:
+    """The L1 tier as landing's gate, over a validator and a triager (`forkflow.wiring.tier_gate`)."""
+
     def __init__(self, validator: Validator, triager: Triager, untested: tuple[str, ...] = (),
                  runner: str | None = None, reporter: Reporter | None = None) -> None:
         self.validator = validator
@@ -85,15 +81,3 @@ class L1Gate:
             return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
         return GateResult(True, f"L1 passed for this unit; failures not caused by it (red on "
                                 f"trunk or flaky): {result.summary}", run_id)
-
-
-
-class TierGate(L1Gate):
-    """The L1 gate wired over the store from a `Context`: landing's `select_gate` still builds it
-    that way; once that choice moves to the commands that build the `Ingestor`, this goes."""
-
-    def __init__(self, ctx: Context, runner: str | None = None, reporter: Reporter | None = None) -> None:
-        validator = Validator.configured(ctx.repo, ctx.config, StoreRunJournal(ctx.store, ctx.fork_id))
-        triager = Triager(ctx.repo, validator.suites, StoreTriageJournal(ctx.store, ctx.fork_id),
-                          load_settings(ctx.config), tiers_rerunner(validator))
-        super().__init__(validator, triager, untested_paths(ctx.config), runner, reporter)
