@@ -158,6 +158,8 @@ def check_push_remote(repo: Repo, settings: IngestSettings) -> None:
 class Ingestor:
     """One ingest run; each public method is one step."""
 
+    _held_only: tuple[Sha, dict[Sha, Dependency]] | None = None  # a pick whose every commit waits: (base, why)
+
     def __init__(self, repo: Repo, picker: MemoryPicker, gate: Gate | None, journal: Journal,
                  reporter: Reporter | None, *, config: Config, settings: IngestSettings, options: IngestOptions,
                  reader: IngestReader) -> None:
@@ -424,13 +426,13 @@ class Ingestor:
             self._hold(sha, d)
         rest = [sha for sha in shas if sha not in waiting]
         if not rest:
-            summary = "; ".join(f"{sha[:12]} waits for {d.describe()}" for sha, d in waiting.items())
-            unit_id = self._add_unit(name, unit, self._base(unit, start_tip), None, "waiting",
-                                     [(sha, "waiting") for sha in waiting], summary[:2000]) if self.writes else None
-            return UnitResult(name, unit.kind.value, UnitStatus.WAITING, summary, deferred=tuple(waiting),
-                              unit_id=unit_id, held={sha: f"waits for {d.describe()}" for sha, d in waiting.items()})
+            return self._all_waiting(name, unit, self._base(unit, start_tip), waiting)
         self._inner_held = {}
+        self._held_only = None
         r = self._land_unit(name, unit, rest, start_tip)
+        if self._held_only is not None:  # every picked commit waits: nothing was stored yet
+            (base, inner), self._held_only = self._held_only, None
+            return self._all_waiting(name, unit, base, {**waiting, **inner})
         held = {**{sha: f"waits for {d.describe()}" for sha, d in waiting.items()}, **self._inner_held}
         if r.status in (UnitStatus.LANDED, UnitStatus.VALIDATED):
             for sha in r.picked:
@@ -447,6 +449,23 @@ class Ingestor:
         if r.unit_id is not None and more:
             self.journal.unit_settled(r.unit_id, r.status.value, None, more, self.reasons)
         return replace(r, deferred=deferred, held=held)
+
+    def _all_waiting(self, name: str, unit: Unit, base: Sha, waiting: dict[Sha, Dependency]) -> UnitResult:
+        """A unit whose every commit waits for one held back: stored with its deferrals, one transaction."""
+        summary = "; ".join(f"{sha[:12]} waits for {d.describe()}" for sha, d in waiting.items())
+        unit_id = None
+        if self.writes:
+            decisions: tuple[RecordedDecision, ...] = ()
+            if self.options.mode is Mode.LAND:
+                decisions = tuple(RecordedDecision(sha, Disposition.DEFERRED, reason)
+                                  for sha, reason in self._waiting_decisions)
+                self.decided |= {sha for sha, _ in self._waiting_decisions}
+                self._waiting_decisions = []
+            unit_id = self.journal.unit_started(self.run_id, UnitStart(
+                unit.kind.value, name, base, None, "waiting", tuple((sha, "waiting") for sha in waiting),
+                summary[:2000], self.reasons, self.retry_of, decisions))
+        return UnitResult(name, unit.kind.value, UnitStatus.WAITING, summary, deferred=tuple(waiting),
+                          unit_id=unit_id, held={sha: f"waits for {d.describe()}" for sha, d in waiting.items()})
 
     def _waits(self, sha: Sha, tree: str) -> Dependency | None:
         return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree, sha)
@@ -482,6 +501,9 @@ class Ingestor:
             conflicted = tuple(step.sha for step in pick.conflicted)
             conflict_chain = unit.name if is_chain else None
             self._hold_picked(pick, conflict_chain)
+            if self.writes and pick.held and not (pick.applied or pick.empty or pick.conflicted or elsewhere):
+                self._held_only = (base, dict(pick.held))  # stored by the caller, with its deferrals
+                return UnitResult(name, unit.kind.value, UnitStatus.WAITING, "")
             if pick.tree == base_tree:  # e.g. a change and its undoing: never an empty commit
                 return self._without_commit(name, unit, base, (), pick.applied + pick.empty, pick.conflicted,
                                             conflict_chain)

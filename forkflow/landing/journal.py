@@ -27,6 +27,7 @@ class UnitStart:
     summary: str = ""
     reasons: Mapping[Sha, str] | None = None
     retry_of: int | None = None
+    decisions: tuple[RecordedDecision, ...] = ()  # recorded with the unit, in its transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,8 @@ class StoreJournal:
 
     def unit_started(self, run_id: int, unit: UnitStart) -> int:
         with self.store.session_scope() as s:
+            if unit.decisions:
+                queries.record_decisions(s, self.fork_id, unit.decisions)
             return records.add_unit(s, run_id, self.fork_id, unit.kind, unit.name, unit.base, unit.candidate,
                                     unit.status, unit.members, unit.summary, reasons=unit.reasons,
                                     retry_of=unit.retry_of)
