@@ -82,6 +82,7 @@ def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> N
     assert _refs(sample.fork) == before  # the user's branches and refs are untouched
     page = html.read_text()
     assert page.count("<svg") == 3 and "days behind upstream" in page and "<script" not in page
+    assert page.count("forkflow, by picks</text>") == 2  # days behind and backlog by the real fork's rule
 
 
 def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
