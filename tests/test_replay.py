@@ -82,6 +82,7 @@ def test_replay_steps_real_vs_forkflow(cli, sample: Sample, tmp_path: Path) -> N
     assert _refs(sample.fork) == before  # the user's branches and refs are untouched
     page = html.read_text()
     assert page.count("<svg") == 3 and "days behind upstream" in page and "<script" not in page
+    assert page.count("forkflow, by picks</text>") == 2  # days behind and backlog by the real fork's rule
 
 
 def test_replay_in_two_processes_then_rerun_from_the_cache(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
@@ -243,3 +244,23 @@ def test_carry_forward_puts_the_forks_commits_on_forkflows_branch(tmp_path: Path
     assert log[:3] == ["Fork feature", "Fork's own x", "Take U"]  # the empty pick stays: its marker counts
     assert run_git("show", f"{out.tip}:k.py", cwd=repo) == "x = 3\n"  # the fork's side of the conflict
     assert run_git("show", f"{out.tip}:f.py", cwd=repo) == "a = 1\nfork = True\n"
+
+
+def test_a_workers_libgit2_error_reaches_the_parent_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pygit2's exceptions do not pickle: an --independent step that hit one ended with
+    'Error sending result' and no reason; the worker now sends a plain error with the message."""
+    import pickle
+
+    import pygit2
+
+    from forkflow.replay import pool
+
+    def fails(*args: object) -> Step:
+        raise pygit2.GitError("object not found - no match for id (c4e2397c148d)")
+
+    monkeypatch.setattr(pool, "compute_step", fails)
+    monkeypatch.setattr(pool, "_WORKER", {"engine": None, "scratch": None, "config": None})
+    with pytest.raises(RuntimeError) as caught:
+        pool._one(None)
+    sent = pickle.loads(pickle.dumps(caught.value))  # what the pool sends back to the parent
+    assert str(sent) == "GitError: object not found - no match for id (c4e2397c148d)"

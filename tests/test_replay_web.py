@@ -34,6 +34,7 @@ def test_replay_page_shows_the_stored_curves_and_steps(tmp_path: Path) -> None:
         page = c.get("/replay")
         assert page.status_code == 200
         assert page.text.count("<svg") == 3 and "days behind upstream" in page.text
+        assert "by picks</text>" not in page.text  # steps stored before the by-picks state: no such curve
         assert "<script" not in page.text.split("<main", 1)[-1].split("</main>", 1)[0]
         api = c.get("/api/replay").json()
         assert api["run"] == run and len(api["report"]["steps"]) == 4

@@ -184,13 +184,24 @@ class _MemoryObjects(pygit2.OdbBackend):
         kind, data = self.read_cb(oid)
         return kind, len(data)
 
-    def read_prefix_cb(self, oid: pygit2.Oid) -> tuple[int, bytes, pygit2.Oid]:
-        raise KeyError(oid)  # short ids are for people; fresh objects are always named in full
+    def read_prefix_cb(self, oid: pygit2.Oid | str) -> tuple[int, bytes, pygit2.Oid]:
+        # pygit2 loads a blob's data by prefix lookup, with the full id: without this a blob held
+        # here read as missing (NotFoundError) once a conflict named it (a replay of a real fork)
+        found = self.exists_prefix_cb(oid)
+        kind, data = self.objects[found]
+        return kind, data, found
 
     def exists_cb(self, oid: pygit2.Oid) -> bool:
         return oid in self.objects
 
-    def exists_prefix_cb(self, oid: pygit2.Oid) -> pygit2.Oid:
+    def exists_prefix_cb(self, oid: pygit2.Oid | str) -> pygit2.Oid:
+        prefix = str(oid)
+        if len(prefix) == pygit2.GIT_OID_HEXSZ:
+            full = pygit2.Oid(hex=prefix)
+            if full in self.objects:
+                return full
+        elif (hits := [o for o in self.objects if str(o).startswith(prefix)]) and len(hits) == 1:
+            return hits[0]  # short ids are for people: rare, so a scan
         raise KeyError(oid)
 
     def write_cb(self, oid: pygit2.Oid, data: bytes, kind: int) -> None:
@@ -753,13 +764,15 @@ class MemoryPicker:
 
     def blob(self, oid: str) -> bytes:
         """A blob's bytes; `MissingBlob` when the repository lacks it (a partial or damaged clone)."""
+        data: bytes | None
         try:
             obj = self.repo.get(oid)
-        except (KeyError, pygit2.GitError):
-            obj = None
-        if obj is None:
+            data = None if obj is None else obj.data if isinstance(obj, pygit2.Blob) else b""
+        except (KeyError, pygit2.GitError):  # pygit2 reads a blob's data on first use, not in get()
+            data = None
+        if data is None:
             raise MissingBlob(f"blob {oid[:12]} is not in this clone")
-        return obj.data if isinstance(obj, pygit2.Blob) else b""
+        return data
 
     def waits_for(self, blocking: Sequence[Dependency], tree: str, sha: Sha | None = None) -> Dependency | None:
         """The dependency on a held-back commit that keeps a commit from being picked onto `tree`.

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-REAL, FORKFLOW = "#c0392b", "#2471a3"
+REAL, FORKFLOW, BY_PICKS = "#c0392b", "#2471a3", "#17a589"
 W, H, PAD = 640, 220, 44
 
 
@@ -41,25 +41,37 @@ def chart_svg(title: str, xs: Sequence[str], series: Mapping[str, tuple[str, Seq
         pts = " ".join(f"{px(i):.1f},{py(v):.1f}" for i, v in enumerate(ys))
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{pts}"/>')
         out += [f'<circle cx="{px(i):.1f}" cy="{py(v):.1f}" r="2.5" fill="{color}"/>' for i, v in enumerate(ys)]
-        lx = W - PAD - 170 + 90 * k
-        out.append(f'<rect x="{lx}" y="8" width="10" height="10" fill="{color}"/>'
-                   f'<text x="{lx + 14}" y="17" font-size="11">{escape(name)}</text>')
+    lx = W - PAD - sum(_legend_width(name) for name in series)  # the legends, right-aligned
+    for name, (color, _) in series.items():
+        out.append(f'<rect x="{lx:.0f}" y="8" width="10" height="10" fill="{color}"/>'
+                   f'<text x="{lx + 14:.0f}" y="17" font-size="11">{escape(name)}</text>')
+        lx += _legend_width(name)
     out.append("</svg>")
     return "".join(out)
 
 
+def _legend_width(name: str) -> float:
+    return 26 + 6.2 * len(name)  # the swatch, the name at 11 px, a gap
+
+
 def charts(report: Mapping[str, Any]) -> list[str]:
-    """The two curves of a replay (its JSON form): days behind and backlog, real vs forkflow."""
+    """The curves of a replay (its JSON form): days behind, backlog and open commits, real vs
+    forkflow; days behind and backlog also for forkflow's branch by picks (the real fork's rule:
+    the ingestion point inferred from picks, deferrals not counted), where the steps carry it."""
     steps = report["steps"]
     xs = [s["at_iso"][:10] for s in steps]
+    by_picks = bool(steps) and all(s.get("same_rule") for s in steps)  # older stored replays lack it
 
-    def pair(key: str) -> dict[str, tuple[str, list[float]]]:
-        return {"real": (REAL, [float(s["real"][key]) for s in steps]),
-                "forkflow": (FORKFLOW, [float(s["after"][key]) for s in steps])}
+    def curves(key: str, same_rule: bool = False) -> dict[str, tuple[str, list[float]]]:
+        out = {"real": (REAL, [float(s["real"][key]) for s in steps]),
+               "forkflow": (FORKFLOW, [float(s["after"][key]) for s in steps])}
+        if same_rule and by_picks:
+            out["forkflow, by picks"] = (BY_PICKS, [float(s["same_rule"][key]) for s in steps])
+        return out
 
-    return [chart_svg("days behind upstream", xs, pair("days_behind")),
-            chart_svg("backlog commits", xs, pair("backlog")),
-            chart_svg("open upstream commits (not taken yet)", xs, pair("open"))]
+    return [chart_svg("days behind upstream", xs, curves("days_behind", True)),
+            chart_svg("backlog commits", xs, curves("backlog", True)),
+            chart_svg("open upstream commits (not taken yet)", xs, curves("open"))]
 
 
 def step_rows(report: Mapping[str, Any]) -> list[list[str]]:
