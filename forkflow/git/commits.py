@@ -17,23 +17,34 @@ from forkflow.models import Sha
 ObjectError = pygit2.GitError
 
 
-def parents_of(picker: MemoryPicker, sha: str) -> tuple[Sha, ...] | None:
-    """The commit's parents (each read, so a missing one raises); None when `sha` names no commit."""
-    commit = picker.repo.get(sha)
+def parents_of(picker: MemoryPicker, sha: str, *, strict: bool = False) -> tuple[Sha, ...] | None:
+    """The commit's parents (each read, so a missing one raises); None when `sha` names no commit.
+
+    With `strict`, a `sha` that names no object here raises KeyError."""
+    commit = picker.repo[sha] if strict else picker.repo.get(sha)
     if not isinstance(commit, pygit2.Commit):
         return None
     return tuple(Sha(str(p.id)) for p in commit.parents)
 
 
-def file_in(picker: MemoryPicker, sha: str, path: str) -> bytes | None:
+def committed_file(picker: MemoryPicker, sha: str, path: str) -> bytes | None:
     """The content of `path` in the commit's tree; None when it is not a file there.
 
-    Raises KeyError when `sha` names no object here."""
+    Raises KeyError when `sha` names no object here, ObjectError when the blob cannot be read."""
     commit = picker.repo[sha]
     assert isinstance(commit, pygit2.Commit)
     try:
         obj = commit.tree[path]
     except KeyError:
+        return None
+    return obj.data if isinstance(obj, pygit2.Blob) else None
+
+
+def file_at(picker: MemoryPicker, rev: str, path: str) -> bytes | None:
+    """The content of `path` in the tree of commit `rev`; None when anything on the way is missing."""
+    try:
+        obj = picker.repo[rev].peel(pygit2.Commit).tree[path]
+    except (KeyError, ValueError, pygit2.GitError):
         return None
     return obj.data if isinstance(obj, pygit2.Blob) else None
 
