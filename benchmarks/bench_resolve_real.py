@@ -11,7 +11,11 @@ baselines (take the fork's side, take upstream's, union of both), and each answe
 the file the fork's engineers committed: identical, identical after whitespace normalisation, or
 different, and whether the guardrails accepted it.  An accepted answer that differs from the fork's
 is the costly case: it would land without a person.  `chain` is the deterministic resolvers tried in
-order (recorded history, trivial, structural), the first accepted answer winning.
+order (recorded history, trivial, structural), the first accepted answer winning.  `tokens` is the
+structural resolver that also merges edits of the same lines word by word (not in ingest's chain);
+`chain+tokens` is the chain with it last.  Each conflicted file carries the path at the fork point
+(where the fork commit's parent and the upstream commit meet), which tells the fork's own edits from
+upstream changes it has not picked.
 
 `--repo` must hold both sides' objects (a realfork pair's `fork.git` does: its alternates reach the
 upstream snapshot).  History learning uses only picks dated strictly before the pick being replayed.
@@ -40,6 +44,7 @@ from forkflow.conflicts.engine import deterministic_resolvers  # noqa: E402
 from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
+from forkflow.conflicts.resolvers.structural import StructuralResolver  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
 from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
@@ -216,11 +221,12 @@ class Tally:
 
 
 def measure(samples: list[Sample], history: History | None, agent: object | None,
-            reasons: dict[str, dict[str, int]]) -> dict[str, dict[str, Tally]]:
+            reasons: dict[str, dict[str, int]], rules: dict[str, Tally]) -> dict[str, dict[str, Tally]]:
     """Tallies per resolver and per language ('all' too) for the samples of one pick."""
     tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
     chain = deterministic_resolvers(history)
     runners: dict[str, Callable[[ConflictCase], Proposal | None]] = {r.name: r.propose for r in chain}
+    runners["tokens"] = StructuralResolver(by_tokens=True).propose  # measured, not in ingest's chain
     runners.update(baselines())
     if agent is not None:
         def ask(case: ConflictCase) -> Proposal | None:
@@ -231,6 +237,7 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
     for s in samples:
         lang = language(s.case.path)
         first: tuple[bool, str, bool] | None = None
+        with_tokens: tuple[bool, str, bool] | None = None
         for name, run in runners.items():
             p = run(s.case)
             ok = p is not None and guardrails.check(s.case, p.content).ok
@@ -243,14 +250,22 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
                 why = getattr(run.__self__, "last_reason", "") if hasattr(run, "__self__") else ""
                 if why:
                     reasons[name][why] = reasons[name].get(why, 0) + 1
-            if ok and first is None and not name.startswith("base:") and name != "agent":
+            if ok and first is None and not name.startswith("base:") and name not in ("agent", "tokens"):
                 first = (True, v, has)
+                assert p is not None
+                rule = f"{name}: {p.note.split('; ')[0].split(' (')[0]}"
+                rules.setdefault(rule, Tally()).add(True, True, v, has)
+            if ok and name == "tokens":
+                with_tokens = (True, v, has)
             if name == "trivial":
                 unit["trivial"].append(v if ok else "none")
         f = first or (False, "none", False)
         unit["chain"].append(f[1] if f[0] else "none")
         for key in (lang, "all"):
             tallies["chain"][key].add(f[0], f[0], f[1], f[2])
+        g = first or with_tokens or (False, "none", False)
+        for key in (lang, "all"):
+            tallies["chain+tokens"][key].add(g[0], g[0], g[1], g[2])
     if samples:  # the pick lands without a person when every conflicted file is settled
         for name, verdicts in unit.items():
             settled = "none" not in verdicts
@@ -311,6 +326,7 @@ def main() -> int:
     agent = agent_resolver(args)
     total: dict[str, dict[str, Tally]] = {}
     reasons: dict[str, dict[str, int]] = defaultdict(dict)
+    rules: dict[str, Tally] = {}  # the chain's accepted answers by the rule that gave them
     conflicted = 0
     for p in picks:
         samples = list(replay(repo, picker, holes, p))
@@ -319,17 +335,18 @@ def main() -> int:
         for date, s in past:  # only what the fork had settled strictly before this pick
             if date < str(p["fork_commit_date"]):
                 learn(history, s.case, s.fork, s.fork_sha[:10])
-        merge_into(total, measure(samples, history, agent, reasons))
-    report(args, picks, conflicted, total, reasons, time.monotonic() - start)
+        merge_into(total, measure(samples, history, agent, reasons, rules))
+    report(args, picks, conflicted, total, reasons, rules, time.monotonic() - start)
     return 0
 
 
 def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted: int,
-           total: dict[str, dict[str, Tally]], reasons: dict[str, dict[str, int]], secs: float) -> None:
+           total: dict[str, dict[str, Tally]], reasons: dict[str, dict[str, int]], rules: dict[str, Tally],
+           secs: float) -> None:
     if args.json:
         print(json.dumps({"picks": len(picks), "conflicted_picks": conflicted, "seconds": round(secs, 1),
                           "tallies": {n: {lang: vars(t) for lang, t in per.items()} for n, per in total.items()},
-                          "declined": reasons}, indent=1))
+                          "rules": {r: vars(t) for r, t in rules.items()}, "declined": reasons}, indent=1))
         return
     files = total.get("base:ours", {}).get("all", Tally()).files
     print(f"{len(picks)} RESOLVED picks {args.since}..{args.until}; {conflicted} conflict; {files} conflicted "
@@ -337,14 +354,14 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
     print("resolved: accepted by the guardrails; identical: as the fork's file, whitespace aside (exact: byte for "
           "byte); regions: as the fork's in the conflict regions, the fork's commit changed other lines too; "
           "different: accepted and not as the fork's (the costly case)")
-    print(f"{'resolver':<12}{'lang':<9}{'files':>6}{'resolved':>9}{'identical':>10}{'exact':>6}{'regions':>8}"
+    print(f"{'resolver':<14}{'lang':<9}{'files':>6}{'resolved':>9}{'identical':>10}{'exact':>6}{'regions':>8}"
           f"{'different':>10}{'refused':>8}{'markers':>8}{'ident%':>7}{'wrong%':>7}")
     for name, per in total.items():
         for lang in ("all", *LANGS):
             t = per.get(lang)
             if t is None or not t.files:
                 continue
-            print(f"{name:<12}{lang:<9}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>6}{t.regions:>8}"
+            print(f"{name:<14}{lang:<9}{t.files:>6}{t.accepted:>9}{t.identical:>10}{t.exact:>6}{t.regions:>8}"
                   f"{t.wrong:>10}{t.files - t.accepted:>8}{t.markers:>8}{100 * t.identical / t.files:>6.0f}%"
                   f"{100 * t.wrong / max(t.accepted, 1):>6.0f}%")
     print("conflicted picks settled without a person (every conflicted file resolved): today's chain "
@@ -353,6 +370,9 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
         t = total.get(name, {}).get("unit", Tally())
         print(f"  {label:<22}{t.accepted:>4} of {t.files} picks ({100 * t.accepted / max(t.files, 1):.0f}%); "
               f"all files as the fork's: {t.identical} (regions only: {t.regions}); a file different: {t.wrong}")
+    print("the chain's accepted answers by rule: identical / regions only / different")
+    for rule, t in sorted(rules.items(), key=lambda kv: -kv[1].accepted):
+        print(f"  {t.identical:>3} / {t.regions:>3} / {t.wrong:>3}  {rule}")
     for name, why in reasons.items():
         for text, n in sorted(why.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {name} declined {n}x: {text}")

@@ -2,6 +2,7 @@
 with its reason or resolves correctly."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from forkflow.conflicts import guardrails
@@ -89,9 +90,13 @@ def test_structural_touching_edits_decline(tmp_path: Path) -> None:
     # upstream renames what the fork's new line uses: keeping both would be wrong (seen on fbtriton)
     base = "x = cfg.dims\ny = 2\n"
     ours = "x = cfg.dims\nz = cfg.dims[0]\ny = 2\n"
-    theirs = "x = cfg.shape\ny = 2\n"
+    theirs = "x = cfg.shape + 1\ny = 2\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "same lines" in why
+    # a pure rename of a compound name (gone from upstream's file) follows the fork's new line
+    base, ours = "x = cfg.num_dims\ny = 2\n", "x = cfg.num_dims\nz = cfg.num_dims[0]\ny = 2\n"
+    content, why = _propose(make_case(tmp_path, base, ours, "x = cfg.block_shape\ny = 2\n"))
+    assert content == b"x = cfg.block_shape\nz = cfg.block_shape[0]\ny = 2\n", why
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -273,3 +278,71 @@ def test_structural_says_when_one_side_moved_code_the_other_edited(tmp_path: Pat
     theirs = base.replace("z = y * 2", "z = y * 3")  # upstream edited it in place
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "the fork moved this code" in why
+
+
+def test_ingest_reuses_a_resolution_from_the_forks_own_past_pick(cli, builder) -> None:  # type: ignore[no-untyped-def]
+    # issue 18, item 3: the fork settled this conflict by hand when it picked #2; #3 meets the same
+    # conflict in another file, and ingest's recorded resolver settles it the same way, by default
+    builder.upstream_commit({"a.py": "x = f(1)\n", "b.py": "x = f(1)\n"}, "Add (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"a.py": "x = f(1, fork=True)\n", "b.py": "x = f(1, fork=True)\n"}, "Fork: flag")
+    u2 = builder.upstream_commit({"a.py": "x = g(1)\n"}, "Rename f to g in a (#2)")
+    builder.upstream_commit({"b.py": "x = g(1)\n"}, "Rename f to g in b (#3)")
+    builder.fetch()
+    builder.fork_commit({"a.py": "x = g(1, fork=True)\n"}, "[RESOLVED] Rename f to g in a (#2)",
+                        f"(cherry picked from commit {u2})")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert [u["status"] for u in doc["units"]] == ["landed"], doc
+    assert (fork / "b.py").read_text() == "x = g(1, fork=True)\n"
+    assert "recorded" in json.dumps(doc["units"])
+
+
+def test_history_skips_a_pick_whose_marker_names_a_commit_not_in_the_repository(tmp_path: Path) -> None:
+    from forkflow.conflicts.learn import learn_from_picks
+    from forkflow.testing.gitrepo import ForkBuilder
+
+    b = ForkBuilder(tmp_path)
+    b.upstream_commit({"a.py": "x = 1\n"}, "Add (#1)")
+    b.branch_fork()
+    p = b.fork_commit({"a.py": "x = 2\n"}, "Pick", "(cherry picked from commit " + "d" * 40 + ")")
+    history, skipped = learn_from_picks(b.f.path, [(Sha("d" * 40), p)])
+    assert len(history) == 0 and len(skipped) == 1 and "not a commit" in skipped[0]
+
+
+def test_trivial_import_union_declines_when_one_side_already_has_the_others_import(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.trivial import TrivialResolver
+
+    base = '#include "a.h"\n\nint x;\n'
+    ours = '#include "a.h"\n#include "fork/Extra.h"\n#include "nv/Dialect.h"\n\nint x;\n'
+    theirs = '#include "a.h"\n#include "nv/Dialect.h"\n\nint x;\n'
+    case = make_case(tmp_path, base, ours, theirs, path="w.cpp")
+    assert TrivialResolver().propose(case) is None
+    content, why = _propose(case)
+    assert content is None and "overlapping" in why
+
+
+def test_structural_declines_insertions_cut_across_a_section_banner(tmp_path: Path) -> None:
+    rule = "//===----===//\n"
+    base = f'def A : Op<"a"> {{\n}}\n\n{rule}'
+    ours = base + f'// ForkOp\n{rule}def ForkOp : Op<"fork"> {{\n}}\n\n{rule}'
+    theirs = base + f'// UpOp\n{rule}def UpOp : Op<"up"> {{\n}}\n\n{rule}'
+    tail = f'// LastOp\n{rule}def LastOp : Op<"last"> {{\n}}\n'
+    content, why = _propose(make_case(tmp_path, base + tail, ours + tail, theirs + tail, path="Ops.td"))
+    assert content is None and "heads the next unit" in why
+
+
+def test_structural_declines_an_insertion_whose_comment_refers_to_its_neighbours(tmp_path: Path) -> None:
+    base = 'constexpr static char AttrA[] = "a";\n\nint f();\n'
+    ours = 'constexpr static char AttrA[] = "a";\nconstexpr static char AttrFork[] = "f";\n\nint f();\n'
+    theirs = ('constexpr static char AttrA[] = "a";\n// FIXME: rename to match above\n'
+              'constexpr static char kUp[] = "u";\n\nint f();\n')
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="D.h"))
+    assert content is None and "refers to the lines around it" in why
+    # without such a comment the fork's units come first
+    theirs = 'constexpr static char AttrA[] = "a";\nconstexpr static char kUp[] = "u";\n\nint f();\n'
+    content, _ = _propose(make_case(tmp_path, base, ours, theirs, path="D.h"))
+    assert content is not None and content.index(b"AttrFork") < content.index(b"kUp")

@@ -32,6 +32,10 @@ class ConflictCase:
     segments: tuple[Segment, ...] = ()  # parsed diff3 text, for text conflicts
     key: str = ""  # conflict_key(segments)
     examples: tuple[Example, ...] = ()  # the fork's earlier resolutions in this file (history.examples)
+    # the path at the fork point (the newest upstream commit the fork branch contains): lines where
+    # the fork's side still reads as there, and the base does not, are upstream changes the fork has
+    # not picked yet, not the fork's own edits
+    origin: bytes | None = None
 
     @property
     def marked(self) -> str:

@@ -47,6 +47,16 @@ class History:
     def lookup(self, r: Region) -> tuple[str, str] | None:
         return self.regions.get(region_key(r))
 
+    def matching(self, case: ConflictCase) -> tuple[Example, ...]:
+        """For each region of the case the fork settled before (in any file), how it did; the newest
+        regions the fork settled in the same file follow, for an agent."""
+        out: list[Example] = []
+        for r in regions(case.segments):
+            found = self.lookup(r)
+            if found is not None:
+                out.append(Example(found[1], case.path, r.base, r.ours, r.theirs, found[0]))
+        return tuple(out) + tuple(e for e in self.examples(case.path) if e not in out)
+
     def __len__(self) -> int:
         return len(self.regions)
 

@@ -6,6 +6,7 @@ is what the fork's engineers made of it; `history.learn` remembers it region by 
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,12 @@ import pygit2
 
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
+from forkflow.config import DEFAULT_MARKERS
+from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
+from forkflow.ledger.evidence import markers, trailers
 from forkflow.models import Sha
 
 
@@ -39,9 +43,10 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     step = picker.pick(str(fork.parents[0].tree_id), upstream_sha)
     if step.status is not PickStatus.CONFLICT:
         return
+    point = repo.merge_base(str(fork.parents[0].id), upstream_sha)
     for c in step.conflicts:
         try:
-            case = build_case(repo, picker, upstream_sha, c)
+            case = build_case(repo, picker, upstream_sha, c, with_history=False, fork_point=point)
         except MissingBlob:  # a side the clone lacks: nothing to learn from this file
             continue
         path = c.ours.path if c.ours is not None else c.path
@@ -63,6 +68,56 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
         try:
             for s in replay_pick(repo, picker, upstream_sha, fork_sha):
                 learn(history, s.case, s.fork, fork_sha[:10])
-        except (pygit2.GitError, KeyError) as e:
+        except (pygit2.GitError, KeyError, UserError) as e:  # a marker naming a commit not here
             skipped.append(f"{fork_sha[:10]}: {e}")
     return history, skipped
+
+
+_HISTORIES: dict[str, History] = {}
+MAX_PAST_PICKS = 400  # the newest picks replayed, once per run on its first conflict: 14 s on fbtriton
+
+
+def fork_history(repo: Repo) -> History:
+    """What the fork's engineers made of the conflicts of its past picks: the newest commits of the
+    checked-out fork branch that name the upstream commit they pick (`(cherry picked from commit
+    X)`, `Upstream-Commit: X`, the other markers of DEFAULT_MARKERS), replayed in memory once per
+    process and repository (learn_from_picks); the branch moving as units land does not relearn."""
+    tip = repo.resolve("HEAD")
+    if tip is None:
+        return History()
+    cache = str(repo.path)  # once per run: what the run lands itself, forkflow records
+    if cache not in _HISTORIES:
+        _HISTORIES.clear()
+        try:
+            _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+        except (GitError, UserError):  # no history to learn from is no reason to stop a pick
+            _HISTORIES[cache] = History()
+    return _HISTORIES[cache]
+
+
+def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:
+    """(upstream sha, fork sha) of the newest single-commit picks reachable from `tip`, newest first."""
+    out = git_log_messages(repo, tip)
+    patterns = [re.compile(p) for p in DEFAULT_MARKERS]
+    picks: list[tuple[Sha, Sha]] = []
+    for fork_sha, message in out:
+        named = set(trailers(message)) | set(markers(message, patterns))
+        if len(named) == 1:
+            named_sha = named.pop()
+            up = Sha(named_sha) if len(named_sha) == 40 else repo.resolve(named_sha)
+            if up is not None:
+                picks.append((up, fork_sha))
+        if len(picks) == MAX_PAST_PICKS:
+            break
+    return picks
+
+
+def git_log_messages(repo: Repo, tip: Sha) -> list[tuple[Sha, str]]:
+    raw = repo.git("log", "--no-merges", "-E", "-i", "--grep=cherry picked from commit|Upstream-Commit:|"
+                   "Revision:|Original Commit:|Upstream commit:", "--format=%H%x00%B%x1e", tip)
+    out = []
+    for rec in raw.split("\x1e"):
+        if "\x00" in rec:
+            sha, body = rec.strip("\n").split("\x00", 1)
+            out.append((Sha(sha), body))
+    return out

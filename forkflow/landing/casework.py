@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+
+import pygit2
 
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import (
@@ -30,8 +33,12 @@ def _content(picker: MemoryPicker, side: Side | None) -> bytes | None:
     return picker.blob(side.oid)
 
 
-def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict) -> ConflictCase:
-    """Contents of each side, the kind of conflict and, for text, git's diff3 regions."""
+def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,
+               with_history: bool = True, fork_point: Sha | None = None) -> ConflictCase:
+    """Contents of each side, the kind of conflict and, for text, git's diff3 regions and the path
+    at the fork point (`fork_point`, else where the checked-out fork branch and the upstream commit
+    meet); with the fork's own earlier resolutions of the same regions (and file) as examples (see
+    fork_history)."""
     base, ours, theirs = (_content(picker, s) for s in (conflict.base, conflict.ours, conflict.theirs))
     binary = any(x is not None and b"\0" in x[:8000] for x in (base, ours, theirs))
     b, o, t = ((s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs))
@@ -47,8 +54,24 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
         if parsed is not None:
             segments = parsed
             key = conflict_key(parsed)
-    return ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
+    case = ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
                         segments, key)
+    if segments:
+        point = fork_point or repo.merge_base("HEAD", sha)
+        case = replace(case, origin=_blob_at(picker, point, conflict.path) if point else None)
+    if with_history and segments:
+        from forkflow.conflicts.learn import fork_history  # it builds cases itself, without history
+
+        case = replace(case, examples=fork_history(repo).matching(case))
+    return case
+
+
+def _blob_at(picker: MemoryPicker, commit: Sha, path: str) -> bytes | None:
+    try:
+        obj = picker.repo[commit].peel(pygit2.Commit).tree[path]
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    return obj.data if isinstance(obj, pygit2.Blob) else None
 
 
 def agent_backend(settings: AgentSettings, env: dict[str, str]) -> Backend | None:

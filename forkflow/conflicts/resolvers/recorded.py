@@ -5,27 +5,47 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from forkflow.conflicts.case import ConflictCase, encode
-from forkflow.conflicts.classify import ConflictKind, fill_regions, regions
-from forkflow.conflicts.history import History
+from forkflow.conflicts.classify import ConflictKind, Region, fill_regions, regions
+from forkflow.conflicts.history import History, region_key
 from forkflow.conflicts.resolvers import Proposal
 
 
 class RecordedResolver:
+    """Resolutions forkflow recorded (a person's or a resolver's, by conflict key), then those the
+    fork's engineers landed in its past picks (`case.examples`, learnt by landing.casework)."""
+
     name = "recorded"
 
     def __init__(self, lookup: Callable[[str], tuple[list[str], str] | None]) -> None:
         self._lookup = lookup  # key -> (region texts, source)
+        self.last_reason = ""
 
     def propose(self, case: ConflictCase) -> Proposal | None:
+        self.last_reason = ""
         if not case.kind.is_text or not case.key:
+            self.last_reason = f"a {case.kind.value} conflict has no regions"
             return None
         found = self._lookup(case.key)
-        if found is None:
-            return None
-        texts, source = found
-        if len(texts) != case.region_count:
-            return None
-        return Proposal(encode(fill_regions(case.segments, texts)), f"recorded resolution (by {source})")
+        if found is not None and len(found[0]) == case.region_count:
+            texts, source = found
+            return Proposal(encode(fill_regions(case.segments, texts)), f"recorded resolution (by {source})")
+        return self._from_examples(case)
+
+    def _from_examples(self, case: ConflictCase) -> Proposal | None:
+        """Every region settled as the fork's engineers settled the same region (same two sides,
+        whitespace aside) in an earlier pick."""
+        known = {region_key(Region(e.base, e.ours, e.theirs)): e for e in case.examples}
+        texts: list[str] = []
+        sources: list[str] = []
+        for r in regions(case.segments):
+            e = known.get(region_key(r))
+            if e is None:
+                self.last_reason = "no recorded resolution, and a region the fork never settled before"
+                return None
+            texts.append(e.resolved)
+            sources.append(e.fork_sha)
+        return Proposal(encode(fill_regions(case.segments, texts)),
+                        f"settled as the fork did before ({', '.join(dict.fromkeys(sources))})")
 
 
 class HistoryResolver:

@@ -35,6 +35,11 @@ def _import_union(r: Region) -> str | None:
     if not (_is_import_block(r.ours) and _is_import_block(r.theirs) and _is_import_block(r.base)):
         return None
     ours, theirs, base = _lines(r.ours), _lines(r.theirs), set(_lines(r.base))
+    added_o, added_t = set(ours) - base, set(theirs) - base
+    if added_o and added_t and added_o != added_t and (added_o <= added_t or added_t <= added_o):
+        # one side already has the other's new imports (picked earlier) and more of its own, which
+        # the other side's change may make unneeded: on fbtriton the one such union was wrong
+        return None
     dropped = {line for line in base if line not in ours or line not in theirs}
     if any(_module(x) == _module(line) and x != line for line in dropped for x in ours + theirs):
         return None  # one side dropped an import the other edited (moved elsewhere?): not a union
