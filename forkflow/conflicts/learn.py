@@ -11,12 +11,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
 from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
+from forkflow.git.commits import ObjectError, committed_file, parents_of
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
@@ -36,25 +35,21 @@ class Settled:
 def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: Sha) -> Iterator[Settled]:
     """The conflicts of picking `upstream_sha` onto `fork_sha`'s parent, each with the fork's file.
 
-    Raises pygit2.GitError when an object is missing (a partial clone, a snapshot without big blobs)."""
-    fork = picker.repo[fork_sha]
-    if not isinstance(fork, pygit2.Commit) or not fork.parents:
+    Raises ObjectError when an object is missing (a partial clone, a snapshot without big blobs)."""
+    parents = parents_of(picker, fork_sha, strict=True)
+    if not parents:
         return
-    step = picker.pick(str(fork.parents[0].tree_id), upstream_sha)
+    step = picker.pick(picker.commit_tree(parents[0]), upstream_sha)
     if step.status is not PickStatus.CONFLICT:
         return
-    point = repo.merge_base(str(fork.parents[0].id), upstream_sha)
+    point = repo.merge_base(parents[0], upstream_sha)
     for c in step.conflicts:
         try:
             case = build_case(repo, picker, upstream_sha, c, with_history=False, fork_point=point)
         except MissingBlob:  # a side the clone lacks: nothing to learn from this file
             continue
         path = c.ours.path if c.ours is not None else c.path
-        try:
-            obj = fork.tree[path]
-        except KeyError:
-            obj = None
-        yield Settled(fork_sha, case, obj.data if isinstance(obj, pygit2.Blob) else None)
+        yield Settled(fork_sha, case, committed_file(picker, fork_sha, path))
 
 
 def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[History, list[str]]:
@@ -68,7 +63,7 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
         try:
             for s in replay_pick(repo, picker, upstream_sha, fork_sha):
                 learn(history, s.case, s.fork, fork_sha[:10])
-        except (pygit2.GitError, KeyError, UserError) as e:  # a marker naming a commit not here
+        except (ObjectError, KeyError, UserError) as e:  # a marker naming a commit not here
             skipped.append(f"{fork_sha[:10]}: {e}")
     return history, skipped
 

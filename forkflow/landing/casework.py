@@ -4,8 +4,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-import pygit2
-
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import (
     BASE_LABEL,
@@ -21,6 +19,7 @@ from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
+from forkflow.git.commits import file_at
 from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, PathConflict, Side
 from forkflow.landing.settings import AgentSettings
@@ -58,20 +57,12 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
                         segments, key)
     if segments:
         point = fork_point or repo.merge_base("HEAD", sha)
-        case = replace(case, origin=_blob_at(picker, point, conflict.path) if point else None)
+        case = replace(case, origin=file_at(picker, point, conflict.path) if point else None)
     if with_history and segments:
         from forkflow.conflicts.learn import fork_history  # it builds cases itself, without history
 
         case = replace(case, examples=fork_history(repo).matching(case))
     return case
-
-
-def _blob_at(picker: MemoryPicker, commit: Sha, path: str) -> bytes | None:
-    try:
-        obj = picker.repo[commit].peel(pygit2.Commit).tree[path]
-    except (KeyError, ValueError, pygit2.GitError):
-        return None
-    return obj.data if isinstance(obj, pygit2.Blob) else None
 
 
 def agent_backend(settings: AgentSettings, env: dict[str, str]) -> Backend | None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pygit2
-
+from forkflow.git.diffs import DiffReader, FileDiff
 from forkflow.planning.model import EMPTY_TOUCH, Touch
 from forkflow.planning.symbols import Definition, definitions, header_symbol, line_owners, symbols_at
 
@@ -17,38 +16,32 @@ class TouchReader:
     """Computes `Touch` values of commits; caches definitions per blob."""
 
     def __init__(self, path: Path | str) -> None:
-        self.repo = pygit2.Repository(str(path))
+        self.diffs = DiffReader(path)
         self._owners: dict[str, dict[int, str] | None] = {}
 
-    def _owners_of(self, path: str, oid: pygit2.Oid) -> dict[int, str] | None:
+    def _owners_of(self, path: str, oid: str) -> dict[int, str] | None:
         key = f"{oid}:{path.rsplit('.', 1)[-1]}"
         if key not in self._owners:
-            blob = self.repo.get(oid)
+            data = self.diffs.blob(oid)
             defs: list[Definition] | None = None
-            if isinstance(blob, pygit2.Blob):
-                defs = definitions(path, blob.data)
+            if data is not None:
+                defs = definitions(path, data)
             self._owners[key] = line_owners(defs) if defs is not None else None
         return self._owners[key]
 
     def touch(self, sha: str) -> Touch:
         """Files and symbols a commit changes against its first parent."""
-        commit = self.repo.get(sha)
-        if not isinstance(commit, pygit2.Commit):
+        patches = self.diffs.first_parent_diff(sha)
+        if patches is None:
             return EMPTY_TOUCH
-        if commit.parents:
-            diff = self.repo.diff(commit.parents[0].tree, commit.tree, context_lines=0)
-        else:
-            diff = commit.tree.diff_to_tree(context_lines=0, swap=True)
         files: set[str] = set()
         symbols: set[str] = set()
         parsed: set[str] = set()
-        patches = list(diff)
         with_symbols = len(patches) <= MAX_SYMBOL_FILES
         for patch in patches:
-            delta = patch.delta
-            paths = {delta.old_file.path, delta.new_file.path}
+            paths = {patch.old_path, patch.new_path}
             files |= paths
-            if not with_symbols or delta.is_binary:
+            if not with_symbols or patch.is_binary:
                 continue
             found = self._patch_symbols(patch)
             if found is not None:
@@ -56,21 +49,20 @@ class TouchReader:
                 parsed |= paths
         return Touch(frozenset(files), frozenset(symbols), frozenset(parsed))
 
-    def _patch_symbols(self, patch: pygit2.Patch) -> set[str] | None:
-        delta = patch.delta
-        old_path, new_path = delta.old_file.path, delta.new_file.path
-        zero = delta.old_file.id.raw == b"\0" * 20
-        old_owners = None if zero else self._owners_of(old_path, delta.old_file.id)
-        new_zero = delta.new_file.id.raw == b"\0" * 20
-        new_owners = None if new_zero else self._owners_of(new_path, delta.new_file.id)
+    def _patch_symbols(self, patch: FileDiff) -> set[str] | None:
+        old_path, new_path = patch.old_path, patch.new_path
+        zero = patch.old_blob is None
+        old_owners = None if patch.old_blob is None else self._owners_of(old_path, patch.old_blob)
+        new_zero = patch.new_blob is None
+        new_owners = None if patch.new_blob is None else self._owners_of(new_path, patch.new_blob)
         if (old_owners is None and not zero) or (new_owners is None and not new_zero):
             # no parser for the language: fall back on hunk headers' function context
-            return {header_symbol(new_path, h.header.rstrip("\n")) for h in patch.hunks} or None
+            return {header_symbol(new_path, h.rstrip("\n")) for h in patch.hunk_headers()} or None
         out: set[str] = set()
-        for h in patch.hunks:
+        for removed, added in patch.hunk_lines():
             # blank lines between definitions belong to no symbol worth a dependency
-            old_lines = [ln.old_lineno for ln in h.lines if ln.origin == "-" and ln.content.strip()]
-            new_lines = [ln.new_lineno for ln in h.lines if ln.origin == "+" and ln.content.strip()]
+            old_lines = [n for n, text in removed if text.strip()]
+            new_lines = [n for n, text in added if text.strip()]
             if old_owners is not None:
                 out |= symbols_at(old_path, old_owners, old_lines)
             if new_owners is not None:

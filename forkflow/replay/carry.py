@@ -21,8 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
-import pygit2
-
+from forkflow.git.commits import copy_commit, merge_fork_side, parents_of
 from forkflow.git.pick import MemoryPicker, PickStatus
 from forkflow.models import Sha
 
@@ -43,45 +42,23 @@ def carry_forward(picker: MemoryPicker, onto: Sha, fork_commits: list[Sha],
         picker: forkflow's in-memory picker on the repository (it writes straight to disk).
         takes: fork commit -> the upstream commits it took (the fork's own picks).
         landed: upstream commits forkflow has landed on `onto` so far."""
-    repo = picker.repo
-    tip = repo.get(onto)
-    assert isinstance(tip, pygit2.Commit)
+    tip, tip_tree = onto, picker.commit_tree(onto)
     applied = forced = left_out = 0
     for sha in fork_commits:
-        commit = repo.get(sha)
-        assert isinstance(commit, pygit2.Commit)
         took = takes.get(sha, ())
         if took and all(u in landed for u in took):
             left_out += 1
             continue
-        step = picker.pick(str(tip.tree_id), sha) if len(commit.parents) == 1 else None
+        parents = parents_of(picker, sha)
+        assert parents is not None
+        step = picker.pick(tip_tree, sha) if len(parents) == 1 else None
         if step is not None and step.status in (PickStatus.APPLIED, PickStatus.EMPTY):
-            tree = pygit2.Oid(hex=step.tree)
+            tree = step.tree
         else:  # a conflict of the path merge (or a merge commit): the whole-tree merge, with renames
-            base = commit.parents[0].tree if commit.parents else repo.get(repo.TreeBuilder().write())
-            index = repo.merge_trees(base, tip.tree, commit.tree)
-            if index.conflicts is not None:  # again, the fork's side winning each conflicted hunk
-                index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
-                if index.conflicts is not None:
-                    _take_theirs(index)
-                forced += 1
-            tree = index.write_tree(repo)
-        if tree == tip.tree_id and not took:
+            tree, was_forced = merge_fork_side(picker, tip, sha)
+            forced += was_forced
+        if tree == tip_tree and not took:
             continue
-        new = repo.create_commit(None, commit.author, commit.committer, commit.message, tree, [tip.id])
-        tip = repo.get(new)
-        assert isinstance(tip, pygit2.Commit)
+        tip, tip_tree = copy_commit(picker, sha, tree, [tip]), tree
         applied += 1
-    return Carried(Sha(str(tip.id)), applied, forced, left_out)
-
-
-def _take_theirs(index: pygit2.Index) -> None:
-    """Settle each conflicted path to the fork commit's side (deleted where the fork deleted it)."""
-    conflicts = index.conflicts
-    assert conflicts is not None
-    entries = [(ancestor, ours, theirs) for ancestor, ours, theirs in conflicts]
-    for ancestor, ours, theirs in entries:
-        path = next(e.path for e in (theirs, ours, ancestor) if e is not None)
-        del conflicts[path]
-        if theirs is not None:
-            index.add(pygit2.IndexEntry(theirs.path, theirs.id, theirs.mode))
+    return Carried(tip, applied, forced, left_out)

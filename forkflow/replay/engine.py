@@ -12,14 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from forkflow.config import Config
 from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.records import lookup_resolution
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import Context
 from forkflow.errors import UserError
+from forkflow.git.commits import ObjectError, changed_paths, parents_of, same_entries
 from forkflow.git.repo import Repo
 from forkflow.landing.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate
@@ -98,7 +97,7 @@ class Engine:
         ingestor = wired_ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
         try:
             report = ingestor.run()
-        except (pygit2.GitError, KeyError) as e:
+        except (ObjectError, KeyError) as e:
             if "not found" not in str(e):
                 raise
             # a history that names blobs the object database lacks (a partial clone); see #11
@@ -135,30 +134,27 @@ class Engine:
         Returns `patch-id` (one commit, the same patch), `post-image` (the files either side touched
         end up the same), `differs`, `conflict` (no resolver: the pick needs a person) or, with
         `resolve`, `unresolved` when forkflow's resolvers leave a conflict."""
-        commit = self.picker.repo.get(fork_sha)
-        if not isinstance(commit, pygit2.Commit) or len(commit.parents) != 1 or not upstream:
+        parents = parents_of(self.picker, fork_sha)
+        if parents is None or len(parents) != 1 or not upstream:
             return "differs"
         if len(upstream) == 1 and not resolve:
             ids = patch_ids if patch_ids and fork_sha in patch_ids else self.repo.patch_ids([fork_sha, upstream[0]])
             if ids.get(fork_sha) and ids.get(fork_sha) == ids.get(upstream[0]):
                 return "patch-id"
-        base = str(commit.parents[0].tree_id)
+        base = self.picker.commit_tree(parents[0])
         fix = self._resolver() if resolve else None
         pick = self.picker.pick_sequence(base, upstream, resolve=fix)
         if pick.conflicted:
             return "unresolved" if resolve else "conflict"
-        return "post-image" if self._same_files(pick.tree, commit, upstream) else "differs"
+        return "post-image" if self._same_files(pick.tree, base, fork_sha, upstream) else "differs"
 
-    def _same_files(self, tree: str, commit: pygit2.Commit, upstream: Sequence[Sha]) -> bool:
-        repo = self.picker.repo
-        ours = repo.get(tree)
-        assert isinstance(ours, pygit2.Tree)
-        paths: set[str] = set()
-        for diff in [repo.diff(str(commit.parents[0].tree_id), str(commit.tree_id))] + [
-                repo.diff(self.picker.mainline_tree(u), self.picker.commit_tree(u)) for u in upstream]:
-            for d in diff.deltas:
-                paths |= {d.old_file.path, d.new_file.path}
-        return all(_entry(ours, p) == _entry(commit.tree, p) for p in paths)
+    def _same_files(self, tree: str, base: str, fork_sha: Sha, upstream: Sequence[Sha]) -> bool:
+        picker = self.picker
+        theirs = picker.commit_tree(fork_sha)
+        paths = changed_paths(picker, base, theirs)
+        for u in upstream:
+            paths |= changed_paths(picker, picker.mainline_tree(u), picker.commit_tree(u))
+        return same_entries(picker, tree, theirs, paths)
 
     def _resolver(self) -> Callable[[PickStep, str], Resolutions | None]:
         def lookup(key: str) -> tuple[list[str], str] | None:
@@ -192,14 +188,6 @@ def backlog_at(ledger: Ledger, point: Sha) -> int:
 
 def _no_log(attempt: Attempt) -> None:
     pass
-
-
-def _entry(tree: pygit2.Tree, path: str) -> tuple[str, int] | None:
-    try:
-        obj = tree[path]
-    except (KeyError, TypeError, ValueError):
-        return None
-    return str(obj.id), int(obj.filemode)
 
 
 def _held(r: UnitResult) -> dict[str, str]:
