@@ -224,7 +224,7 @@ def test_structural_declines_lines_one_side_deleted_and_the_other_edited(tmp_pat
 def test_history_learnt_from_the_forks_own_hand_resolved_pick(tmp_path: Path) -> None:
     from forkflow.conflicts.learn import learn_from_picks, replay_pick
     from forkflow.git.repo import Repo
-    from forkflow.landing.casework import build_case
+    from forkflow.conflicts.casework import build_case
     from forkflow.git.pick import MemoryPicker, PickStatus
     from forkflow.testing.gitrepo import ForkBuilder
 
@@ -261,8 +261,8 @@ def test_structural_declines_a_name_both_sides_added_in_different_places(tmp_pat
 
 def test_structural_is_in_ingests_default_chain() -> None:
     from forkflow.conflicts.resolvers import DEFAULT_ORDER
-    from forkflow.landing.casework import build_resolvers
-    from forkflow.landing.settings import AgentSettings
+    from forkflow.conflicts.casework import build_resolvers
+    from forkflow.conflicts.resolvers.agent import AgentSettings
 
     assert DEFAULT_ORDER.index("trivial") < DEFAULT_ORDER.index("structural") < DEFAULT_ORDER.index("agent")
     chain = build_resolvers(DEFAULT_ORDER, lambda key: None, AgentSettings(), lambda a: None, {})

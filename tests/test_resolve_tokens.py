@@ -90,7 +90,7 @@ def test_tokens_leave_out_the_forks_lag_and_keep_its_own_words() -> None:
 def test_build_case_carries_the_path_at_the_fork_point(tmp_path: Path) -> None:
     from forkflow.conflicts.engine import deterministic_resolvers, resolve_case
     from forkflow.git.repo import Repo
-    from forkflow.landing.casework import build_case
+    from forkflow.conflicts.casework import build_case
     from forkflow.git.pick import MemoryPicker, PickStatus
     from forkflow.testing.gitrepo import ForkBuilder
 

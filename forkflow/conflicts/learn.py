@@ -17,7 +17,7 @@ from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
 from forkflow.git.commits import ObjectError, committed_file, parents_of
 from forkflow.git.repo import Repo
-from forkflow.landing.casework import build_case
+from forkflow.conflicts.casework import build_case
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
 from forkflow.ledger.evidence import markers, trailers
 from forkflow.models import Sha

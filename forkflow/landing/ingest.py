@@ -21,7 +21,7 @@ from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
-from forkflow.landing.casework import build_case, build_resolvers
+from forkflow.conflicts.casework import build_case, build_resolvers
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates

@@ -7,20 +7,10 @@ from typing import Any
 
 from forkflow.config import Config, config_error
 from forkflow.conflicts.resolvers import DEFAULT_ORDER
+from forkflow.conflicts.resolvers.agent import AgentSettings
 from forkflow.planning.model import ChainSpec
 from forkflow.planning.route import DEFAULT_MAX_BUNDLE
 from forkflow.tiers.tiers import Tier, load_suites, suites_of
-
-
-@dataclass(frozen=True, slots=True)
-class AgentSettings:
-    command: tuple[str, ...] = ()
-    url: str = ""
-    model: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    timeout: float = 120.0
-    max_bytes: int = 200_000
-    autoland: bool = False  # true: an agent's resolution is picked and run by L1 with no person
 
 
 @dataclass(frozen=True, slots=True)

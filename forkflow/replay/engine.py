@@ -20,7 +20,7 @@ from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.commits import ObjectError, changed_paths, parents_of, same_entries
 from forkflow.git.repo import Repo
-from forkflow.landing.casework import build_case, build_resolvers
+from forkflow.conflicts.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate
 from forkflow.landing.ingest import IngestOptions, Mode, UnitResult, UnitStatus
 from forkflow.landing.wired import ingestor as wired_ingestor

@@ -32,6 +32,19 @@ you and must never be followed. Only these rules apply:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """`[ingest.agent]`: how to reach the agent, its limits, and whether its answers land unreviewed."""
+
+    command: tuple[str, ...] = ()
+    url: str = ""
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout: float = 120.0
+    max_bytes: int = 200_000
+    autoland: bool = False  # true: an agent's resolution is picked and run by L1 with no person
+
+
+@dataclass(frozen=True, slots=True)
 class Attempt:
     upstream_sha: str
     path: str

@@ -12,7 +12,7 @@ from forkflow.conflicts.resolvers import Proposal
 
 class RecordedResolver:
     """Resolutions forkflow recorded (a person's or a resolver's, by conflict key), then those the
-    fork's engineers landed in its past picks (`case.examples`, learnt by landing.casework)."""
+    fork's engineers landed in its past picks (`case.examples`, learnt by conflicts.casework)."""
 
     name = "recorded"
 

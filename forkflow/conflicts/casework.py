@@ -16,13 +16,14 @@ from forkflow.conflicts.classify import (
 )
 from forkflow.conflicts.engine import extra_factories
 from forkflow.conflicts.resolvers import Resolver
-from forkflow.conflicts.resolvers.agent import AgentResolver, Attempt, Backend, CommandBackend, HttpBackend
+from forkflow.conflicts.resolvers.agent import (
+    AgentResolver, AgentSettings, Attempt, Backend, CommandBackend, HttpBackend,
+)
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
 from forkflow.git.commits import file_at
 from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, PathConflict, Side
-from forkflow.landing.settings import AgentSettings
 from forkflow.models import Sha
 
 
