@@ -21,7 +21,11 @@ import json, os, random, sys
 from pathlib import Path
 if Path("untestable").exists():
     sys.exit(125)
-rng = random.Random()
+rev = os.environ.get("FORKFLOW_REV", "")
+runs = Path(__file__).with_name(f"runs-{rev[:12]}")  # noise as before, but the same in every run
+k = int(runs.read_text()) if runs.exists() else 0  # of the test: seeded by revision and attempt
+runs.write_text(str(k + 1))
+rng = random.Random(f"{rev}:{k}")
 rate = float(os.environ.get("CRASH_RATE", "0"))
 if rate:  # crashes at random, but the same attempt of the same commit always does the same
     counter = Path(os.environ["CRASH_DIR"]) / os.environ["FORKFLOW_REV"]
