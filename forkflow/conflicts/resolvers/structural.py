@@ -60,15 +60,25 @@ def _norm(lines: tuple[str, ...] | list[str]) -> list[str]:
     return [x.strip() for x in lines if x.strip()]
 
 
+@dataclass(frozen=True, slots=True)
+class Files:
+    """The whole files around the regions: each side's lines and the fork point's (None: unknown)."""
+
+    ours: list[str]
+    theirs: list[str]
+    origin: list[str] | None = None
+
+
 class Declined(Exception):
     """A region this resolver cannot settle; the message says why."""
 
 
-def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
-                 origin: str | None = None, by_tokens: bool = False) -> tuple[str, str]:
+def merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None = None,
+                 by_tokens: bool = False) -> tuple[str, str]:
     """(merged text, rule) of one region, or raises Declined."""
+    ours_file, theirs_file = files.ours, files.theirs
     try:
-        return _merge_region(r, lang, ours_file, theirs_file, origin, by_tokens)
+        return _merge_region(r, lang, files, origin, by_tokens)
     except Declined:
         if max(r.base.count("\n"), r.ours.count("\n"), r.theirs.count("\n")) > MAX_REGION_LINES:
             raise
@@ -83,8 +93,7 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         first = renamed_first(r.base, r.theirs, r.ours, "\n".join(theirs_file))
         if first is not None:
             try:
-                text, rule = _merge_region(Region(first[0], first[1], r.theirs), lang, ours_file, theirs_file,
-                                           None, False)
+                text, rule = _merge_region(Region(first[0], first[1], r.theirs), lang, files, None, False)
             except Declined:
                 pass
             else:
@@ -92,8 +101,7 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         first = renamed_first(r.base, r.ours, r.theirs, "\n".join(ours_file))
         if first is not None:
             try:
-                text, rule = _merge_region(Region(first[0], r.ours, first[1]), lang, ours_file, theirs_file,
-                                           None, False)
+                text, rule = _merge_region(Region(first[0], r.ours, first[1]), lang, files, None, False)
             except Declined:
                 pass
             else:
@@ -101,8 +109,9 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         raise
 
 
-def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
-                  origin: str | None, by_tokens: bool) -> tuple[str, str]:
+def _merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None,
+                  by_tokens: bool) -> tuple[str, str]:
+    ours_file, theirs_file = files.ours, files.theirs
     hit = resolve_region(r)
     if hit is not None and not hit[1].startswith("union"):
         return hit
@@ -114,8 +123,8 @@ def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_fil
     # reformatted layout, which takes a formatter: taking either side was wrong about half the time
     # on fbtriton, so such regions are left to a person.
     co, ct = changes(base, ours), changes(base, theirs)
-    merged = _interleave(base, co, ct, lang)
-    if merged is not None:
+    merged = _interleave(base, co, ct, lang, files)
+    if isinstance(merged, tuple):
         return merged
     kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
     if kept is not None:
@@ -132,17 +141,21 @@ def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_fil
         if _moved_away(r.base, side, other, side_file):
             raise Declined(f"{who} moved this code and the other side edited it: the edit must follow "
                            "the move, outside the conflict")
+    if isinstance(merged, str):
+        raise Declined(f"one side inserted lines beside lines the other rewrote, and {merged}")
     raise Declined("both sides changed the same lines differently")
 
 
-def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang | None) -> tuple[str, str] | None:
-    """Apply both sides' changes when no two overlap; insertions at one place must be whole units."""
+def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang | None,
+                files: Files) -> tuple[str, str] | str | None:
+    """Apply both sides' changes when no two overlap; insertions at one place must be whole units.
+    A string says why an insertion could not go beside the other side's rewrite it touches."""
     rule = "the sides changed different lines"
     items = sorted([(c.start, c.end, 0, c) for c in co] + [(c.start, c.end, 1, c) for c in ct],
                    key=lambda x: x[:3])
     out: list[str] = []
     pos = 0
-    last_side: int | None = None
+    last: tuple[int, Change] | None = None  # the side and change that ended at `pos`
     i = 0
     while i < len(items):
         start, end, side, c = items[i]
@@ -162,15 +175,66 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
                 else:
                     return None  # the sides changed the same lines
                 i += 1
-        if start < pos or (start == pos and last_side not in (None, side)):
-            return None  # the sides' changes touch: git's conflict stands
-        last_side = side
+        if start < pos:
+            return None
+        if start == pos and last is not None and last[0] != side:
+            # the sides' changes touch: git's conflict stands, unless one side only inserted lines
+            # beside lines the other rewrote, and the insertion does not depend on what was rewritten
+            if last[1].is_insertion == c.is_insertion:
+                return None  # both rewrote (or both inserted, at different places) touching lines
+            (ins, ins_side), rew = ((last[1], last[0]), c) if last[1].is_insertion else ((c, side), last[1])
+            why = _beside(base, ins, rew, lang, files.ours if ins_side else files.theirs,
+                          files.origin if ins_side == 0 else None)
+            if why is not None:
+                return why
+            rule = "an insertion beside lines the other side rewrote"
+        last = (side, Change(start, end, tuple(lines)))
         out += base[pos:start]
         out += lines
         pos = end
         i += 1
     out += base[pos:]
     return "".join(out), rule
+
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_CALL = re.compile(r"(\.|->|::)?\s*([A-Za-z_]\w*)\s*(<[^<>()]*>)?\s*\(")
+
+
+def _words(lines: tuple[str, ...] | list[str]) -> set[str]:
+    return {w for x in lines for w in _WORD.findall(x)}
+
+
+def _calls(lines: tuple[str, ...] | list[str]) -> set[str]:
+    """Call forms the lines use: `f(`, `.f(` (a member call), `::f(`, `.f<(` (with template arguments)."""
+    return {(a.replace("->", ".") + f + ("<" if t else "") + "(")
+            for x in lines for a, f, t in _CALL.findall(x)}
+
+
+def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewriter_file: list[str],
+            fork_point: list[str] | None) -> str | None:
+    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None.
+    `fork_point`: the file at the fork point, given when the insertion is the fork's."""
+    if not _code(ins.lines):
+        return "the insertion is blank or comments only"
+    if not _is_unit(list(ins.lines), lang):
+        return "the insertion is not whole units"
+    old = base[rew.start:rew.end]
+    removed = _words(old) - _words(rew.lines)
+    if not _code(rew.lines):  # a deletion: only names gone from that side's whole file count
+        removed -= _words(rewriter_file)
+    used = sorted(_words(ins.lines) & removed)
+    if used:
+        return f"the insertion uses {used[0]}, which the rewrite removed"
+    calls = sorted(_calls(ins.lines) & (_calls(old) - _calls(rew.lines)))
+    if calls:
+        return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
+    if set(_code(ins.lines)) & set(_code(rew.lines) + _code(old)):
+        return "the insertion repeats the rewrite's lines"
+    if fork_point is not None and set(_code(ins.lines)) <= set(_code(fork_point)):
+        # upstream code the fork still has from its fork point, which upstream removed later
+        return "the fork's insertion is upstream code at the fork point (the fork lags there)"
+    return None
 
 
 _LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
@@ -405,11 +469,13 @@ class StructuralResolver:
         lang = language_of(case.path)
         ours_file = (decode(case.ours) or "").splitlines()
         theirs_file = (decode(case.theirs) or "").splitlines()
+        files = Files(ours_file, theirs_file,
+                      None if case.origin is None else (decode(case.origin) or "").splitlines())
         texts: list[str] = []
         rules: list[str] = []
         for r, origin in zip(regions(case.segments), origin_regions(case)):
             try:
-                text, rule = merge_region(r, lang, ours_file, theirs_file, origin, self.by_tokens)
+                text, rule = merge_region(r, lang, files, origin, self.by_tokens)
             except Declined as d:
                 self.last_reason = str(d)
                 return None

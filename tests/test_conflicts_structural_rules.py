@@ -1,0 +1,87 @@
+"""The structural resolver's rules on generated fixtures: each settles the shape it names, and
+declines, saying why, where the merge is not unambiguous."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from forkflow.conflicts import guardrails
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.resolvers.structural import StructuralResolver
+from tests.test_conflicts import make_case
+
+
+def _propose(case: ConflictCase) -> tuple[bytes | None, str]:
+    r = StructuralResolver()
+    p = r.propose(case)
+    return (p.content, p.note) if p is not None else (None, r.last_reason)
+
+
+# -- an insertion beside lines the other side rewrote ----------------------------------------
+
+BESIDE_BASE = "def f(x):\n    y = g(x)\n    return y\n"
+
+
+def test_insertion_beside_a_rewrite_goes_beside_it(tmp_path: Path) -> None:
+    ours = "def f(x):\n    y = g(x)\n    log(x)\n    return y\n"
+    theirs = "def f(x):\n    y = g(x, scale=2)\n    return y\n"
+    case = make_case(tmp_path, BESIDE_BASE, ours, theirs)
+    assert case.region_count == 1  # git's touching edits conflict
+    content, note = _propose(case)
+    assert content == b"def f(x):\n    y = g(x, scale=2)\n    log(x)\n    return y\n", note
+    assert note == "an insertion beside lines the other side rewrote"
+    assert guardrails.check(case, content).ok
+    # the same with the sides swapped: upstream inserts beside the fork's rewrite
+    content, _ = _propose(make_case(tmp_path, BESIDE_BASE, theirs, ours))
+    assert content == b"def f(x):\n    y = g(x, scale=2)\n    log(x)\n    return y\n"
+
+
+def test_insertion_beside_a_deletion_keeps_names_the_deleting_side_still_has(tmp_path: Path) -> None:
+    tail = "\n\ndef g(cap):\n    if cap:\n        return 1\n"
+    base = "def f(cap):\n    if cap >= 9:\n        lower(cap)\n    return cap\n" + tail
+    ours = "def f(cap):\n    if cap >= 9:\n        lower(cap)\n    if cap >= 10:\n        tune(cap)\n    return cap\n" + tail
+    theirs = "def f(cap):\n    return cap\n" + tail  # upstream deleted the block; `cap`, `if` are still in its file
+    content, note = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content == ("def f(cap):\n    if cap >= 10:\n        tune(cap)\n    return cap\n" + tail).encode(), note
+    # the same insertion using `lower`, which the deletion took out of upstream's whole file
+    ours = ours.replace("tune(cap)", "lower(cap + 1)")
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "uses lower, which the rewrite removed" in why
+
+
+def test_insertion_using_a_word_the_rewrite_removed_declines(tmp_path: Path) -> None:
+    base = "def f(x):\n    y = g(x)\n    return x\n"
+    ours = "def f(x):\n    y = g(x)\n    log(y)\n    return x\n"
+    theirs = "def f(x):\n    h(x)\n    return x\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "uses y, which the rewrite removed" in why
+
+
+def test_insertion_using_a_call_form_the_rewrite_stopped_using_declines(tmp_path: Path) -> None:
+    base = "void f() {\n  b.create<CondBrOp>(c, x, y);\n}\n"
+    ours = "void f() {\n  b.create<BarrierOp>(c);\n  b.create<CondBrOp>(c, x, y);\n}\n"
+    theirs = "void f() {\n  CondBrOp::create(b, loc, c, x, y);\n}\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="f.cpp"))
+    assert content is None and "calls .create<(, a form the rewrite stopped using" in why
+
+
+def test_insertion_repeating_the_rewrites_lines_declines(tmp_path: Path) -> None:
+    base = "a = 1\nb = 2\nc = 3\n"
+    ours = "a = 1\nb = 2\nd = 4\nc = 3\n"
+    theirs = "a = 1\nd = 4\nc = 3\n"  # upstream replaced b by d; the fork added d beside b
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "repeats the rewrite's lines" in why
+
+
+def test_forks_insertion_that_is_upstream_code_at_the_fork_point_declines(tmp_path: Path) -> None:
+    # the fork still has a declaration from its fork point that upstream removed since: it reads as
+    # the fork's insertion, and the fork's engineers dropped it with upstream's next deletion
+    base = "int keep();\n\nint leaf();\n\nint tail();\n"
+    ours = "int keep();\n\nint leaf();\n\nint shape();\n\nint tail();\n"
+    theirs = "int keep();\n\nint tail();\n"
+    case = make_case(tmp_path, base, ours, theirs, path="u.h")
+    content, _ = _propose(case)
+    assert content == b"int keep();\n\nint shape();\n\nint tail();\n"
+    at_fork_point = replace(case, origin=("int shape();\n\n" + base).encode())
+    content, why = _propose(at_fork_point)
+    assert content is None and "upstream code at the fork point" in why
