@@ -85,3 +85,27 @@ def test_forks_insertion_that_is_upstream_code_at_the_fork_point_declines(tmp_pa
     at_fork_point = replace(case, origin=("int shape();\n\n" + base).encode())
     content, why = _propose(at_fork_point)
     assert content is None and "upstream code at the fork point" in why
+
+
+# -- an insertion that already holds the other side's ------------------------------------------
+
+def test_insertion_that_holds_the_others_insertion_is_kept(tmp_path: Path) -> None:
+    # the fork picked upstream's registration earlier and added its own after it
+    base = "void reg(R &r) {\n  a(r);\n}\n"
+    ours = "void reg(R &r) {\n  a(r);\n  llvm::inliner(r);\n  nvvm::inliner(r);\n  fork::dbg(r);\n}\n"
+    theirs = "void reg(R &r) {\n  a(r);\n  llvm::inliner(r);\n  nvvm::inliner(r);\n}\n"
+    case = make_case(tmp_path, base, ours, theirs, path="r.h")
+    content, note = _propose(case)
+    assert content == ours.encode() and note == "the fork's insertion already holds upstream's"
+    assert guardrails.check(case, content).ok
+    content, note = _propose(make_case(tmp_path, base, theirs, ours, path="r.h"))
+    assert content == ours.encode() and note == "upstream's insertion already holds the fork's"
+
+
+def test_include_lists_holding_the_others_include_decline(tmp_path: Path) -> None:
+    # the fork's extra include may be one upstream's change makes unneeded: a person decides
+    base = "#include \"a.h\"\n\nint x;\n"
+    ours = "#include \"a.h\"\n#include \"gpu.h\"\n#include \"ws.h\"\n\nint x;\n"
+    theirs = "#include \"a.h\"\n#include \"ws.h\"\n\nint x;\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="w.cpp"))
+    assert content is None and "overlapping lines" in why

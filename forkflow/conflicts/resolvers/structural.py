@@ -167,11 +167,15 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
                     rule = "both sides made the same change"
                 elif c.is_insertion and d.is_insertion:
                     ours, theirs = (c, d) if side == 0 else (d, c)
-                    why = _units_clash(list(ours.lines), list(theirs.lines), lang)
-                    if why is not None:
-                        raise Declined(why)
-                    lines = _ordered(ours.lines, theirs.lines)
-                    rule = "both sides added whole units at one place"
+                    held = _holds_insertion(ours.lines, theirs.lines)
+                    if held is not None:
+                        lines, rule = held
+                    else:
+                        why = _units_clash(list(ours.lines), list(theirs.lines), lang)
+                        if why is not None:
+                            raise Declined(why)
+                        lines = _ordered(ours.lines, theirs.lines)
+                        rule = "both sides added whole units at one place"
                 else:
                     return None  # the sides changed the same lines
                 i += 1
@@ -235,6 +239,31 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
         # upstream code the fork still has from its fork point, which upstream removed later
         return "the fork's insertion is upstream code at the fork point (the fork lags there)"
     return None
+
+
+_IMPORT_LINE = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
+
+
+def _holds_insertion(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[tuple[str, ...], str] | None:
+    """(lines, rule) when one side's insertion already holds every line of the other's, in order:
+    that side took the other's addition earlier (a pick, or an earlier version of it) and built on it."""
+    o, t = _norm(ours), _norm(theirs)
+    if not o or not t or o == t:
+        return None
+    if all(_IMPORT_LINE.match(x) for x in o + t):
+        # one side already has the other's import and more of its own, which the other side's change
+        # may make unneeded (trivial's union of import lists declines the same)
+        return None
+    if _subsequence(t, o):
+        return ours, "the fork's insertion already holds upstream's"
+    if _subsequence(o, t):
+        return theirs, "upstream's insertion already holds the fork's"
+    return None
+
+
+def _subsequence(small: list[str], big: list[str]) -> bool:
+    it = iter(big)
+    return all(x in it for x in small)
 
 
 _LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
