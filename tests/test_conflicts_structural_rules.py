@@ -2,7 +2,6 @@
 declines, saying why, where the merge is not unambiguous."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from forkflow.conflicts import guardrails
@@ -71,20 +70,6 @@ def test_insertion_repeating_the_rewrites_lines_declines(tmp_path: Path) -> None
     theirs = "a = 1\nd = 4\nc = 3\n"  # upstream replaced b by d; the fork added d beside b
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "repeats the rewrite's lines" in why
-
-
-def test_forks_insertion_that_is_upstream_code_at_the_fork_point_declines(tmp_path: Path) -> None:
-    # the fork still has a declaration from its fork point that upstream removed since: it reads as
-    # the fork's insertion, and the fork's engineers dropped it with upstream's next deletion
-    base = "int keep();\n\nint leaf();\n\nint tail();\n"
-    ours = "int keep();\n\nint leaf();\n\nint shape();\n\nint tail();\n"
-    theirs = "int keep();\n\nint tail();\n"
-    case = make_case(tmp_path, base, ours, theirs, path="u.h")
-    content, _ = _propose(case)
-    assert content == b"int keep();\n\nint shape();\n\nint tail();\n"
-    at_fork_point = replace(case, origin=("int shape();\n\n" + base).encode())
-    content, why = _propose(at_fork_point)
-    assert content is None and "upstream code at the fork point" in why
 
 
 # -- an insertion that already holds the other side's ------------------------------------------

@@ -62,11 +62,10 @@ def _norm(lines: tuple[str, ...] | list[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Files:
-    """The whole files around the regions: each side's lines and the fork point's (None: unknown)."""
+    """The whole files around the regions: each side's lines."""
 
     ours: list[str]
     theirs: list[str]
-    origin: list[str] | None = None
 
 
 class Declined(Exception):
@@ -187,8 +186,7 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
             if last[1].is_insertion == c.is_insertion:
                 return None  # both rewrote (or both inserted, at different places) touching lines
             (ins, ins_side), rew = ((last[1], last[0]), c) if last[1].is_insertion else ((c, side), last[1])
-            why = _beside(base, ins, rew, lang, files.ours if ins_side else files.theirs,
-                          files.origin if ins_side == 0 else None)
+            why = _beside(base, ins, rew, lang, files.ours if ins_side else files.theirs)
             if why is not None:
                 return why
             rule = "an insertion beside lines the other side rewrote"
@@ -215,29 +213,26 @@ def _calls(lines: tuple[str, ...] | list[str]) -> set[str]:
             for x in lines for a, f, t in _CALL.findall(x)}
 
 
-def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewriter_file: list[str],
-            fork_point: list[str] | None) -> str | None:
-    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None.
-    `fork_point`: the file at the fork point, given when the insertion is the fork's."""
+def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewriter_file: list[str]) -> str | None:
+    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None."""
     if not _code(ins.lines):
         return "the insertion is blank or comments only"
     if not _is_unit(list(ins.lines), lang):
         return "the insertion is not whole units"
     old = base[rew.start:rew.end]
     removed = _words(old) - _words(rew.lines)
-    if not _code(rew.lines):  # a deletion: only names gone from that side's whole file count
+    dropped = _calls(old) - _calls(rew.lines)
+    if not _code(rew.lines):  # a deletion: only names and calls gone from that side's whole file count
         removed -= _words(rewriter_file)
+        dropped -= _calls(rewriter_file)
     used = sorted(_words(ins.lines) & removed)
     if used:
         return f"the insertion uses {used[0]}, which the rewrite removed"
-    calls = sorted(_calls(ins.lines) & (_calls(old) - _calls(rew.lines)))
+    calls = sorted(_calls(ins.lines) & dropped)
     if calls:
         return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
     if set(_code(ins.lines)) & set(_code(rew.lines) + _code(old)):
         return "the insertion repeats the rewrite's lines"
-    if fork_point is not None and set(_code(ins.lines)) <= set(_code(fork_point)):
-        # upstream code the fork still has from its fork point, which upstream removed later
-        return "the fork's insertion is upstream code at the fork point (the fork lags there)"
     return None
 
 
@@ -498,8 +493,7 @@ class StructuralResolver:
         lang = language_of(case.path)
         ours_file = (decode(case.ours) or "").splitlines()
         theirs_file = (decode(case.theirs) or "").splitlines()
-        files = Files(ours_file, theirs_file,
-                      None if case.origin is None else (decode(case.origin) or "").splitlines())
+        files = Files(ours_file, theirs_file)
         texts: list[str] = []
         rules: list[str] = []
         for r, origin in zip(regions(case.segments), origin_regions(case)):
