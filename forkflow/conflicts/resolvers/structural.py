@@ -7,7 +7,10 @@ base lines are taken apart; a region is settled when
   (each side's change applies as it is);
 - both sides added whole units at the same place (functions, test functions, class members,
   includes/imports, `case`s, TableGen records, MLIR ops or `// -----` test cases), none of them
-  defining a name the other side defines: the fork's units first, then upstream's;
+  defining a name the other side defines: the fork's units first, then upstream's (the unit model
+  is `units.py`); or one side's insertion already holds the other's: that one;
+- one side inserted lines beside lines the other rewrote, and the insertion does not use what the
+  rewrite removed: the insertion goes beside the rewrite;
 - one side's change is already in the other side (the fork picked the same upstream change
   earlier, or moved the code and kept the edit): that side is kept;
 - both sides made the same change (modulo whitespace);
@@ -31,6 +34,7 @@ from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.renames import follow_rename, renamed_first
 from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
+from forkflow.conflicts.resolvers.units import holds_insertion, is_unit, norm, ordered, units_clash
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
 MAX_REGION_LINES = 3_000  # a region larger than this is a rewrite, not a structural merge
@@ -54,10 +58,6 @@ def changes(base: list[str], side: list[str]) -> list[Change]:
     """The side's edits of base, line by line (whitespace-only line differences count)."""
     sm = difflib.SequenceMatcher(None, base, side, autojunk=False)
     return [Change(i1, i2, tuple(side[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
-
-
-def _norm(lines: tuple[str, ...] | list[str]) -> list[str]:
-    return [x.strip() for x in lines if x.strip()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,18 +162,18 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
         if i + 1 < len(items):
             d_start, d_end, d_side, d = items[i + 1]
             if d_side != side and (d_start < end or (d_start == start and c.is_insertion and d.is_insertion)):
-                if (start, end) == (d_start, d_end) and _norm(lines) == _norm(d.lines):
+                if (start, end) == (d_start, d_end) and norm(lines) == norm(d.lines):
                     rule = "both sides made the same change"
                 elif c.is_insertion and d.is_insertion:
                     ours, theirs = (c, d) if side == 0 else (d, c)
-                    held = _holds_insertion(ours.lines, theirs.lines)
+                    held = holds_insertion(ours.lines, theirs.lines)
                     if held is not None:
                         lines, rule = held
                     else:
-                        why = _units_clash(list(ours.lines), list(theirs.lines), lang)
+                        why = units_clash(list(ours.lines), list(theirs.lines), lang)
                         if why is not None:
                             raise Declined(why)
-                        lines = _ordered(ours.lines, theirs.lines)
+                        lines = ordered(ours.lines, theirs.lines)
                         rule = "both sides added whole units at one place"
                 else:
                     return None  # the sides changed the same lines
@@ -217,7 +217,7 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
     """Why an insertion touching the other side's rewrite cannot simply go beside it, or None."""
     if not _code(ins.lines):
         return "the insertion is blank or comments only"
-    if not _is_unit(list(ins.lines), lang):
+    if not is_unit(list(ins.lines), lang):
         return "the insertion is not whole units"
     old = base[rew.start:rew.end]
     removed = _words(old) - _words(rew.lines)
@@ -233,141 +233,6 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
         return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
     if set(_code(ins.lines)) & set(_code(rew.lines) + _code(old)):
         return "the insertion repeats the rewrite's lines"
-    return None
-
-
-_IMPORT_LINE = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
-
-
-def _holds_insertion(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[tuple[str, ...], str] | None:
-    """(lines, rule) when one side's insertion already holds every line of the other's, in order:
-    that side took the other's addition earlier (a pick, or an earlier version of it) and built on it."""
-    o, t = _norm(ours), _norm(theirs)
-    if not o or not t or o == t:
-        return None
-    if all(_IMPORT_LINE.match(x) for x in o + t):
-        # one side already has the other's import and more of its own, which the other side's change
-        # may make unneeded (trivial's union of import lists declines the same)
-        return None
-    if _subsequence(t, o):
-        return ours, "the fork's insertion already holds upstream's"
-    if _subsequence(o, t):
-        return theirs, "upstream's insertion already holds the fork's"
-    return None
-
-
-def _subsequence(small: list[str], big: list[str]) -> bool:
-    it = iter(big)
-    return all(x in it for x in small)
-
-
-_LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
-
-
-def _ordered(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
-    """The fork's units first (as its engineers did in 12 of the 14 files this rule settled on the
-    picks up to 2026-04-30; the two others now decline), except that lit's RUN lines lead."""
-    def runs(lines: tuple[str, ...]) -> bool:
-        return any(_LIT.match(x) and "RUN:" in x for x in lines)
-    return theirs + ours if runs(theirs) and not runs(ours) else ours + theirs
-
-
-_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_][\w.]*)"
-                   r"|^\s*(?:tt\.func|func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w.$]+)"
-                   r"|^\s*#\s*include\s*([<\"][^>\"]+[>\"])"
-                   r"|^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import)"
-                   r"|^\s*case\s+([^:]+):"
-                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
-
-
-_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "assert"}
-
-
-def _names(lines: list[str]) -> set[str]:
-    """Names the lines define or import (functions, classes, records, ops, includes, cases)."""
-    out = set()
-    for line in lines:
-        m = _NAME.match(line)
-        if m:
-            out.add(next(g for g in m.groups() if g))
-    return out - _KEYWORDS
-
-
-def _balanced(text: str) -> bool:
-    text = re.sub(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", "", text)
-    text = re.sub(r"//[^\n]*|#[^\n]*", "", text) if "//" in text or "#" in text else text
-    return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _is_unit(lines: list[str], lang: Lang | None) -> bool:
-    """Whether added lines are complete units (no statement or block cut in two)."""
-    code = [x for x in lines if x.strip()]
-    if not code:
-        return True
-    text = "".join(lines)
-    if not _balanced(text):
-        return False
-    if lang is Lang.PYTHON:
-        first = _indent(code[0])
-        if any(_indent(x) < first for x in code):
-            return False
-        body = "".join(x[first:] if len(x) > first else x.lstrip(" ") for x in lines)
-        if code[0].lstrip().startswith(("elif", "else", "except", "finally")):
-            return False
-        return parses_cleanly("unit.py", body.encode("utf-8", "surrogateescape")) is not False
-    if lang is Lang.CPP:
-        last = code[-1].rstrip()
-        return last.endswith((";", "}", "{", ":", ",", ")")) or code[-1].lstrip().startswith(("#", "//"))
-    return True
-
-
-def _ends_in_comment(lines: list[str]) -> bool:
-    """Whether the last code line is a comment (lit's directives aside)."""
-    code = [x for x in lines if x.strip()]
-    return bool(code) and bool(_COMMENT_LINE.match(code[-1])) and not _LIT.match(code[-1])
-
-
-_COMMENT_LINE = re.compile(r"^\s*(//|/\*|\*(?!/)|#(?!\s*(include|if|ifdef|ifndef|else|elif|endif|define|undef|pragma)\b))")
-
-
-_AROUND = re.compile(r"\b(above|below)\b", re.IGNORECASE)
-
-
-def _refers_around(lines: list[str]) -> bool:
-    """Whether a comment of the insertion refers to its neighbours ("rename to match above"): its
-    place among the other side's units is then not free."""
-    return any(_COMMENT_LINE.match(x) and _AROUND.search(x) for x in lines)
-
-
-def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
-    """Why two insertions at one place cannot both be kept in order (fork's first), or None."""
-    if lang is None:
-        return "both sides inserted at one place, in a file with no unit model"
-    if not (_is_unit(ours, lang) and _is_unit(theirs, lang)):
-        return "both sides inserted at one place, and not whole units"
-    if _ends_in_comment(ours) or _ends_in_comment(theirs):
-        # git cut the units across a comment that heads the code after it (a section banner): the
-        # engineers' order of such insertions was not the fork's-first one
-        return "both sides inserted at one place, one ending in a comment that heads the next unit"
-    if _refers_around(ours) or _refers_around(theirs):
-        return "both sides inserted at one place, and a comment refers to the lines around it"
-    if _norm(ours) and _norm(theirs) and (set(_norm(ours)) <= set(_norm(theirs))
-                                          or set(_norm(theirs)) <= set(_norm(ours))):
-        return "both sides inserted overlapping lines at one place"
-    if difflib.SequenceMatcher(None, _norm(ours), _norm(theirs), autojunk=False).ratio() > 0.5:
-        return "both sides inserted similar code at one place (two versions of one change?)"
-    same = _names(ours) & _names(theirs)
-    if same:
-        return f"both sides define {sorted(same)[0]} at one place"
-    if lang is Lang.PYTHON and ours and theirs:
-        first_o = next((_indent(x) for x in ours if x.strip()), 0)
-        first_t = next((_indent(x) for x in theirs if x.strip()), 0)
-        if first_o != first_t:
-            return "the inserted units sit at different nesting levels"
     return None
 
 
@@ -387,7 +252,7 @@ _COMMENT = re.compile(r"^\s*(//|#(?!\s*include)|/\*|\*)")
 
 
 def _code(lines: list[str] | tuple[str, ...]) -> list[str]:
-    return [x for x in _norm(lines) if not _COMMENT.match(x)]
+    return [x for x in norm(lines) if not _COMMENT.match(x)]
 
 
 def _holds(side_text: str, other: list[Change], base: list[str], side_file: list[str]) -> bool:
