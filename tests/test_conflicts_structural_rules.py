@@ -94,3 +94,55 @@ def test_include_lists_holding_the_others_include_decline(tmp_path: Path) -> Non
     theirs = "#include \"a.h\"\n#include \"ws.h\"\n\nint x;\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs, path="w.cpp"))
     assert content is None and "overlapping lines" in why
+
+
+# -- units named with their class and scope ----------------------------------------------------
+
+def test_same_named_members_of_different_classes_are_different_units(tmp_path: Path) -> None:
+    base = "#include \"d.h\"\n\nvoid init() {}\n"
+    ours = base + "\nLogicalResult InitBarrierOp::verify() {\n  return success();\n}\n"
+    theirs = base + "\nLogicalResult TDMCopyOp::verify() {\n  return check(getDesc());\n}\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="d.cpp"))
+    assert content is not None and "whole units" in note
+    assert content.index(b"InitBarrierOp::verify") < content.index(b"TDMCopyOp::verify")
+    # the same member of the same class, added by both sides, is a clash
+    theirs = base + ("\nLogicalResult InitBarrierOp::verify() {\n  auto ty = getAlloc().getType();\n"
+                     "  if (!ty.isInteger(64))\n    return emitOpError(\"i64\");\n  return check(ty);\n}\n")
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="d.cpp"))
+    assert content is None and "InitBarrierOp::verify" in why
+    # members inside class bodies carry their class too
+    ours = base + "\nstruct ForkPass {\n  void reset() {\n    x = 0;\n  }\n};\n"
+    theirs = base + ("\nclass UpPass : public Pass {\npublic:\n  int depth = 2;\n  void reset() {\n"
+                     "    depth = compute(x, 1);\n    cache.clear();\n  }\n};\n")
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="d.h"))
+    assert content is not None and b"struct ForkPass" in content and b"class UpPass" in content, note
+
+
+def test_nested_kernels_of_different_test_functions_are_different_units(tmp_path: Path) -> None:
+    base = "import triton\n\n\ndef test_a():\n    pass\n"
+    test = ("\n\ndef {t}(device):\n    @triton.jit\n    def kernel(out_ptr):\n        tl.store(out_ptr, {v})\n\n"
+            "    run(kernel, {v})\n")
+    ours = base + test.format(t="test_fork", v=1)
+    theirs = base + ("\n\ndef test_upstream(device, fresh_cache):\n    hooks = []\n\n    @triton.jit\n"
+                     "    def kernel(x_ptr, n):\n        tl.store(x_ptr + n, n)\n\n    kernel.add_hook(hooks.append)\n"
+                     "    assert len(hooks) == 0\n")
+    case = make_case(tmp_path, base, ours, theirs, path="test_cache.py")
+    content, note = _propose(case)
+    assert content is not None and "whole units" in note, note
+    assert content.count(b"def kernel") == 2 and guardrails.check(case, content).ok
+    # one test function defined on both sides is still a clash
+    content, why = _propose(make_case(tmp_path, base, ours, base + test.format(t="test_fork", v=3),
+                                      path="test_cache.py"))
+    assert content is None and ("test_fork" in why or "similar" in why)
+
+
+def test_mlir_split_test_cases_may_reuse_a_function_name(tmp_path: Path) -> None:
+    base = "// RUN: triton-opt %s -split-input-file | FileCheck %s\n\ntt.func @a() {\n  tt.return\n}\n"
+    ours = base + ("\n// -----\n\n// CHECK-LABEL: @kernel\ntt.func @kernel(%arg0: i32) {\n"
+                   "  // CHECK: arith.addi\n  %0 = arith.addi %arg0, %arg0 : i32\n  tt.return\n}\n")
+    theirs = base + ("\n// -----\n\n#blocked = #ttg.blocked<{sizePerThread = [1]}>\n"
+                     "module attributes {\"ttg.num-warps\" = 4 : i32} {\n  // CHECK-LABEL: @kernel\n"
+                     "  tt.func @kernel(%p: !tt.ptr<f32>) {\n    // CHECK: tt.load\n"
+                     "    %x = tt.load %p : !tt.ptr<f32>\n    tt.return\n  }\n}\n")
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="t.mlir"))
+    assert content is not None and content.count(b"tt.func @kernel") == 2, note

@@ -56,20 +56,57 @@ _NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_
                    r"|^\s*#\s*include\s*([<\"][^>\"]+[>\"])"
                    r"|^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import)"
                    r"|^\s*case\s+([^:]+):"
-                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
+                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_][\w:]*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
+_CPP_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(?:\w+\s+)*?([A-Za-z_]\w*)\b[^;]*$")
+_PY_SCOPE = re.compile(r"^(\s*)(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_SPLIT = re.compile(r"^\s*//\s*-----\s*$")
 
 
 _KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "assert"}
 
 
-def names(lines: list[str]) -> set[str]:
-    """Names the lines define or import (functions, classes, records, ops, includes, cases)."""
+def names(lines: list[str], lang: Lang | None = None) -> set[str]:
+    """Names the lines define or import (functions, classes, records, ops, includes, cases), each
+    with its class and scope inside the lines (`Cls.method`, `test_x.kernel`, `Op::verify`), so that
+    same-named members of different classes are told apart.  MLIR ops after a `// -----` line are
+    their own test case's and name nothing the other cases could clash with."""
     out = set()
+    py_scope: list[tuple[int, str]] = []  # (indent, name) of the enclosing defs and classes
+    cpp_scope: list[tuple[int, str]] = []  # (brace depth inside, name) of the enclosing classes
+    depth = 0
+    pending: str | None = None  # a class whose body has not opened yet
     for line in lines:
+        if lang is Lang.MLIR and _SPLIT.match(line):
+            break
         m = _NAME.match(line)
+        if lang is Lang.PYTHON and line.strip():
+            indent = len(line) - len(line.lstrip())
+            while py_scope and py_scope[-1][0] >= indent:
+                py_scope.pop()
+            s = _PY_SCOPE.match(line)
+            if s:
+                out.add(".".join([n for _, n in py_scope] + [s.group(2)]))
+                py_scope.append((indent, s.group(2)))
+                continue
+        if lang is Lang.CPP:
+            c = _CPP_CLASS.match(line)
+            if c and "(" not in line:
+                pending = c.group(1)
+            opened = line.count("{") - line.count("}")
+            if pending is not None and "{" in line:
+                cpp_scope.append((depth + 1, pending))
+                pending = None
+            depth += opened
+            while cpp_scope and depth < cpp_scope[-1][0]:
+                cpp_scope.pop()
         if m:
-            out.add(next(g for g in m.groups() if g))
-    return out - _KEYWORDS
+            name = next(g for g in m.groups() if g)
+            if name in _KEYWORDS or (m.group(7) and lang not in (Lang.CPP, None)):
+                continue  # a C-like function head only in C/C++ (in Python it is a call)
+            if lang is Lang.CPP and m.group(7) and cpp_scope:
+                name = "::".join([n for _, n in cpp_scope] + [name])
+            out.add(name)
+    return out
 
 
 def _balanced(text: str) -> bool:
@@ -139,7 +176,7 @@ def units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | 
         return "both sides inserted overlapping lines at one place"
     if difflib.SequenceMatcher(None, norm(ours), norm(theirs), autojunk=False).ratio() > 0.5:
         return "both sides inserted similar code at one place (two versions of one change?)"
-    same = names(ours) & names(theirs)
+    same = names(ours, lang) & names(theirs, lang)
     if same:
         return f"both sides define {sorted(same)[0]} at one place"
     if lang is Lang.PYTHON and ours and theirs:
