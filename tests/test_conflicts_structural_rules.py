@@ -146,3 +146,42 @@ def test_mlir_split_test_cases_may_reuse_a_function_name(tmp_path: Path) -> None
                      "    %x = tt.load %p : !tt.ptr<f32>\n    tt.return\n  }\n}\n")
     content, note = _propose(make_case(tmp_path, base, ours, theirs, path="t.mlir"))
     assert content is not None and content.count(b"tt.func @kernel") == 2, note
+
+
+# -- MLIR: lit's directives and `#` attribute aliases are code --------------------------------
+
+def test_mlir_lit_directive_beside_a_rewritten_run_line(tmp_path: Path) -> None:
+    base = "// RUN: triton-opt %s -tritongpu-pipeline | FileCheck %s\n\ntt.func @a() {\n  tt.return\n}\n"
+    ours = base.replace("FileCheck %s\n", "FileCheck %s\n// XFAIL: *\n")
+    theirs = base.replace("-tritongpu-pipeline", "-tritongpu-assign-latencies -tritongpu-pipeline")
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="p.mlir"))
+    assert content == theirs.replace("FileCheck %s\n", "FileCheck %s\n// XFAIL: *\n").encode(), note
+    # in C++ the same comment line is a comment: an insertion of comments only declines
+    content, why = _propose(make_case(tmp_path, base, ours, theirs, path="p.cpp"))
+    assert content is None and "comments only" in why
+
+
+def test_mlir_attribute_alias_beside_a_rewritten_alias(tmp_path: Path) -> None:
+    base = "#blocked = #ttg.blocked<{sizePerThread = [1]}>\nmodule {\n}\n"
+    ours = "#blocked = #ttg.blocked<{sizePerThread = [1]}>\n#shared = #ttg.swizzled_shared<{vec = 1}>\nmodule {\n}\n"
+    theirs = "#blocked = #ttg.blocked<{sizePerThread = [4]}>\nmodule {\n}\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="a.mlir"))
+    assert content == b"#blocked = #ttg.blocked<{sizePerThread = [4]}>\n#shared = #ttg.swizzled_shared<{vec = 1}>\nmodule {\n}\n"
+
+
+def test_mlir_expected_error_below_is_not_a_comment_about_its_neighbours(tmp_path: Path) -> None:
+    base = "// RUN: triton-opt %s -split-input-file -verify-diagnostics\n\ntt.func @a() {\n  tt.return\n}\n"
+    ours = base + ("\n// -----\n\ntt.func @bad_count(%b: !ttg.memdesc<1xi64>) {\n"
+                   "  // expected-error @below {{count must be greater than or equal to 1}}\n"
+                   "  ttng.arrive_barrier %b, 0 : !ttg.memdesc<1xi64>\n  tt.return\n}\n")
+    theirs = base + ("\n// -----\n\ntt.func @bad_layout(%d: !tt.tensordesc<tensor<64xf16>>) {\n"
+                     "  %m = ttg.local_alloc : () -> !ttg.memdesc<64xf16, #padded, #smem>\n"
+                     "  // expected-error @below {{TDM store does not support padding}}\n"
+                     "  amdg.tdm_store %d, %m : !ttg.memdesc<64xf16, #padded, #smem>\n  tt.return\n}\n")
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="invalid.mlir"))
+    assert content is not None and content.index(b"@bad_count") < content.index(b"@bad_layout"), note
+    # the same words in a C++ comment still refer to the lines around it
+    cbase = "void a();\n"
+    content, why = _propose(make_case(tmp_path, cbase, cbase + "// keep in sync with below\nvoid f();\n",
+                                      cbase + "void g(int x);\n", path="k.h"))
+    assert content is None and "refers to the lines around it" in why

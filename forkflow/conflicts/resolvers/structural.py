@@ -34,7 +34,7 @@ from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.renames import follow_rename, renamed_first
 from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
-from forkflow.conflicts.resolvers.units import holds_insertion, is_unit, norm, ordered, units_clash
+from forkflow.conflicts.resolvers.units import holds_insertion, is_comment, is_unit, norm, ordered, units_clash
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
 MAX_REGION_LINES = 3_000  # a region larger than this is a rewrite, not a structural merge
@@ -125,7 +125,7 @@ def _merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None
     merged = _interleave(base, co, ct, lang, files)
     if isinstance(merged, tuple):
         return merged
-    kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
+    kept = _subsumed(r, base, co, ct, files, lang)
     if kept is not None:
         return kept
     if origin is not None and fork_lags(r.base, r.ours, origin):
@@ -137,7 +137,7 @@ def _merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None
             raise Declined(f"both sides changed the same lines differently ({c})") from None
     for who, side, other, side_file in (("the fork", r.ours, r.theirs, ours_file),
                                         ("upstream", r.theirs, r.ours, theirs_file)):
-        if _moved_away(r.base, side, other, side_file):
+        if _moved_away(r.base, side, other, side_file, lang):
             raise Declined(f"{who} moved this code and the other side edited it: the edit must follow "
                            "the move, outside the conflict")
     if isinstance(merged, str):
@@ -215,14 +215,14 @@ def _calls(lines: tuple[str, ...] | list[str]) -> set[str]:
 
 def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewriter_file: list[str]) -> str | None:
     """Why an insertion touching the other side's rewrite cannot simply go beside it, or None."""
-    if not _code(ins.lines):
+    if not _code(ins.lines, lang):
         return "the insertion is blank or comments only"
     if not is_unit(list(ins.lines), lang):
         return "the insertion is not whole units"
     old = base[rew.start:rew.end]
     removed = _words(old) - _words(rew.lines)
     dropped = _calls(old) - _calls(rew.lines)
-    if not _code(rew.lines):  # a deletion: only names and calls gone from that side's whole file count
+    if not _code(rew.lines, lang):  # a deletion: only names and calls gone from that side's whole file count
         removed -= _words(rewriter_file)
         dropped -= _calls(rewriter_file)
     used = sorted(_words(ins.lines) & removed)
@@ -231,16 +231,16 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
     calls = sorted(_calls(ins.lines) & dropped)
     if calls:
         return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
-    if set(_code(ins.lines)) & set(_code(rew.lines) + _code(old)):
+    if set(_code(ins.lines, lang)) & set(_code(rew.lines, lang) + _code(old, lang)):
         return "the insertion repeats the rewrite's lines"
     return None
 
 
-def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ours_file: list[str],
-              theirs_file: list[str]) -> tuple[str, str] | None:
+def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], files: Files,
+              lang: Lang | None) -> tuple[str, str] | None:
     """Keep one side when it already holds the other side's change (and not the reverse)."""
-    o_has_t = _holds(r.ours, ct, base, ours_file) or _moved_with(r.ours, r.theirs, r.base, ours_file)
-    t_has_o = _holds(r.theirs, co, base, theirs_file) or _moved_with(r.theirs, r.ours, r.base, theirs_file)
+    o_has_t = _holds(r.ours, ct, base, lang) or _moved_with(r.ours, r.theirs, r.base, files.ours, lang)
+    t_has_o = _holds(r.theirs, co, base, lang) or _moved_with(r.theirs, r.ours, r.base, files.theirs, lang)
     if o_has_t and not t_has_o:
         return r.ours, "the fork already has upstream's change"
     if t_has_o and not o_has_t:
@@ -251,16 +251,19 @@ def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ou
 _COMMENT = re.compile(r"^\s*(//|#(?!\s*include)|/\*|\*)")
 
 
-def _code(lines: list[str] | tuple[str, ...]) -> list[str]:
+def _code(lines: list[str] | tuple[str, ...], lang: Lang | None = None) -> list[str]:
+    """The lines that are not comments (in MLIR, lit's directives and `#` attribute aliases are code)."""
+    if lang is Lang.MLIR:
+        return [x for x in norm(lines) if not is_comment(x, lang)]
     return [x for x in norm(lines) if not _COMMENT.match(x)]
 
 
-def _holds(side_text: str, other: list[Change], base: list[str], side_file: list[str]) -> bool:
+def _holds(side_text: str, other: list[Change], base: list[str], lang: Lang | None) -> bool:
     """Whether the other side's change is already in this side's region: the code it removed is
     gone from it and the code it added is in it (comment lines aside)."""
-    here = set(_code(side_text.splitlines()))
-    added = [x for c in other for x in _code(c.lines)]
-    removed = [x for c in other for x in _code(base[c.start:c.end]) if x not in set(_code(c.lines))]
+    here = set(_code(side_text.splitlines(), lang))
+    added = [x for c in other for x in _code(c.lines, lang)]
+    removed = [x for c in other for x in _code(base[c.start:c.end], lang) if x not in set(_code(c.lines, lang))]
     if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
         return False
     if not added and any(_edited(x, here) for x in removed):
@@ -273,24 +276,24 @@ def _edited(line: str, lines: set[str]) -> bool:
     return any(difflib.SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
 
 
-def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str]) -> bool:
+def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str], lang: Lang | None) -> bool:
     """Whether this side moved the region's code away and its file holds the other side's version
     of it, word for word, elsewhere: the other side's edit already followed the move."""
-    gone = _code(base_text.splitlines())
-    other = _code(other_text.splitlines())
-    if len(other) < 2 or any(x in set(_code(side_text.splitlines())) for x in gone):
+    gone = _code(base_text.splitlines(), lang)
+    other = _code(other_text.splitlines(), lang)
+    if len(other) < 2 or any(x in set(_code(side_text.splitlines(), lang)) for x in gone):
         return False
-    lines = _code(side_file)
+    lines = _code(side_file, lang)
     n = len(other)
     return any(lines[i:i + n] == other for i in range(len(lines) - n + 1) if lines[i] == other[0])
 
 
-def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list[str]) -> bool:
+def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list[str], lang: Lang | None) -> bool:
     """Whether this side removed the region's code, which it has elsewhere, while the other edited it."""
-    gone = [x for x in _code(base_text.splitlines()) if x not in set(_code(side_text.splitlines()))]
-    if len(gone) < 3 or _code(other_text.splitlines()) == _code(base_text.splitlines()):
+    gone = [x for x in _code(base_text.splitlines(), lang) if x not in set(_code(side_text.splitlines(), lang))]
+    if len(gone) < 3 or _code(other_text.splitlines(), lang) == _code(base_text.splitlines(), lang):
         return False
-    lines = _code(side_file)
+    lines = _code(side_file, lang)
     at = [i for i, x in enumerate(lines) if x == gone[0]]
     return any(lines[i:i + len(gone)] == gone for i in at)
 

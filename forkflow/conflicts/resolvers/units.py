@@ -141,22 +141,33 @@ def is_unit(lines: list[str], lang: Lang | None) -> bool:
     return True
 
 
-def _ends_in_comment(lines: list[str]) -> bool:
+def _ends_in_comment(lines: list[str], lang: Lang | None) -> bool:
     """Whether the last code line is a comment (lit's directives aside)."""
     code = [x for x in lines if x.strip()]
-    return bool(code) and bool(_COMMENT_LINE.match(code[-1])) and not _LIT.match(code[-1])
+    return bool(code) and is_comment(code[-1], lang) and not _LIT.match(code[-1])
 
 
 _COMMENT_LINE = re.compile(r"^\s*(//|/\*|\*(?!/)|#(?!\s*(include|if|ifdef|ifndef|else|elif|endif|define|undef|pragma)\b))")
+# what lit and FileCheck read in an MLIR test's comments: RUN lines, CHECK lines (any prefix:
+# `CHECK-LABEL:`, `GFX950-COUNT-2:`) and -verify-diagnostics' `expected-error @below {{...}}`
+_DIRECTIVE = re.compile(r"^\s*//\s*(?:[A-Z][A-Z0-9_]*(?:-[A-Z0-9_]+)*:|expected-[\w-]+\s*(?:@[\w+-]+)?\s*\{\{)")
+
+
+def is_comment(line: str, lang: Lang | None = None) -> bool:
+    """Whether the line is a comment.  In MLIR, lit's and FileCheck's directives are the test's code,
+    and a `#` line is an attribute alias (`#blocked = #ttg.blocked<...>`), not a comment."""
+    if lang is Lang.MLIR:
+        return line.lstrip().startswith("//") and not _DIRECTIVE.match(line)
+    return bool(_COMMENT_LINE.match(line))
 
 
 _AROUND = re.compile(r"\b(above|below)\b", re.IGNORECASE)
 
 
-def _refers_around(lines: list[str]) -> bool:
+def _refers_around(lines: list[str], lang: Lang | None) -> bool:
     """Whether a comment of the insertion refers to its neighbours ("rename to match above"): its
-    place among the other side's units is then not free."""
-    return any(_COMMENT_LINE.match(x) and _AROUND.search(x) for x in lines)
+    place among the other side's units is then not free.  (lit's `expected-error @below` is code.)"""
+    return any(is_comment(x, lang) and _AROUND.search(x) for x in lines)
 
 
 def units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
@@ -165,11 +176,11 @@ def units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | 
         return "both sides inserted at one place, in a file with no unit model"
     if not (is_unit(ours, lang) and is_unit(theirs, lang)):
         return "both sides inserted at one place, and not whole units"
-    if _ends_in_comment(ours) or _ends_in_comment(theirs):
+    if _ends_in_comment(ours, lang) or _ends_in_comment(theirs, lang):
         # git cut the units across a comment that heads the code after it (a section banner): the
         # engineers' order of such insertions was not the fork's-first one
         return "both sides inserted at one place, one ending in a comment that heads the next unit"
-    if _refers_around(ours) or _refers_around(theirs):
+    if _refers_around(ours, lang) or _refers_around(theirs, lang):
         return "both sides inserted at one place, and a comment refers to the lines around it"
     if norm(ours) and norm(theirs) and (set(norm(ours)) <= set(norm(theirs))
                                           or set(norm(theirs)) <= set(norm(ours))):
