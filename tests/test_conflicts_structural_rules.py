@@ -185,3 +185,17 @@ def test_mlir_expected_error_below_is_not_a_comment_about_its_neighbours(tmp_pat
     content, why = _propose(make_case(tmp_path, cbase, cbase + "// keep in sync with below\nvoid f();\n",
                                       cbase + "void g(int x);\n", path="k.h"))
     assert content is None and "refers to the lines around it" in why
+
+
+def test_insertion_holding_the_rewrites_old_line_in_a_new_block_goes_beside_it(tmp_path: Path) -> None:
+    # the fork's new block runs the pass manager again; upstream only named the first run
+    base = "def make_llir(mod):\n    pm.run(mod)\n    return mod\n"
+    ours = ("def make_llir(mod):\n    pm.run(mod)\n    if knobs.debug_info:\n        pm = ir.pass_manager(mod)\n"
+            "        pm.run(mod)\n    return mod\n")
+    theirs = "def make_llir(mod):\n    pm.run(mod, 'make_llir')\n    return mod\n"
+    content, note = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content == ours.replace("pm.run(mod)\n    if", "pm.run(mod, 'make_llir')\n    if").encode(), note
+    # an insertion repeating a line of the rewrite's new code is two versions of one change
+    ours = "def make_llir(mod):\n    pm.run(mod)\n    pm.run(mod, 'make_llir')\n    log(mod)\n    return mod\n"
+    content, why = _propose(make_case(tmp_path, base, ours, theirs))
+    assert content is None and "repeats the rewrite's lines" in why

@@ -231,7 +231,7 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
     calls = sorted(_calls(ins.lines) & dropped)
     if calls:
         return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
-    if set(_code(ins.lines, lang)) & set(_code(rew.lines, lang) + _code(old, lang)):
+    if set(_code(ins.lines, lang)) & set(_code(rew.lines, lang)):
         return "the insertion repeats the rewrite's lines"
     return None
 
