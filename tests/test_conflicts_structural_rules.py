@@ -199,3 +199,19 @@ def test_insertion_holding_the_rewrites_old_line_in_a_new_block_goes_beside_it(t
     ours = "def make_llir(mod):\n    pm.run(mod)\n    pm.run(mod, 'make_llir')\n    log(mod)\n    return mod\n"
     content, why = _propose(make_case(tmp_path, base, ours, theirs))
     assert content is None and "repeats the rewrite's lines" in why
+
+
+def test_mlir_units_with_attribute_aliases_in_signatures_are_whole(tmp_path: Path) -> None:
+    base = "// RUN: triton-opt %s -split-input-file -verify-diagnostics\n"
+    ours = base + ("\n// -----\n\n#shared = #ttg.nvmma_shared<{swizzlingByteWidth = 128}>\n#smem = #ttg.shared_memory\n"
+                   "module {\n  tt.func @remote(%arg: !ttg.memdesc<1xi64, #shared, #smem, mutable>) {\n"
+                   "    tt.return\n  }\n}\n")
+    theirs = base + ("\n// -----\n\n#tmem = #ttng.tensor_memory_encoding<blockM = 128, colStride = 1>\n"
+                     "#blocked = #ttg.blocked<{sizePerThread = [1, 128], threadsPerWarp = [32, 1]}>\n"
+                     "module attributes {\"ttg.num-warps\" = 4 : i32} {\n"
+                     "  tt.func @alloc(%t: !ttg.memdesc<128x128xf32, #tmem, #ttng.tensor_memory>) {\n"
+                     "    %c = arith.constant dense<0.0> : tensor<128x128xf32, #blocked>\n"
+                     "    // expected-error @below {{colStride must be 1 or 2}}\n"
+                     "    ttng.tmem_store %c, %t : tensor<128x128xf32, #blocked>\n    tt.return\n  }\n}\n")
+    content, note = _propose(make_case(tmp_path, base, ours, theirs, path="invalid.mlir"))
+    assert content is not None and content.index(b"@remote") < content.index(b"@alloc"), note

@@ -109,9 +109,10 @@ def names(lines: list[str], lang: Lang | None = None) -> set[str]:
     return out
 
 
-def _balanced(text: str) -> bool:
+def _balanced(text: str, lang: Lang | None = None) -> bool:
     text = re.sub(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", "", text)
-    text = re.sub(r"//[^\n]*|#[^\n]*", "", text) if "//" in text or "#" in text else text
+    comment = r"//[^\n]*" if lang is Lang.MLIR else r"//[^\n]*|#[^\n]*"  # MLIR's `#` is an attribute
+    text = re.sub(comment, "", text) if "//" in text or "#" in text else text
     return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
 
 
@@ -125,7 +126,7 @@ def is_unit(lines: list[str], lang: Lang | None) -> bool:
     if not code:
         return True
     text = "".join(lines)
-    if not _balanced(text):
+    if not _balanced(text, lang):
         return False
     if lang is Lang.PYTHON:
         first = _indent(code[0])
