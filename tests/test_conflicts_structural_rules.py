@@ -215,3 +215,29 @@ def test_mlir_units_with_attribute_aliases_in_signatures_are_whole(tmp_path: Pat
                      "    ttng.tmem_store %c, %t : tensor<128x128xf32, #blocked>\n    tt.return\n  }\n}\n")
     content, note = _propose(make_case(tmp_path, base, ours, theirs, path="invalid.mlir"))
     assert content is not None and content.index(b"@remote") < content.index(b"@alloc"), note
+
+
+# -- bad input, on the shapes these rules settle ----------------------------------------------
+
+def test_fifty_thousand_lines_with_an_insertion_beside_a_deletion_every_200_lines(tmp_path: Path) -> None:
+    # each region reads the deleting side's whole file for the names it still uses: once per file
+    def block(i: int, ours: bool = False, theirs: bool = False) -> str:
+        if theirs:
+            return f"def f{i}(x):\n    return x\n\n"
+        return f"def f{i}(x):\n    y = g{i}(x)\n" + ("    log(x)\n" if ours else "") + "    return x\n\n"
+    base = "".join(block(i) for i in range(12_500))
+    ours = "".join(block(i, ours=i % 50 == 0) for i in range(12_500))
+    theirs = "".join(block(i, theirs=i % 50 == 0) for i in range(12_500))
+    case = make_case(tmp_path, base, ours, theirs)
+    assert base.count("\n") == 50_000 and case.region_count == 250
+    content, note = _propose(case)
+    expected = "".join(f"def f{i}(x):\n    log(x)\n    return x\n\n" if i % 50 == 0 else block(i) for i in range(12_500))
+    assert content == expected.encode() and note == "an insertion beside lines the other side rewrote"
+    assert guardrails.check(case, content).ok
+
+
+def test_crlf_on_one_side_declines_an_insertion_beside_a_rewrite(tmp_path: Path) -> None:
+    ours = "def f(x):\r\n    y = g(x)\r\n    log(x)\r\n    return y\r\n"
+    theirs = "def f(x):\n    y = g(x, scale=2)\n    return y\n"
+    content, why = _propose(make_case(tmp_path, BESIDE_BASE, ours, theirs))
+    assert content is None and "CRLF on one side only" in why

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from forkflow.conflicts.case import ConflictCase, decode, encode
@@ -60,12 +61,20 @@ def changes(base: list[str], side: list[str]) -> list[Change]:
     return [Change(i1, i2, tuple(side[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
 
 
-@dataclass(frozen=True, slots=True)
 class Files:
-    """The whole files around the regions: each side's lines."""
+    """The whole files around the regions: each side's lines, and (read once, on first need) the
+    words and call forms each side's file uses."""
 
-    ours: list[str]
-    theirs: list[str]
+    def __init__(self, ours: list[str], theirs: list[str]) -> None:
+        self.ours, self.theirs = ours, theirs
+        self._used: dict[int, tuple[set[str], set[str]]] = {}
+
+    def used(self, side: int) -> tuple[set[str], set[str]]:
+        """(words, call forms) of the fork's file (side 0) or upstream's (side 1)."""
+        if side not in self._used:
+            lines = self.theirs if side else self.ours
+            self._used[side] = (_words(lines), _calls(lines))
+        return self._used[side]
 
 
 class Declined(Exception):
@@ -186,7 +195,7 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
             if last[1].is_insertion == c.is_insertion:
                 return None  # both rewrote (or both inserted, at different places) touching lines
             (ins, ins_side), rew = ((last[1], last[0]), c) if last[1].is_insertion else ((c, side), last[1])
-            why = _beside(base, ins, rew, lang, files.ours if ins_side else files.theirs)
+            why = _beside(base, ins, rew, lang, lambda: files.used(1 - ins_side))
             if why is not None:
                 return why
             rule = "an insertion beside lines the other side rewrote"
@@ -213,8 +222,10 @@ def _calls(lines: tuple[str, ...] | list[str]) -> set[str]:
             for x in lines for a, f, t in _CALL.findall(x)}
 
 
-def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewriter_file: list[str]) -> str | None:
-    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None."""
+def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None,
+            rewriter_uses: Callable[[], tuple[set[str], set[str]]]) -> str | None:
+    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None.
+    `rewriter_uses`: the words and call forms of the rewriting side's whole file."""
     if not _code(ins.lines, lang):
         return "the insertion is blank or comments only"
     if not is_unit(list(ins.lines), lang):
@@ -223,14 +234,15 @@ def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None, rewrit
     removed = _words(old) - _words(rew.lines)
     dropped = _calls(old) - _calls(rew.lines)
     if not _code(rew.lines, lang):  # a deletion: only names and calls gone from that side's whole file count
-        removed -= _words(rewriter_file)
-        dropped -= _calls(rewriter_file)
+        file_words, file_calls = rewriter_uses()
+        removed -= file_words
+        dropped -= file_calls
     used = sorted(_words(ins.lines) & removed)
     if used:
         return f"the insertion uses {used[0]}, which the rewrite removed"
-    calls = sorted(_calls(ins.lines) & dropped)
-    if calls:
-        return f"the insertion calls {calls[0]}, a form the rewrite stopped using"
+    gone = sorted(_calls(ins.lines) & dropped)
+    if gone:
+        return f"the insertion calls {gone[0]}, a form the rewrite stopped using"
     if set(_code(ins.lines, lang)) & set(_code(rew.lines, lang)):
         return "the insertion repeats the rewrite's lines"
     return None
