@@ -38,7 +38,8 @@ def test_insertion_beside_a_rewrite_goes_beside_it(tmp_path: Path) -> None:
 def test_insertion_beside_a_deletion_keeps_names_the_deleting_side_still_has(tmp_path: Path) -> None:
     tail = "\n\ndef g(cap):\n    if cap:\n        return 1\n"
     base = "def f(cap):\n    if cap >= 9:\n        lower(cap)\n    return cap\n" + tail
-    ours = "def f(cap):\n    if cap >= 9:\n        lower(cap)\n    if cap >= 10:\n        tune(cap)\n    return cap\n" + tail
+    ours = ("def f(cap):\n    if cap >= 9:\n        lower(cap)\n    if cap >= 10:\n        tune(cap)\n"
+            "    return cap\n" + tail)
     theirs = "def f(cap):\n    return cap\n" + tail  # upstream deleted the block; `cap`, `if` are still in its file
     content, note = _propose(make_case(tmp_path, base, ours, theirs))
     assert content == ("def f(cap):\n    if cap >= 10:\n        tune(cap)\n    return cap\n" + tail).encode(), note
@@ -166,7 +167,8 @@ def test_mlir_attribute_alias_beside_a_rewritten_alias(tmp_path: Path) -> None:
     ours = "#blocked = #ttg.blocked<{sizePerThread = [1]}>\n#shared = #ttg.swizzled_shared<{vec = 1}>\nmodule {\n}\n"
     theirs = "#blocked = #ttg.blocked<{sizePerThread = [4]}>\nmodule {\n}\n"
     content, note = _propose(make_case(tmp_path, base, ours, theirs, path="a.mlir"))
-    assert content == b"#blocked = #ttg.blocked<{sizePerThread = [4]}>\n#shared = #ttg.swizzled_shared<{vec = 1}>\nmodule {\n}\n"
+    assert content == (b"#blocked = #ttg.blocked<{sizePerThread = [4]}>\n"
+                       b"#shared = #ttg.swizzled_shared<{vec = 1}>\nmodule {\n}\n"), note
 
 
 def test_mlir_expected_error_below_is_not_a_comment_about_its_neighbours(tmp_path: Path) -> None:
@@ -231,7 +233,8 @@ def test_fifty_thousand_lines_with_an_insertion_beside_a_deletion_every_200_line
     case = make_case(tmp_path, base, ours, theirs)
     assert base.count("\n") == 50_000 and case.region_count == 250
     content, note = _propose(case)
-    expected = "".join(f"def f{i}(x):\n    log(x)\n    return x\n\n" if i % 50 == 0 else block(i) for i in range(12_500))
+    expected = "".join(f"def f{i}(x):\n    log(x)\n    return x\n\n" if i % 50 == 0 else block(i)
+                       for i in range(12_500))
     assert content == expected.encode() and note == "an insertion beside lines the other side rewrote"
     assert guardrails.check(case, content).ok
 
