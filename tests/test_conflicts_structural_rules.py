@@ -2,6 +2,7 @@
 declines, saying why, where the merge is not unambiguous."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from forkflow.conflicts import guardrails
@@ -244,3 +245,16 @@ def test_crlf_on_one_side_declines_an_insertion_beside_a_rewrite(tmp_path: Path)
     theirs = "def f(x):\n    y = g(x, scale=2)\n    return y\n"
     content, why = _propose(make_case(tmp_path, BESIDE_BASE, ours, theirs))
     assert content is None and "CRLF on one side only" in why
+
+
+def test_very_long_lines_in_insertions_are_read_in_linear_time(tmp_path: Path) -> None:
+    # untrusted input: lines of 20,000 words that are almost a qualified function head or a class
+    # head once took minutes to name
+    base = "#include \"a.h\"\n\nint x;\n"
+    ours = base + "\n  " + "a::" * 20_000 + "f (y) {} ;\n"  # no function head: every split was tried
+    theirs = base + "\nclass " + "A " * 20_000 + ";\n"
+    case = make_case(tmp_path, base, ours, theirs, path="long.cpp")
+    start = time.process_time()
+    content, note = _propose(case)
+    assert time.process_time() - start < 5
+    assert content is None and note == "the merged file does not parse"  # named, then parsed: declined

@@ -56,8 +56,8 @@ _NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_
                    r"|^\s*#\s*include\s*([<\"][^>\"]+[>\"])"
                    r"|^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import)"
                    r"|^\s*case\s+([^:]+):"
-                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_][\w:]*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
-_CPP_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(?:\w+\s+)*?([A-Za-z_]\w*)\b[^;]*$")
+                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
+_CPP_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s")
 _PY_SCOPE = re.compile(r"^(\s*)(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _SPLIT = re.compile(r"^\s*//\s*-----\s*$")
 
@@ -89,9 +89,11 @@ def names(lines: list[str], lang: Lang | None = None) -> set[str]:
                 py_scope.append((indent, s.group(2)))
                 continue
         if lang is Lang.CPP:
-            c = _CPP_CLASS.match(line)
-            if c and "(" not in line:
-                pending = c.group(1)
+            if _CPP_CLASS.match(line) and "(" not in line and ";" not in line:
+                # `class LLVM_ABI Name final : public Base {`: the last word before the base list or body
+                words = re.split(r"(?<!:):(?!:)|\{", line.split(">", 1)[-1] if "template" in line else line)[0].split()
+                pending = next((w for w in reversed(words) if w != "final" and re.fullmatch(r"[A-Za-z_]\w*", w)),
+                               None)
             opened = line.count("{") - line.count("}")
             if pending is not None and "{" in line:
                 cpp_scope.append((depth + 1, pending))
@@ -103,8 +105,12 @@ def names(lines: list[str], lang: Lang | None = None) -> set[str]:
             name = next(g for g in m.groups() if g)
             if name in _KEYWORDS or (m.group(7) and lang not in (Lang.CPP, None)):
                 continue  # a C-like function head only in C/C++ (in Python it is a call)
-            if lang is Lang.CPP and m.group(7) and cpp_scope:
-                name = "::".join([n for _, n in cpp_scope] + [name])
+            if lang is Lang.CPP and m.group(7):
+                head = line[:m.start(7)].split()
+                if head and head[-1].endswith("::"):  # `LogicalResult Op::verify()`: qualified
+                    name = head[-1].lstrip("*&") + name
+                elif cpp_scope:
+                    name = "::".join([n for _, n in cpp_scope] + [name])
             out.add(name)
     return out
 
