@@ -35,7 +35,7 @@ def sample(builder: ForkBuilder, cli) -> Sample:  # type: ignore[no-untyped-def]
     b = builder
     b.upstream_commit({"k.py": "x = 1\n", "f.py": "a = 1\n"}, "Base (#1)")
     fork = b.branch_fork().path
-    b.fork_commit({"f.py": "a = 1\nfork = True\n"}, "Fork feature")
+    b.fork_commit({"f.py": "a = 1  # fork\n"}, "Fork feature")  # u4 edits the same line: no rule settles it
     b.tick(DAY)
     u2 = b.upstream_commit({"k.py": "x = 2\n"}, "Two (#2)")
     b.tick(DAY)
@@ -47,7 +47,7 @@ def sample(builder: ForkBuilder, cli) -> Sample:  # type: ignore[no-untyped-def]
     b.tick(DAY)
     b.pick(u3, "cherry")
     b.tick(DAY)
-    b.fork_commit({"f.py": "a = 2\nfork = True\n"}, "Four (#4), resolved by hand", f"Upstream-Commit: {u4}")
+    b.fork_commit({"f.py": "a = 2  # fork\n"}, "Four (#4), resolved by hand", f"Upstream-Commit: {u4}")
     b.tick(DAY)
     b.fetch()
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0

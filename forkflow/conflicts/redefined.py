@@ -17,8 +17,15 @@ _TD = re.compile(r"^(?:def|defm|class|multiclass)[ \t]+(\w+)", re.M)
 
 
 def _definitions(lang: Lang, text: str) -> Counter[str]:
-    if lang is Lang.PYTHON:
-        return Counter(f"{len(m.group(1))}:{m.group(2)}" for m in _PY.finditer(text))
+    if lang is Lang.PYTHON:  # each name with its enclosing defs and classes: `A.f` and `B.f` differ
+        out: Counter[str] = Counter()
+        scope: list[tuple[int, str]] = []
+        for m in _PY.finditer(text):
+            while scope and scope[-1][0] >= len(m.group(1)):
+                scope.pop()
+            scope.append((len(m.group(1)), m.group(2)))
+            out[".".join(n for _, n in scope)] += 1
+        return out
     return Counter(m.group(1) for m in _TD.finditer(text))
 
 
@@ -30,5 +37,5 @@ def redefined(path: str, result: str, ours: str, theirs: str) -> str | None:
     got, o, t = (_definitions(lang, x) for x in (result, ours, theirs))
     for name, n in got.items():
         if n > max(o[name], t[name]):
-            return name.split(":", 1)[-1]
+            return name
     return None

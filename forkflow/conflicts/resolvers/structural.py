@@ -7,7 +7,10 @@ base lines are taken apart; a region is settled when
   (each side's change applies as it is);
 - both sides added whole units at the same place (functions, test functions, class members,
   includes/imports, `case`s, TableGen records, MLIR ops or `// -----` test cases), none of them
-  defining a name the other side defines: the fork's units first, then upstream's;
+  defining a name the other side defines: the fork's units first, then upstream's (the unit model
+  is `units.py`); or one side's insertion already holds the other's: that one;
+- one side inserted lines beside lines the other rewrote, and the insertion does not use what the
+  rewrite removed: the insertion goes beside the rewrite;
 - one side's change is already in the other side (the fork picked the same upstream change
   earlier, or moved the code and kept the edit): that side is kept;
 - both sides made the same change (modulo whitespace);
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from forkflow.conflicts.case import ConflictCase, decode, encode
@@ -31,6 +35,7 @@ from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.renames import follow_rename, renamed_first
 from forkflow.conflicts.resolvers.tokens import Clash, fork_lags, merge_lines
 from forkflow.conflicts.resolvers.trivial import resolve_region
+from forkflow.conflicts.resolvers.units import holds_insertion, is_comment, is_unit, norm, ordered, units_clash
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
 MAX_REGION_LINES = 3_000  # a region larger than this is a rewrite, not a structural merge
@@ -56,19 +61,32 @@ def changes(base: list[str], side: list[str]) -> list[Change]:
     return [Change(i1, i2, tuple(side[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
 
 
-def _norm(lines: tuple[str, ...] | list[str]) -> list[str]:
-    return [x.strip() for x in lines if x.strip()]
+class Files:
+    """The whole files around the regions: each side's lines, and (read once, on first need) the
+    words and call forms each side's file uses."""
+
+    def __init__(self, ours: list[str], theirs: list[str]) -> None:
+        self.ours, self.theirs = ours, theirs
+        self._used: dict[int, tuple[set[str], set[str]]] = {}
+
+    def used(self, side: int) -> tuple[set[str], set[str]]:
+        """(words, call forms) of the fork's file (side 0) or upstream's (side 1)."""
+        if side not in self._used:
+            lines = self.theirs if side else self.ours
+            self._used[side] = (_words(lines), _calls(lines))
+        return self._used[side]
 
 
 class Declined(Exception):
     """A region this resolver cannot settle; the message says why."""
 
 
-def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
-                 origin: str | None = None, by_tokens: bool = False) -> tuple[str, str]:
+def merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None = None,
+                 by_tokens: bool = False) -> tuple[str, str]:
     """(merged text, rule) of one region, or raises Declined."""
+    ours_file, theirs_file = files.ours, files.theirs
     try:
-        return _merge_region(r, lang, ours_file, theirs_file, origin, by_tokens)
+        return _merge_region(r, lang, files, origin, by_tokens)
     except Declined:
         if max(r.base.count("\n"), r.ours.count("\n"), r.theirs.count("\n")) > MAX_REGION_LINES:
             raise
@@ -83,8 +101,7 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         first = renamed_first(r.base, r.theirs, r.ours, "\n".join(theirs_file))
         if first is not None:
             try:
-                text, rule = _merge_region(Region(first[0], first[1], r.theirs), lang, ours_file, theirs_file,
-                                           None, False)
+                text, rule = _merge_region(Region(first[0], first[1], r.theirs), lang, files, None, False)
             except Declined:
                 pass
             else:
@@ -92,8 +109,7 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         first = renamed_first(r.base, r.ours, r.theirs, "\n".join(ours_file))
         if first is not None:
             try:
-                text, rule = _merge_region(Region(first[0], r.ours, first[1]), lang, ours_file, theirs_file,
-                                           None, False)
+                text, rule = _merge_region(Region(first[0], r.ours, first[1]), lang, files, None, False)
             except Declined:
                 pass
             else:
@@ -101,8 +117,9 @@ def merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file
         raise
 
 
-def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_file: list[str],
-                  origin: str | None, by_tokens: bool) -> tuple[str, str]:
+def _merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None,
+                  by_tokens: bool) -> tuple[str, str]:
+    ours_file, theirs_file = files.ours, files.theirs
     hit = resolve_region(r)
     if hit is not None and not hit[1].startswith("union"):
         return hit
@@ -114,10 +131,10 @@ def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_fil
     # reformatted layout, which takes a formatter: taking either side was wrong about half the time
     # on fbtriton, so such regions are left to a person.
     co, ct = changes(base, ours), changes(base, theirs)
-    merged = _interleave(base, co, ct, lang)
-    if merged is not None:
+    merged = _interleave(base, co, ct, lang, files)
+    if isinstance(merged, tuple):
         return merged
-    kept = _subsumed(r, base, co, ct, ours_file, theirs_file)
+    kept = _subsumed(r, base, co, ct, files, lang)
     if kept is not None:
         return kept
     if origin is not None and fork_lags(r.base, r.ours, origin):
@@ -129,20 +146,24 @@ def _merge_region(r: Region, lang: Lang | None, ours_file: list[str], theirs_fil
             raise Declined(f"both sides changed the same lines differently ({c})") from None
     for who, side, other, side_file in (("the fork", r.ours, r.theirs, ours_file),
                                         ("upstream", r.theirs, r.ours, theirs_file)):
-        if _moved_away(r.base, side, other, side_file):
+        if _moved_away(r.base, side, other, side_file, lang):
             raise Declined(f"{who} moved this code and the other side edited it: the edit must follow "
                            "the move, outside the conflict")
+    if isinstance(merged, str):
+        raise Declined(f"one side inserted lines beside lines the other rewrote, and {merged}")
     raise Declined("both sides changed the same lines differently")
 
 
-def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang | None) -> tuple[str, str] | None:
-    """Apply both sides' changes when no two overlap; insertions at one place must be whole units."""
+def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang | None,
+                files: Files) -> tuple[str, str] | str | None:
+    """Apply both sides' changes when no two overlap; insertions at one place must be whole units.
+    A string says why an insertion could not go beside the other side's rewrite it touches."""
     rule = "the sides changed different lines"
     items = sorted([(c.start, c.end, 0, c) for c in co] + [(c.start, c.end, 1, c) for c in ct],
                    key=lambda x: x[:3])
     out: list[str] = []
     pos = 0
-    last_side: int | None = None
+    last: tuple[int, Change] | None = None  # the side and change that ended at `pos`
     i = 0
     while i < len(items):
         start, end, side, c = items[i]
@@ -150,21 +171,35 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
         if i + 1 < len(items):
             d_start, d_end, d_side, d = items[i + 1]
             if d_side != side and (d_start < end or (d_start == start and c.is_insertion and d.is_insertion)):
-                if (start, end) == (d_start, d_end) and _norm(lines) == _norm(d.lines):
+                if (start, end) == (d_start, d_end) and norm(lines) == norm(d.lines):
                     rule = "both sides made the same change"
                 elif c.is_insertion and d.is_insertion:
                     ours, theirs = (c, d) if side == 0 else (d, c)
-                    why = _units_clash(list(ours.lines), list(theirs.lines), lang)
-                    if why is not None:
-                        raise Declined(why)
-                    lines = _ordered(ours.lines, theirs.lines)
-                    rule = "both sides added whole units at one place"
+                    held = holds_insertion(ours.lines, theirs.lines)
+                    if held is not None:
+                        lines, rule = held
+                    else:
+                        why = units_clash(list(ours.lines), list(theirs.lines), lang)
+                        if why is not None:
+                            raise Declined(why)
+                        lines = ordered(ours.lines, theirs.lines)
+                        rule = "both sides added whole units at one place"
                 else:
                     return None  # the sides changed the same lines
                 i += 1
-        if start < pos or (start == pos and last_side not in (None, side)):
-            return None  # the sides' changes touch: git's conflict stands
-        last_side = side
+        if start < pos:
+            return None
+        if start == pos and last is not None and last[0] != side:
+            # the sides' changes touch: git's conflict stands, unless one side only inserted lines
+            # beside lines the other rewrote, and the insertion does not depend on what was rewritten
+            if last[1].is_insertion == c.is_insertion:
+                return None  # both rewrote (or both inserted, at different places) touching lines
+            (ins, ins_side), rew = ((last[1], last[0]), c) if last[1].is_insertion else ((c, side), last[1])
+            why = _beside(base, ins, rew, lang, lambda: files.used(1 - ins_side))
+            if why is not None:
+                return why
+            rule = "an insertion beside lines the other side rewrote"
+        last = (side, Change(start, end, tuple(lines)))
         out += base[pos:start]
         out += lines
         pos = end
@@ -173,121 +208,51 @@ def _interleave(base: list[str], co: list[Change], ct: list[Change], lang: Lang 
     return "".join(out), rule
 
 
-_LIT = re.compile(r"^\s*(//|#|;)\s*(RUN|XFAIL|REQUIRES|UNSUPPORTED):")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_CALL = re.compile(r"(\.|->|::)?\s*([A-Za-z_]\w*)\s*(<[^<>()]*>)?\s*\(")
 
 
-def _ordered(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
-    """The fork's units first (as its engineers did in 12 of the 14 files this rule settled on the
-    picks up to 2026-04-30; the two others now decline), except that lit's RUN lines lead."""
-    def runs(lines: tuple[str, ...]) -> bool:
-        return any(_LIT.match(x) and "RUN:" in x for x in lines)
-    return theirs + ours if runs(theirs) and not runs(ours) else ours + theirs
+def _words(lines: tuple[str, ...] | list[str]) -> set[str]:
+    return {w for x in lines for w in _WORD.findall(x)}
 
 
-_NAME = re.compile(r"^\s*(?:async\s+)?(?:def|class|defm?|multiclass)\s+([A-Za-z_][\w.]*)"
-                   r"|^\s*(?:tt\.func|func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w.$]+)"
-                   r"|^\s*#\s*include\s*([<\"][^>\"]+[>\"])"
-                   r"|^\s*(?:import\s+([\w.]+)|from\s+([\w.]+)\s+import)"
-                   r"|^\s*case\s+([^:]+):"
-                   r"|^\s*(?:[\w:<>,*&\s]+?)\b([A-Za-z_]\w*)\s*\([^;]*\)\s*(?:const\s*)?(?:override\s*)?\{?\s*$")
+def _calls(lines: tuple[str, ...] | list[str]) -> set[str]:
+    """Call forms the lines use: `f(`, `.f(` (a member call), `::f(`, `.f<(` (with template arguments)."""
+    return {(a.replace("->", ".") + f + ("<" if t else "") + "(")
+            for x in lines for a, f, t in _CALL.findall(x)}
 
 
-_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "sizeof", "assert"}
-
-
-def _names(lines: list[str]) -> set[str]:
-    """Names the lines define or import (functions, classes, records, ops, includes, cases)."""
-    out = set()
-    for line in lines:
-        m = _NAME.match(line)
-        if m:
-            out.add(next(g for g in m.groups() if g))
-    return out - _KEYWORDS
-
-
-def _balanced(text: str) -> bool:
-    text = re.sub(r"\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", "", text)
-    text = re.sub(r"//[^\n]*|#[^\n]*", "", text) if "//" in text or "#" in text else text
-    return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "{}"))
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
-def _is_unit(lines: list[str], lang: Lang | None) -> bool:
-    """Whether added lines are complete units (no statement or block cut in two)."""
-    code = [x for x in lines if x.strip()]
-    if not code:
-        return True
-    text = "".join(lines)
-    if not _balanced(text):
-        return False
-    if lang is Lang.PYTHON:
-        first = _indent(code[0])
-        if any(_indent(x) < first for x in code):
-            return False
-        body = "".join(x[first:] if len(x) > first else x.lstrip(" ") for x in lines)
-        if code[0].lstrip().startswith(("elif", "else", "except", "finally")):
-            return False
-        return parses_cleanly("unit.py", body.encode("utf-8", "surrogateescape")) is not False
-    if lang is Lang.CPP:
-        last = code[-1].rstrip()
-        return last.endswith((";", "}", "{", ":", ",", ")")) or code[-1].lstrip().startswith(("#", "//"))
-    return True
-
-
-def _ends_in_comment(lines: list[str]) -> bool:
-    """Whether the last code line is a comment (lit's directives aside)."""
-    code = [x for x in lines if x.strip()]
-    return bool(code) and bool(_COMMENT_LINE.match(code[-1])) and not _LIT.match(code[-1])
-
-
-_COMMENT_LINE = re.compile(r"^\s*(//|/\*|\*(?!/)|#(?!\s*(include|if|ifdef|ifndef|else|elif|endif|define|undef|pragma)\b))")
-
-
-_AROUND = re.compile(r"\b(above|below)\b", re.IGNORECASE)
-
-
-def _refers_around(lines: list[str]) -> bool:
-    """Whether a comment of the insertion refers to its neighbours ("rename to match above"): its
-    place among the other side's units is then not free."""
-    return any(_COMMENT_LINE.match(x) and _AROUND.search(x) for x in lines)
-
-
-def _units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | None:
-    """Why two insertions at one place cannot both be kept in order (fork's first), or None."""
-    if lang is None:
-        return "both sides inserted at one place, in a file with no unit model"
-    if not (_is_unit(ours, lang) and _is_unit(theirs, lang)):
-        return "both sides inserted at one place, and not whole units"
-    if _ends_in_comment(ours) or _ends_in_comment(theirs):
-        # git cut the units across a comment that heads the code after it (a section banner): the
-        # engineers' order of such insertions was not the fork's-first one
-        return "both sides inserted at one place, one ending in a comment that heads the next unit"
-    if _refers_around(ours) or _refers_around(theirs):
-        return "both sides inserted at one place, and a comment refers to the lines around it"
-    if _norm(ours) and _norm(theirs) and (set(_norm(ours)) <= set(_norm(theirs))
-                                          or set(_norm(theirs)) <= set(_norm(ours))):
-        return "both sides inserted overlapping lines at one place"
-    if difflib.SequenceMatcher(None, _norm(ours), _norm(theirs), autojunk=False).ratio() > 0.5:
-        return "both sides inserted similar code at one place (two versions of one change?)"
-    same = _names(ours) & _names(theirs)
-    if same:
-        return f"both sides define {sorted(same)[0]} at one place"
-    if lang is Lang.PYTHON and ours and theirs:
-        first_o = next((_indent(x) for x in ours if x.strip()), 0)
-        first_t = next((_indent(x) for x in theirs if x.strip()), 0)
-        if first_o != first_t:
-            return "the inserted units sit at different nesting levels"
+def _beside(base: list[str], ins: Change, rew: Change, lang: Lang | None,
+            rewriter_uses: Callable[[], tuple[set[str], set[str]]]) -> str | None:
+    """Why an insertion touching the other side's rewrite cannot simply go beside it, or None.
+    `rewriter_uses`: the words and call forms of the rewriting side's whole file."""
+    if not _code(ins.lines, lang):
+        return "the insertion is blank or comments only"
+    if not is_unit(list(ins.lines), lang):
+        return "the insertion is not whole units"
+    old = base[rew.start:rew.end]
+    removed = _words(old) - _words(rew.lines)
+    dropped = _calls(old) - _calls(rew.lines)
+    if not _code(rew.lines, lang):  # a deletion: only names and calls gone from that side's whole file count
+        file_words, file_calls = rewriter_uses()
+        removed -= file_words
+        dropped -= file_calls
+    used = sorted(_words(ins.lines) & removed)
+    if used:
+        return f"the insertion uses {used[0]}, which the rewrite removed"
+    gone = sorted(_calls(ins.lines) & dropped)
+    if gone:
+        return f"the insertion calls {gone[0]}, a form the rewrite stopped using"
+    if set(_code(ins.lines, lang)) & set(_code(rew.lines, lang)):
+        return "the insertion repeats the rewrite's lines"
     return None
 
 
-def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ours_file: list[str],
-              theirs_file: list[str]) -> tuple[str, str] | None:
+def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], files: Files,
+              lang: Lang | None) -> tuple[str, str] | None:
     """Keep one side when it already holds the other side's change (and not the reverse)."""
-    o_has_t = _holds(r.ours, ct, base, ours_file) or _moved_with(r.ours, r.theirs, r.base, ours_file)
-    t_has_o = _holds(r.theirs, co, base, theirs_file) or _moved_with(r.theirs, r.ours, r.base, theirs_file)
+    o_has_t = _holds(r.ours, ct, base, lang) or _moved_with(r.ours, r.theirs, r.base, files.ours, lang)
+    t_has_o = _holds(r.theirs, co, base, lang) or _moved_with(r.theirs, r.ours, r.base, files.theirs, lang)
     if o_has_t and not t_has_o:
         return r.ours, "the fork already has upstream's change"
     if t_has_o and not o_has_t:
@@ -298,16 +263,19 @@ def _subsumed(r: Region, base: list[str], co: list[Change], ct: list[Change], ou
 _COMMENT = re.compile(r"^\s*(//|#(?!\s*include)|/\*|\*)")
 
 
-def _code(lines: list[str] | tuple[str, ...]) -> list[str]:
-    return [x for x in _norm(lines) if not _COMMENT.match(x)]
+def _code(lines: list[str] | tuple[str, ...], lang: Lang | None = None) -> list[str]:
+    """The lines that are not comments (in MLIR, lit's directives and `#` attribute aliases are code)."""
+    if lang is Lang.MLIR:
+        return [x for x in norm(lines) if not is_comment(x, lang)]
+    return [x for x in norm(lines) if not _COMMENT.match(x)]
 
 
-def _holds(side_text: str, other: list[Change], base: list[str], side_file: list[str]) -> bool:
+def _holds(side_text: str, other: list[Change], base: list[str], lang: Lang | None) -> bool:
     """Whether the other side's change is already in this side's region: the code it removed is
     gone from it and the code it added is in it (comment lines aside)."""
-    here = set(_code(side_text.splitlines()))
-    added = [x for c in other for x in _code(c.lines)]
-    removed = [x for c in other for x in _code(base[c.start:c.end]) if x not in set(_code(c.lines))]
+    here = set(_code(side_text.splitlines(), lang))
+    added = [x for c in other for x in _code(c.lines, lang)]
+    removed = [x for c in other for x in _code(base[c.start:c.end], lang) if x not in set(_code(c.lines, lang))]
     if not any(sum(ch.isalnum() for ch in x) >= 8 for x in added + removed):
         return False
     if not added and any(_edited(x, here) for x in removed):
@@ -320,24 +288,24 @@ def _edited(line: str, lines: set[str]) -> bool:
     return any(difflib.SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
 
 
-def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str]) -> bool:
+def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str], lang: Lang | None) -> bool:
     """Whether this side moved the region's code away and its file holds the other side's version
     of it, word for word, elsewhere: the other side's edit already followed the move."""
-    gone = _code(base_text.splitlines())
-    other = _code(other_text.splitlines())
-    if len(other) < 2 or any(x in set(_code(side_text.splitlines())) for x in gone):
+    gone = _code(base_text.splitlines(), lang)
+    other = _code(other_text.splitlines(), lang)
+    if len(other) < 2 or any(x in set(_code(side_text.splitlines(), lang)) for x in gone):
         return False
-    lines = _code(side_file)
+    lines = _code(side_file, lang)
     n = len(other)
     return any(lines[i:i + n] == other for i in range(len(lines) - n + 1) if lines[i] == other[0])
 
 
-def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list[str]) -> bool:
+def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list[str], lang: Lang | None) -> bool:
     """Whether this side removed the region's code, which it has elsewhere, while the other edited it."""
-    gone = [x for x in _code(base_text.splitlines()) if x not in set(_code(side_text.splitlines()))]
-    if len(gone) < 3 or _code(other_text.splitlines()) == _code(base_text.splitlines()):
+    gone = [x for x in _code(base_text.splitlines(), lang) if x not in set(_code(side_text.splitlines(), lang))]
+    if len(gone) < 3 or _code(other_text.splitlines(), lang) == _code(base_text.splitlines(), lang):
         return False
-    lines = _code(side_file)
+    lines = _code(side_file, lang)
     at = [i for i, x in enumerate(lines) if x == gone[0]]
     return any(lines[i:i + len(gone)] == gone for i in at)
 
@@ -405,11 +373,12 @@ class StructuralResolver:
         lang = language_of(case.path)
         ours_file = (decode(case.ours) or "").splitlines()
         theirs_file = (decode(case.theirs) or "").splitlines()
+        files = Files(ours_file, theirs_file)
         texts: list[str] = []
         rules: list[str] = []
         for r, origin in zip(regions(case.segments), origin_regions(case)):
             try:
-                text, rule = merge_region(r, lang, ours_file, theirs_file, origin, self.by_tokens)
+                text, rule = merge_region(r, lang, files, origin, self.by_tokens)
             except Declined as d:
                 self.last_reason = str(d)
                 return None
