@@ -1,5 +1,5 @@
-"""Conflict resolvers, tried in order: recorded resolutions, trivial merges, structural merges, then
-an agent.
+"""Conflict resolvers, tried in order: recorded resolutions, trivial merges, structural merges, a
+side that already has the other's change (`lag`), then an agent.
 
 Each resolver proposes; `forkflow.conflicts.engine` checks every proposal with the guardrails.
 """
@@ -25,4 +25,4 @@ class Resolver(Protocol):
         ...
 
 
-DEFAULT_ORDER = ("recorded", "trivial", "structural", "agent")
+DEFAULT_ORDER = ("recorded", "trivial", "structural", "lag", "agent")
