@@ -4,7 +4,9 @@ The `lag` and `layout` resolvers each settle one kind of conflict region.  A con
 has several regions of different kinds; a file is settled only when every region is.  So each of
 these resolvers settles a region with its own rule, and the regions its rule leaves with the
 structural resolver's rules (`structural.merge_region`); it answers only when its own rule settled
-at least one region (the rest is the structural resolver's answer, earlier in the chain).
+at least one region (the rest is the structural resolver's answer, earlier in the chain).  The rule
+runs first on every region, so that a file with no region of its kind costs one pass of the rule
+(no parse, no alignment with the fork point, no structural merge).
 
 File-level declines, shared by both: no text to merge (binary, delete/modify, rename, submodule,
 mode), CRLF on one side only, a side larger than 4 MB, a Python side that does not parse before the
@@ -29,7 +31,7 @@ RegionRule = Callable[[Region], tuple[str, str]]
 
 
 def file_declines(case: ConflictCase) -> str | None:
-    """Why no region of this file can be settled, or None."""
+    """Why no region of this file can be settled, or None (the parse check aside: `_unparsed`)."""
     if not case.kind.is_text:
         return f"a {case.kind.value} conflict has no text to merge"
     if not case.segments:
@@ -38,6 +40,10 @@ def file_declines(case: ConflictCase) -> str | None:
         return f"a side is larger than {MAX_FILE_BYTES // 1_000_000} MB"
     if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
         return "line endings differ between the sides (CRLF on one side only)"
+    return None
+
+
+def _unparsed(case: ConflictCase) -> str | None:
     if language_of(case.path) is Lang.PYTHON:
         for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
             if data is not None and parses_cleanly(case.path, data) is False:
@@ -51,25 +57,35 @@ def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
     why = file_declines(case)
     if why is not None:
         return None, why
+    # the rule first, on every region: most files have no region of its kind, and for those the
+    # parse check, the fork point's lines and the structural rules are not needed
+    regs = regions(case.segments)
+    own: list[tuple[str, str] | Declined] = []
+    for r in regs:
+        try:
+            own.append(rule(r))
+        except Declined as d:
+            own.append(d)
+    declined = [x for x in own if isinstance(x, Declined)]
+    if len(declined) == len(own):  # no region of its kind: the structural resolver's file, if anyone's
+        return None, str(declined[0])
+    why = _unparsed(case)
+    if why is not None:
+        return None, why
     lang = language_of(case.path)
     ours_file = (decode(case.ours) or "").splitlines()
     theirs_file = (decode(case.theirs) or "").splitlines()
+    origins = origin_regions(case) if declined else [None] * len(regs)
     texts: list[str] = []
     notes: list[str] = []
-    own = 0
-    for r, origin in zip(regions(case.segments), origin_regions(case)):
-        try:
-            text, note = rule(r)
-            own += 1
-        except Declined as d:
+    for r, origin, hit in zip(regs, origins, own):
+        if isinstance(hit, Declined):
             try:
-                text, note = merge_region(r, lang, ours_file, theirs_file, origin)
+                hit = merge_region(r, lang, ours_file, theirs_file, origin)
             except Declined:
-                return None, str(d)
-        texts.append(text)
-        notes.append(note)
-    if not own:
-        return None, "no region of this kind (the structural resolver's rules settle the rest)"
+                return None, str(hit)
+        texts.append(hit[0])
+        notes.append(hit[1])
     merged = fill_regions(case.segments, texts)
     twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
     if twice is not None:
