@@ -126,3 +126,13 @@ def test_lag_fifty_thousand_lines_in_linear_time(tmp_path: Path) -> None:
     content, _ = _propose(case)
     assert content == ours.encode()
     assert time.process_time() - start < 20  # seconds of CPU; a quadratic pass over 50,000 lines takes hours
+
+
+def test_lag_declines_a_region_too_large_to_align_by_words(tmp_path: Path) -> None:
+    # a rewrite of thousands of lines: word alignment is quadratic in the worst case
+    base = "".join(f"x{i} = g({i})\n" for i in range(1_500))
+    ours = base.replace("g(", "h(") + "tail = 1\n"
+    theirs = base.replace("g(", "h(")
+    case = make_case(tmp_path, base, ours, theirs)
+    content, why = _propose(case)
+    assert content is None and "more than 5000 words" in why

@@ -18,7 +18,7 @@ declines
   insertion, its own lines leading: its own lines are then a separate addition (a registration,
   an include) whose order and need take judgement; on fbtriton's `[RESOLVED]` picks the engineers
   reordered or dropped them 2 times of 3;
-- regions larger than 20,000 words (word alignment is quadratic in the worst case).
+- regions larger than 5,000 words (word alignment is quadratic in the worst case).
 
 Regions of other kinds are left to the structural rules (`regionwise.settle`).
 """

@@ -18,7 +18,7 @@ changed words.  The line-level changes of the two sides are grouped where they o
 
 It declines where the re-laying side changed the indentation of a Python statement (that is not
 layout), where the other side re-indented lines it kept (a word merge would lose that), where a
-word merge clashes, and regions of more than 20,000 words.  Regions of other kinds are left to the
+word merge clashes, and regions of more than 5,000 words.  Regions of other kinds are left to the
 structural rules (`regionwise.settle`).
 """
 from __future__ import annotations

@@ -24,7 +24,7 @@ from forkflow.conflicts.resolvers.structural import Declined, merge_region, orig
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
 MAX_FILE_BYTES = 4_000_000
-MAX_REGION_WORDS = 20_000  # word alignment is quadratic in the worst case: larger regions decline
+MAX_REGION_WORDS = 5_000  # word alignment is quadratic in the worst case: larger regions decline
 
 RegionRule = Callable[[Region], tuple[str, str]]
 """(settled text, the rule's note) of one region, or raises Declined saying why not."""
