@@ -11,7 +11,8 @@ baselines (take the fork's side, take upstream's, union of both), and each answe
 the file the fork's engineers committed: identical, identical after whitespace normalisation, or
 different, and whether the guardrails accepted it.  An accepted answer that differs from the fork's
 is the costly case: it would land without a person.  `chain` is the deterministic resolvers tried in
-order (recorded history, trivial, structural), the first accepted answer winning.  `tokens` is the
+order (recorded history, trivial, structural, lag, layout: ingest's default order without the
+agent), the first accepted answer winning; each is also measured alone.  `tokens` is the
 structural resolver that also merges edits of the same lines word by word (not in ingest's chain);
 `chain+tokens` is the chain with it last.  Each conflicted file carries the path at the fork point
 (where the fork commit's parent and the upstream commit meet), which tells the fork's own edits from
@@ -366,7 +367,7 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
                   f"{100 * t.wrong / max(t.accepted, 1):>6.0f}%")
     print("conflicted picks settled without a person (every conflicted file resolved): today's chain "
           "(recorded + trivial; recorded is empty for a fork that never ran forkflow) vs the new one")
-    for name, label in (("trivial", "recorded+trivial"), ("chain", "+history+structural")):
+    for name, label in (("trivial", "recorded+trivial"), ("chain", "the chain")):
         t = total.get(name, {}).get("unit", Tally())
         print(f"  {label:<22}{t.accepted:>4} of {t.files} picks ({100 * t.accepted / max(t.files, 1):.0f}%); "
               f"all files as the fork's: {t.identical} (regions only: {t.regions}); a file different: {t.wrong}")

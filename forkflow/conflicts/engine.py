@@ -8,6 +8,8 @@ from forkflow.conflicts import guardrails
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History
 from forkflow.conflicts.resolvers import Resolver
+from forkflow.conflicts.resolvers.lag import LagResolver
+from forkflow.conflicts.resolvers.layout import LayoutResolver
 from forkflow.conflicts.resolvers.recorded import HistoryResolver
 from forkflow.conflicts.resolvers.structural import StructuralResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
@@ -42,11 +44,13 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> CaseResol
 
 def deterministic_resolvers(history: History | None = None) -> list[Resolver]:
     """The resolvers that need no endpoint, in the order they are tried: the fork's own past
-    resolutions, trivial merges, then structural merges."""
+    resolutions, trivial merges, structural merges, a side that already has the other's change
+    word for word (`lag`), then the other side's change in lines one side only re-laid out
+    (`layout`)."""
     chain: list[Resolver] = [HistoryResolver(history)] if history is not None else []
-    return chain + [TrivialResolver(), StructuralResolver()]
+    return chain + [TrivialResolver(), StructuralResolver(), LagResolver(), LayoutResolver()]
 
 
 def extra_factories() -> dict[str, Callable[[], Resolver | None]]:
     """Resolvers beyond recorded/trivial/agent that `forkflow ingest` builds by name."""
-    return {"structural": StructuralResolver}
+    return {"structural": StructuralResolver, "lag": LagResolver, "layout": LayoutResolver}

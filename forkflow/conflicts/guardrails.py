@@ -26,6 +26,10 @@ def check(case: ConflictCase, content: bytes | None) -> GuardrailCheck:
         if case.kind is ConflictKind.DELETE_MODIFY:
             return GuardrailCheck(True, "deletes the path, as one side did")
         return GuardrailCheck(False, "deletes the path, but neither side deleted it")
+    if case.kind is ConflictKind.DELETE_MODIFY:
+        if content == (case.ours if case.ours is not None else case.theirs):
+            return GuardrailCheck(True, "keeps the changed side's file as it is")
+        return GuardrailCheck(False, "keeps the path, with content the changed side does not have")
     if not case.kind.is_text:
         return GuardrailCheck(False, f"{case.kind.value} conflicts are left to a person")
     if b"\0" in content:

@@ -32,6 +32,8 @@ class History:
         self.regions: dict[str, tuple[str, str]] = {}
         # (path, the side that deleted it) -> how the fork settled a delete/modify of that path
         self.paths: dict[tuple[str, str], tuple[str, str]] = {}
+        # (folder, the side that deleted) -> how the fork settled its newest delete/modify there
+        self.folders: dict[tuple[str, str], tuple[str, str]] = {}
         self.by_path: dict[str, list[Example]] = {}  # examples for an agent, oldest first
 
     def examples(self, path: str, limit: int = 4, max_chars: int = 6_000) -> tuple[Example, ...]:
@@ -59,6 +61,10 @@ class History:
 
     def __len__(self) -> int:
         return len(self.regions)
+
+
+def folder(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
 
 
 def settled_regions(segments: Sequence[Segment], resolved: str) -> list[str | None]:
@@ -106,6 +112,7 @@ def learn(history: History, case: ConflictCase, fork: bytes | None, where: str =
         kept = "delete" if fork is None else "fork" if fork == case.ours else "upstream" if fork == case.theirs else ""
         if kept:
             history.paths[(case.path, deleted_by)] = (kept, where or case.path)
+            history.folders[(folder(case.path), deleted_by)] = (kept, where or case.path)
         return int(bool(kept))
     if fork is None or not case.kind.is_text or not case.segments:
         return 0

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from forkflow.conflicts.case import ConflictCase, encode
 from forkflow.conflicts.classify import ConflictKind, Region, fill_regions, regions
-from forkflow.conflicts.history import History, region_key
+from forkflow.conflicts.history import History, folder, region_key
 from forkflow.conflicts.resolvers import Proposal
 
 
@@ -81,6 +81,12 @@ class HistoryResolver:
         deleted_by = "fork" if case.ours is None else "upstream"
         found = self.history.paths.get((case.path, deleted_by))
         if found is None:
+            # the fork's newest delete/modify in the same folder, by the same side, was deleted
+            # again: so is this one (CI workflows the fork does not run); keeping is not carried over
+            near = self.history.folders.get((folder(case.path), deleted_by))
+            if near is not None and near[0] == "delete":
+                return Proposal(None, f"deleted, as the fork did last with {deleted_by}'s deletion of a "
+                                      f"file in the same folder ({near[1]})")
             self.last_reason = f"the fork never settled {deleted_by}'s deletion of this path before"
             return None
         kept, where = found

@@ -1,0 +1,96 @@
+"""A resolver built from one region rule, tried after the structural rules.  [pure]
+
+The `lag` and `layout` resolvers each settle one kind of conflict region.  A conflicted file often
+has several regions of different kinds; a file is settled only when every region is.  So each of
+these resolvers settles a region with its own rule, and the regions its rule leaves with the
+structural resolver's rules (`structural.merge_region`); it answers only when its own rule settled
+at least one region (the rest is the structural resolver's answer, earlier in the chain).  The rule
+runs first on every region, so that a file with no region of its kind costs one pass of the rule
+(no parse, no alignment with the fork point, no structural merge).
+
+File-level declines, shared by both: no text to merge (binary, delete/modify, rename, submodule,
+mode), CRLF on one side only, a side larger than 4 MB, a Python side that does not parse before the
+merge, a merge that defines a Python or TableGen name twice, a merged file that no longer parses.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from forkflow.conflicts.case import ConflictCase, decode, encode
+from forkflow.conflicts.classify import Region, fill_regions, regions
+from forkflow.conflicts.redefined import redefined
+from forkflow.conflicts.resolvers import Proposal
+from forkflow.conflicts.resolvers.structural import Declined, merge_region, origin_regions
+from forkflow.planning.symbols import Lang, language_of, parses_cleanly
+
+MAX_FILE_BYTES = 4_000_000
+MAX_REGION_WORDS = 5_000  # word alignment is quadratic in the worst case: larger regions decline
+
+RegionRule = Callable[[Region], tuple[str, str]]
+"""(settled text, the rule's note) of one region, or raises Declined saying why not."""
+
+
+def file_declines(case: ConflictCase) -> str | None:
+    """Why no region of this file can be settled, or None (the parse check aside: `_unparsed`)."""
+    if not case.kind.is_text:
+        return f"a {case.kind.value} conflict has no text to merge"
+    if not case.segments:
+        return "no diff3 regions"
+    if any(len(x or b"") > MAX_FILE_BYTES for x in (case.base, case.ours, case.theirs)):
+        return f"a side is larger than {MAX_FILE_BYTES // 1_000_000} MB"
+    if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
+        return "line endings differ between the sides (CRLF on one side only)"
+    return None
+
+
+def _unparsed(case: ConflictCase) -> str | None:
+    if language_of(case.path) is Lang.PYTHON:
+        for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
+            if data is not None and parses_cleanly(case.path, data) is False:
+                return f"the {name} file does not parse before the merge"
+    return None
+
+
+def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
+    """(proposal, "") when every region is settled, by `rule` or by the structural rules, and at
+    least one by `rule`; otherwise (None, why)."""
+    why = file_declines(case)
+    if why is not None:
+        return None, why
+    # the rule first, on every region: most files have no region of its kind, and for those the
+    # parse check, the fork point's lines and the structural rules are not needed
+    regs = regions(case.segments)
+    own: list[tuple[str, str] | Declined] = []
+    for r in regs:
+        try:
+            own.append(rule(r))
+        except Declined as d:
+            own.append(d)
+    declined = [x for x in own if isinstance(x, Declined)]
+    if len(declined) == len(own):  # no region of its kind: the structural resolver's file, if anyone's
+        return None, str(declined[0])
+    why = _unparsed(case)
+    if why is not None:
+        return None, why
+    lang = language_of(case.path)
+    ours_file = (decode(case.ours) or "").splitlines()
+    theirs_file = (decode(case.theirs) or "").splitlines()
+    origins = origin_regions(case) if declined else [None] * len(regs)
+    texts: list[str] = []
+    notes: list[str] = []
+    for r, origin, hit in zip(regs, origins, own):
+        if isinstance(hit, Declined):
+            try:
+                hit = merge_region(r, lang, ours_file, theirs_file, origin)
+            except Declined:
+                return None, str(hit)
+        texts.append(hit[0])
+        notes.append(hit[1])
+    merged = fill_regions(case.segments, texts)
+    twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
+    if twice is not None:
+        return None, f"the merge defines {twice} twice (each side added it, in different places)"
+    content = encode(merged)
+    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
+        return None, "the merged file does not parse"
+    return Proposal(content, "; ".join(dict.fromkeys(notes))), ""
