@@ -20,7 +20,7 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
-from forkflow.conflicts.resolvers.structural import Declined, merge_region, origin_regions
+from forkflow.conflicts.resolvers.structural import Declined, Files, merge_region, origin_regions
 from forkflow.planning.symbols import Lang, language_of, parses_cleanly
 
 MAX_FILE_BYTES = 4_000_000
@@ -76,12 +76,13 @@ def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
     ours_file = (decode(case.ours) or "").splitlines()
     theirs_file = (decode(case.theirs) or "").splitlines()
     origins = origin_regions(case) if declined else [None] * len(regs)
+    files = Files(ours_file, theirs_file)
     texts: list[str] = []
     notes: list[str] = []
     for r, origin, hit in zip(regs, origins, own):
         if isinstance(hit, Declined):
             try:
-                hit = merge_region(r, lang, ours_file, theirs_file, origin)
+                hit = merge_region(r, lang, files, origin)
             except Declined:
                 return None, str(hit)
         texts.append(hit[0])
