@@ -6,8 +6,6 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import pygit2
-
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
@@ -94,7 +92,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
     absent: list[str] = []
     for meta, name in zip(fields[0::2], fields[1::2]):
         parts = meta.split()
-        if len(parts) >= 4 and any(not reader.has(pygit2.Oid(hex=oid.decode())) for oid in parts[2:4]):
+        if len(parts) >= 4 and any(not reader.has(oid.decode()) for oid in parts[2:4]):
             absent.append(name.decode("utf-8", "surrogateescape"))
     excludes = [f":(exclude,literal){p}" for p in absent]
     rc, raw, _ = run_git_bytes("-c", "core.quotePath=false", "diff-tree", "-p", "-U0", "--no-renames", "--no-color",
@@ -107,10 +105,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
 
 
 def _fork_changes_in_process(reader: ShapeReader, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
-    old, new = reader.repo.get(fork_point), reader.repo.get(fork_tip)
-    if not isinstance(old, pygit2.Commit) or not isinstance(new, pygit2.Commit):
-        return ()
-    return reader.changes(old.tree, new.tree)[0]
+    return reader.changes_between(fork_point, fork_tip)
 
 
 def _revert_targets(picker: MemoryPicker, ledger: Ledger, entries: list[LedgerEntry]) -> dict[Sha, Sha]:
@@ -148,7 +143,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
 
     Clean picks only accumulate path changes (nothing is written); a pick that needs a real
     merge writes the accumulated tree once and merges against it."""
-    base = picker.repo.get(picker.commit_tree(tip))
+    base = picker.tree(picker.commit_tree(tip))
     overlay: dict[str, tuple[str, int] | None] = {}
     conflicting: dict[Sha, str] = {}
     missing: dict[Sha, str] = {}
@@ -161,16 +156,16 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
         for sha in u.commits:
             blocking = [d for d in deps.get(sha, ()) if d.on in blocked]
             if blocking:  # rare: write the tree so far, and ask what waits
-                tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
-                base, overlay = picker.repo.get(tree), {}
+                tree = picker.write_overlay(base, overlay)
+                base, overlay = picker.tree(tree), {}
                 hard = picker.waits_for(blocking, tree, sha)
                 if hard is not None:
                     waiting[sha] = hard
                     blocked.add(sha)
                     continue
-            elif picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
+            elif picker.overlay_step(base, overlay, sha) is not None:
                 continue
-            tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
+            tree = picker.write_overlay(base, overlay)
             step = picker.pick(tree, sha)
             tree_after = tree
             if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED) and blocking:
@@ -185,7 +180,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
                 blocked.add(sha)
             else:
                 tree_after = step.tree
-            base, overlay = picker.repo.get(tree_after), {}
+            base, overlay = picker.tree(tree_after), {}
     return conflicting, missing, waiting
 
 
