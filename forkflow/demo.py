@@ -308,7 +308,8 @@ def _status(console: Console, repo: Path, commits: bool) -> None:
 def _plan(console: Console, repo: Path) -> None:
     ctx = open_context(repo, None)
     ledger = build_ledger(ctx)
-    p = make_plan(ctx, ledger, ingest_settings(ctx.config), until=resolve_until(ctx, ledger, None))
+    p = make_plan(ctx.repo, ctx.store, ledger, ingest_settings(ctx.config),
+                  until=resolve_until(ctx.repo, ledger, None))
     render_plan(console, p, {e.commit.sha: e.commit.subject for e in ledger.entries})
 
 

@@ -53,8 +53,8 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
         def step(what: str, done: int, total: int) -> None:
             bar.update(task, description=what, completed=done, total=total or None)
 
-        p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle,
-                      progress=step)
+        p = make_plan(ctx.repo, ctx.store, ledger, settings, until=resolve_until(ctx.repo, ledger, until),
+                      max_bundle=max_bundle, progress=step)
     if json_out:
         print_json(p.to_json())
     else:
@@ -93,7 +93,7 @@ def ingest_cmd(
     options = IngestOptions(mode, push, max_units, until, max_bundle)
     with progress_bar(console, disable=json_out) as bar:
         if unit is not None:
-            from forkflow.landing.retry import retry_unit
+            from forkflow.landing.wired import retry_unit
 
             report = retry_unit(ctx, unit, push=push, reporter=_BarReporter(bar))
         else:

@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.git.pick import MemoryPicker, PickStatus
+from forkflow.git.repo import Repo
 from forkflow.landing.settings import IngestSettings
 from forkflow.git.run import run_git_bytes
 from forkflow.landing.shapes import ShapeReader, parse_diff_tree, read_shapes
@@ -20,6 +20,7 @@ from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
 from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
 from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
+from forkflow.store.session import Store
 
 DEFERRED_CHAIN = re.compile(r"^chain (\S+):")
 
@@ -37,19 +38,19 @@ def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntr
             and not e.reason.startswith("in review: ")]  # proposed for review (landing/review.py)
 
 
-def resolve_until(ctx: Context, ledger: Ledger, until: str | None) -> Sha | None:
+def resolve_until(repo: Repo, ledger: Ledger, until: str | None) -> Sha | None:
     if until is None:
         return None
-    sha = ctx.repo.resolve(until)
+    sha = repo.resolve(until)
     if sha is None or ledger.index_of(sha) < 0:
         raise UserError(f"--until {until} is not an upstream commit after the fork point; pass a sha "
                         "from `forkflow status --commits`")
     return sha
 
 
-def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
+def load_touches(store: Store, reader: TouchReader, shas: list[Sha],
                  progress: Progress | None = None) -> dict[Sha, Touch]:
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         known = records.cached_touches(s, shas)
     missing = [sha for sha in shas if sha not in known]
     fresh: dict[Sha, Touch] = {}
@@ -58,22 +59,22 @@ def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
         if progress is not None and i % 50 == 0:
             progress("reading symbols", i, len(missing))
     if fresh:
-        with ctx.store.session_scope() as s:
+        with store.session_scope() as s:
             records.save_touches(s, fresh)
     known.update(fresh)
     return known
 
 
-def load_shapes(ctx: Context, shas: list[Sha], progress: Progress | None = None) -> dict[Sha, CommitShape]:
+def load_shapes(repo: Repo, store: Store, shas: list[Sha], progress: Progress | None = None) -> dict[Sha, CommitShape]:
     """Each commit's hunks and names: from the store's cache, else read by one `git diff-tree`."""
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         known = records.cached_shapes(s, shas)
     todo = [sha for sha in shas if sha not in known]
     if todo:
         if progress is not None:
             progress("reading changes", 0, len(todo))
-        fresh = read_shapes(ctx.repo.path, todo)
-        with ctx.store.session_scope() as s:
+        fresh = read_shapes(repo.path, todo)
+        with store.session_scope() as s:
             records.save_shapes(s, list(fresh.values()))
         known.update(fresh)
     return known
@@ -212,23 +213,23 @@ def plan_commits(picker: MemoryPicker, tip: Sha, commits: list[PendingCommit], r
     return Plan(units, tip, deps, held_back(commits, conflicting, missing, waiting))
 
 
-def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
+def make_plan(repo: Repo, store: Store, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
               max_bundle: int | None = None, progress: Progress | None = None,
               picker: MemoryPicker | None = None) -> Plan:
     """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
     so that conflicts (and what depends on them) leave them."""
-    picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
+    picker = picker or MemoryPicker(repo.path, batch_writes=True)  # probe trees stay in memory
     picker.know_fork_point(ledger.fork_point)
     entries = pending_entries(ledger, until)
     walk = [e.commit.sha for e in ledger.entries]
-    shapes = load_shapes(ctx, walk, progress)
+    shapes = load_shapes(repo, store, walk, progress)
     picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
     reverts = _revert_targets(picker, ledger, entries)
     found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
-                  fork_changes(ctx.repo.path, ledger.fork_point, ledger.fork_tip), reverts)
+                  fork_changes(repo.path, ledger.fork_point, ledger.fork_tip), reverts)
     touches = None
     if any(spec.symbols for spec in settings.chains):  # symbols of whole files: only when a chain names some
-        touches = load_touches(ctx, TouchReader(ctx.repo.path), [e.commit.sha for e in entries], progress)
+        touches = load_touches(store, TouchReader(repo.path), [e.commit.sha for e in entries], progress)
     commits = pending_commits(entries, shapes, found, reverts, touches)
     rules = RoutingRules(settings.chains, settings.pin_files,
                          max_bundle if max_bundle is not None else settings.max_bundle)

@@ -18,7 +18,8 @@ from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode,
 from forkflow.landing.journal import Journal, StoreJournal
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.plan import make_plan, resolve_until
-from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
+from forkflow.landing.retry import load_target, plan_retry, rerun_unit
+from forkflow.landing.review import Reviewer, ReviewSettings, make_sink, review_settings, with_reviews
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
@@ -37,8 +38,8 @@ class StoreIngestReader:
 
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
              picker: MemoryPicker) -> Plan:
-        return make_plan(self.ctx, ledger, settings, until=resolve_until(self.ctx, ledger, until),
-                         max_bundle=max_bundle, picker=picker)
+        return make_plan(self.ctx.repo, self.ctx.store, ledger, settings,
+                         until=resolve_until(self.ctx.repo, ledger, until), max_bundle=max_bundle, picker=picker)
 
     def unfinished_units(self) -> list[records.UnitRecord]:
         with self.ctx.store.session_scope() as s:
@@ -96,7 +97,7 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
         check_push_remote(ctx.repo, settings)
     if options.mode is Mode.DRY_RUN:
         return ingestor(ctx, options, gate, reporter, settings).run()
-    with fork_lock(ctx):  # one writing run per repository and per fork in the store
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id):  # one writing run per repository and per fork in the store
         if options.mode is Mode.LAND:
             refuse_dirty_work_trees(ctx.repo, ctx.config)
         if gate is None:
@@ -106,10 +107,41 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
             review = review_settings(ctx.config) if options.mode is Mode.LAND else None
             if review is None:
                 return ing.run()
-            reviewer = Reviewer(ctx, review, make_sink(review))
+            reviewer = reviewer_of(ctx, review)
             ing.reviewer = reviewer
             return with_reviews(reviewer.settle(), ing.run)
         finally:
             close = getattr(gate, "close", None)
             if close is not None:
                 close()
+
+
+def reviewer_of(ctx: Context, settings: ReviewSettings) -> Reviewer:
+    """The `Reviewer` of the fork's proposals, on the forge `[ingest]` names."""
+    return Reviewer(ctx.repo, ctx.config, ctx.store, ctx.fork_id, settings, make_sink(settings))
+
+
+def check_retry(ctx: Context, unit_id: int) -> None:
+    """Raise the UserError saying why the unit cannot be re-run now, if there is one."""
+    plan_retry(load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id), build_ledger(ctx))
+
+
+def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Reporter | None = None,
+               gate: Gate | None = None) -> IngestReport:
+    """Pick a stored unit again on the current fork tip, run L1, land it by compare-and-swap if it
+    passes (`landing/retry.py`).
+
+    Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
+    chain link whose chain has an earlier commit that has not landed.
+    """
+    if push:
+        check_push_remote(ctx.repo, ingest_settings(ctx.config))
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
+        refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
+        settings = ingest_settings(ctx.config)
+        ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+        review = review_settings(ctx.config)
+        if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
+            ing.reviewer = reviewer_of(ctx, review)
+        return rerun_unit(ing, lambda: load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id),
+                          lambda: gate if gate is not None else select_gate(ctx, settings))
