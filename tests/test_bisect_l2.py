@@ -124,6 +124,7 @@ def test_a_changed_config_is_its_own_event_not_a_regression() -> None:
 
 def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> None:
     from forkflow.store import queries
+    from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.tiers.reports import parse_metrics
 
@@ -135,7 +136,7 @@ def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> Non
     assert m.to_json()["context"] == {"config": "BLOCK_M=128", "sm_clock_mhz": "1980"}
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
         queries.add_metric_points(s, fid, [MetricPoint("m", Sha("a" * 40), 1.5, "ms", Better.LOWER,
                                                        context=m.context)])
     with store.session_scope() as s:
@@ -177,13 +178,14 @@ def test_the_l2_metric_page_shows_config_context_and_changes(tmp_path: Path) -> 
     from fastapi.testclient import TestClient
 
     from forkflow.store import queries
+    from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.web.app import create_app
 
     url = f"sqlite:///{tmp_path / 'w.db'}"
     store = Store.open(url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "triton:main")
+        fid = forks.fork_id(s, "triton:main")
         queries.add_metric_points(s, fid, [
             MetricPoint("mm.tflops", Sha(f"{i:040x}"), 600.0 + (40 if i >= 4 else 0), "TFLOP/s", Better.HIGHER,
                         commit_date=1000 + i, context=(("config", "A<b>" if i < 4 else "B"), ("driver", "580.159.04")))

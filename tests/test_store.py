@@ -10,6 +10,7 @@ from sqlalchemy import text
 from forkflow.errors import UserError
 from forkflow.models import Better, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.queries import Snapshot
 from forkflow.store.session import Store
 
@@ -33,7 +34,7 @@ def test_store_migrates_to_every_head(store_url: str) -> None:
 def test_store_transaction_rolls_back(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
     with pytest.raises(RuntimeError):
         with store.session_scope() as s:
             queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
@@ -46,7 +47,7 @@ def test_store_transaction_rolls_back(store_url: str) -> None:
 def test_store_decisions_upsert_and_snapshots_never_duplicate(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
         queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
     with store.session_scope() as s:
         queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
@@ -67,7 +68,7 @@ def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: 
     store = Store.open(store_url)
     shas = [Sha(f"{i:040x}") for i in range(200)]  # more than one statement's worth
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
         queries.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
     with store.session_scope() as s:
         queries.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
@@ -84,7 +85,7 @@ def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: 
 def test_store_metric_series_order(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
         pts = [MetricPoint("mm.tflops", Sha(f"{i:040x}"), 100.0 - i, "TFLOP/s", Better.HIGHER,
                            (1.0, 2.0), commit_date=1000 - i) for i in range(3)]
         queries.add_metric_points(s, fid, pts)

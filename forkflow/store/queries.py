@@ -8,33 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from sqlalchemy import delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from forkflow.models import Better, Decider, Decision, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store.schema import (
     CommitFactRow,
     DispositionRow,
-    ForkRow,
     LedgerCacheRow,
     MetricPointRow,
     SnapshotRow,
 )
-
-
-def fork_id(s: Session, name: str) -> int:
-    """The id of the fork called `name`, created on first use."""
-    row = s.scalar(select(ForkRow).where(ForkRow.name == name))
-    if row is None:
-        try:
-            with s.begin_nested():  # two first runs may add the same fork at once: one wins
-                row = ForkRow(name=name)
-                s.add(row)
-                s.flush()
-        except IntegrityError:
-            row = s.scalar(select(ForkRow).where(ForkRow.name == name))
-            assert row is not None
-    return row.id
 
 
 def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:

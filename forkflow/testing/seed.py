@@ -35,6 +35,7 @@ from forkflow.models import (
     Sha,
 )
 from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.session import Store
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSiz
     """
     rnd = random.Random(seed)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, fork)
+        fid = forks.fork_id(s, fork)
     revs = [sha_of(f"fork-nightly-{d}") for d in range(size.days)]
     upstream = [sha_of(f"upstream-{i}") for i in range(size.upstream_commits)]
     info = SeedInfo(fid, revs, upstream, _metric_names(size.metrics))
