@@ -8,10 +8,11 @@ import pytest
 from sqlalchemy import text
 
 from forkflow.errors import UserError
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Better, Disposition, MetricPoint, RecordedDecision, Sha
 from forkflow.store import queries
 from forkflow.store import forks
-from forkflow.store.queries import Snapshot
+from forkflow.ledger.records import Snapshot
 from forkflow.store.session import Store
 
 
@@ -37,10 +38,10 @@ def test_store_transaction_rolls_back(store_url: str) -> None:
         fid = forks.fork_id(s, "f")
     with pytest.raises(RuntimeError):
         with store.session_scope() as s:
-            queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
+            ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
             raise RuntimeError("killed half-way")
     with store.session_scope() as s:
-        assert queries.recorded_decisions(s, fid) == []
+        assert ledger_records.recorded_decisions(s, fid) == []
     store.dispose()
 
 
@@ -48,19 +49,19 @@ def test_store_decisions_upsert_and_snapshots_never_duplicate(store_url: str) ->
     store = Store.open(store_url)
     with store.session_scope() as s:
         fid = forks.fork_id(s, "f")
-        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
+        ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
     with store.session_scope() as s:
-        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
+        ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
     with store.session_scope() as s:
-        got = queries.recorded_decisions(s, fid)
+        got = ledger_records.recorded_decisions(s, fid)
     assert got == [RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick")]
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     snap = Snapshot(at, "backfill", Sha("f" * 40), Sha("u" * 40), Sha("i" * 40), True, 3.5, 7, {"pending": 7})
     for _ in range(2):
         with store.session_scope() as s:
-            queries.save_snapshot(s, fid, snap)
+            ledger_records.save_snapshot(s, fid, snap)
     with store.session_scope() as s:
-        assert queries.snapshots(s, fid) == [snap]
+        assert ledger_records.snapshots(s, fid) == [snap]
     store.dispose()
 
 
@@ -69,13 +70,13 @@ def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: 
     shas = [Sha(f"{i:040x}") for i in range(200)]  # more than one statement's worth
     with store.session_scope() as s:
         fid = forks.fork_id(s, "f")
-        queries.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
+        ledger_records.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
     with store.session_scope() as s:
-        queries.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
+        ledger_records.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
                                           RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),)),
                                           RecordedDecision(Sha("d" * 40), Disposition.SKIPPED, "new")])
     with store.session_scope() as s:
-        got = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+        got = {d.sha: d for d in ledger_records.recorded_decisions(s, fid)}
     assert len(got) == 201 and got[shas[1]].reason == "chain x"
     assert got[shas[0]] == RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),))
     assert got[Sha("d" * 40)].disposition is Disposition.SKIPPED

@@ -16,6 +16,7 @@ from datetime import datetime
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from forkflow.ledger import records as ledger_records
 from forkflow.ledger.build import ledger_from_json
 from forkflow.models import Ledger, MetricPoint, Sha
 from forkflow.regress.alerts import collapse_values
@@ -50,7 +51,7 @@ def newest_ledger(s: Session, fid: int) -> Ledger | None:
         hit = _LEDGERS.get(key)
     if hit is not None:
         return hit
-    payload = queries.cached_ledger(s, key)
+    payload = ledger_records.cached_ledger(s, key)
     if payload is None:
         return None
     ledger = ledger_from_json(payload)
