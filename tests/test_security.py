@@ -388,7 +388,7 @@ def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from forkflow.models import Better, MetricPoint, Sha
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
     from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.web.app import create_app
@@ -398,7 +398,7 @@ def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
     name = "mm?x=1#frag/../../ingestion"
     with store.session_scope() as s:
         fid = forks.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint(name, Sha("a" * 40), 1.0, "ms", Better.LOWER,
+        regress_records.add_metric_points(s, fid, [MetricPoint(name, Sha("a" * 40), 1.0, "ms", Better.LOWER,
                                                        commit_date=1, measured_at=1)])
     store.dispose()
     with TestClient(create_app(url)) as c:

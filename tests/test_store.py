@@ -10,7 +10,7 @@ from sqlalchemy import text
 from forkflow.errors import UserError
 from forkflow.ledger import records as ledger_records
 from forkflow.models import Better, Disposition, MetricPoint, RecordedDecision, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.store import forks
 from forkflow.ledger.records import Snapshot
 from forkflow.store.session import Store
@@ -89,11 +89,11 @@ def test_store_metric_series_order(store_url: str) -> None:
         fid = forks.fork_id(s, "f")
         pts = [MetricPoint("mm.tflops", Sha(f"{i:040x}"), 100.0 - i, "TFLOP/s", Better.HIGHER,
                            (1.0, 2.0), commit_date=1000 - i) for i in range(3)]
-        queries.add_metric_points(s, fid, pts)
+        regress_records.add_metric_points(s, fid, pts)
     with store.session_scope() as s:
-        series = queries.metric_series(s, fid, "mm.tflops")
+        series = regress_records.metric_series(s, fid, "mm.tflops")
         assert [p.commit_date for p in series] == [998, 999, 1000]
-        assert queries.metric_names(s, fid, "mm.*") == ["mm.tflops"]
+        assert regress_records.metric_names(s, fid, "mm.*") == ["mm.tflops"]
     store.dispose()
 
 

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forkflow.models import Better, MetricPoint, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.store import forks
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
@@ -321,7 +321,7 @@ def test_chart_data_cannot_close_its_script_block(tmp_path: Path) -> None:
     evil = "</script><script>window.__pwned=1</script>"
     with store.session_scope() as s:
         fid = forks.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint(f"m{evil}", sha_of(str(i)), 1.0 + i, evil, Better.HIGHER,
+        regress_records.add_metric_points(s, fid, [MetricPoint(f"m{evil}", sha_of(str(i)), 1.0 + i, evil, Better.HIGHER,
                                                        commit_date=1_700_000_000 + i) for i in range(3)])
     with TestClient(create_app(url)) as c:
         html = c.get("/l2").text
@@ -340,10 +340,10 @@ def test_metric_page_shows_the_series_detect_reads(tmp_path: Path) -> None:
     revs = [0, 1, 1, 2, 1, 1, 2]
     with store.session_scope() as s:
         fid = forks.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint("m", sha_of(str(r)), v, "ms", Better.LOWER,
+        regress_records.add_metric_points(s, fid, [MetricPoint("m", sha_of(str(r)), v, "ms", Better.LOWER,
                                                        commit_date=1_700_000_000 + r)
                                            for r, v in zip(revs, values)])
-        stored = queries.metric_series(s, fid, "m")
+        stored = regress_records.metric_series(s, fid, "m")
     with TestClient(create_app(url)) as c:
         points = c.get("/api/l2/metrics/m").json()["points"]
     assert [(p["rev"], p["value"], p["measurements"]) for p in points] == [
@@ -429,7 +429,7 @@ def test_pages_read_while_the_store_is_written(tmp_path: Path) -> None:
         while not stop.is_set():
             with w.session_scope() as s:
                 fid = forks.fork_id(s, "f:main")
-                queries.add_metric_points(s, fid, [MetricPoint(f"live/m{i % 3}", Sha(sha_of(f"live{i}")),
+                regress_records.add_metric_points(s, fid, [MetricPoint(f"live/m{i % 3}", Sha(sha_of(f"live{i}")),
                                                                float(i), "s", Better.LOWER,
                                                                commit_date=1_800_000_000 + i)])
             i += 1

@@ -35,7 +35,7 @@ from forkflow.models import (
     Sha,
 )
 from forkflow.ledger import records as ledger_records
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.store import forks
 from forkflow.store.session import Store
 
@@ -273,7 +273,7 @@ def _metrics(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.R
         points += [MetricPoint(name, rev, v, unit, better, (v,), suite="nightly-bench",
                                measured_at=start + d * DAY + 3600, commit_date=start + d * DAY)
                    for d, (rev, v) in enumerate(zip(info.fork_revs, series))]
-    queries.add_metric_points(s, fid, points)
+    regress_records.add_metric_points(s, fid, points)
     return values
 
 
