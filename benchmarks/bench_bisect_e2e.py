@@ -296,11 +296,11 @@ def trial(root: Path, seed: int, shift: float, metric: str = "vs_cublas", unit: 
     t_series = time.time() - t1
     from forkflow.context import open_context
     from forkflow.models import Better, MetricPoint, Sha
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
 
     ctx = open_context(fork)
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, [
+        regress_records.add_metric_points(s, ctx.fork_id, [
             MetricPoint(m["name"], Sha(sha), float(m["value"]), "ms", Better.LOWER, tuple(m["samples"]),
                         suite="l2-kernels", commit_date=date,
                         context=tuple(sorted((k, str(v)) for k, v in m.get("context", {}).items())))

@@ -8,7 +8,7 @@ from pathlib import Path
 from forkflow.config import Config, find_config, load_config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
-from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.session import Store
 
 
@@ -47,5 +47,5 @@ def open_context(repo_path: Path | str = ".", store_url: str | None = None) -> C
     explicit = bool(store_url or os.environ.get("FORKFLOW_STORE") or config.store_url)
     store = Store.open(url, create=not explicit)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, fork_name(repo, config))
+        fid = forks.fork_id(s, fork_name(repo, config))
     return Context(repo=repo, config=config, store=store, fork_id=fid)

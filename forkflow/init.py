@@ -9,7 +9,7 @@ from forkflow.config import CONFIG_NAME, STATE_DIR, Config, load_config, parse_c
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.git.run import refuse_option_like
-from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.session import Store, redact
 
 
@@ -125,5 +125,5 @@ def _open_store(repo: Repo, config: Config, url: str) -> None:
             ignore.write_text("# forkflow's local state (store, caches, logs): never committed\n*\n")
     store = Store.open(url)
     with store.session_scope() as s:
-        queries.fork_id(s, fork_name(repo, config))
+        forks.fork_id(s, fork_name(repo, config))
     store.dispose()

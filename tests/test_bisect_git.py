@@ -12,7 +12,7 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.models import Better, MetricPoint, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.testing.gitrepo import ForkBuilder
 
 # Reads perf.txt (the "true" latency) and reports 8 noisy samples; knobs via files in the tree.
@@ -98,7 +98,7 @@ def _store_point(path: Path, metric: str, rev: Sha, context: tuple[tuple[str, st
     """One stored point of `metric` at `rev` (106 ms, lower is better), measured in `context`."""
     ctx = open_context(path)
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, [MetricPoint(metric, rev, 106.0, "ms", Better.LOWER,
+        regress_records.add_metric_points(s, ctx.fork_id, [MetricPoint(metric, rev, 106.0, "ms", Better.LOWER,
                                                                context=context)])
 
 
@@ -189,7 +189,7 @@ def test_cli_detect_then_bisect_from_alert(builder: ForkBuilder, tmp_path: Path,
             points.append(MetricPoint(f"matmul/{shape}/latency", c.sha, v, "ms", Better.LOWER,
                                       commit_date=c.date, measured_at=k))
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, points)
+        regress_records.add_metric_points(s, ctx.fork_id, points)
     r = cli("detect", "--json", repo=builder.f.path)
     assert r.rc == 0, r.err
     alerts = r.json()["alerts"]
@@ -330,7 +330,7 @@ def test_cli_detect_bisect_starts_from_alert_with_the_l2_suite(builder: ForkBuil
                           suite="perf", commit_date=c.date, measured_at=k)
               for k, c in enumerate(commits)]
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, points)
+        regress_records.add_metric_points(s, ctx.fork_id, points)
     r = cli("detect", "--bisect", "--json", repo=builder.f.path)
     assert r.rc == 0, r.err
     doc = r.json()

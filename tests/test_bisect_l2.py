@@ -123,7 +123,8 @@ def test_a_changed_config_is_its_own_event_not_a_regression() -> None:
 
 
 def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> None:
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
+    from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.tiers.reports import parse_metrics
 
@@ -135,11 +136,11 @@ def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> Non
     assert m.to_json()["context"] == {"config": "BLOCK_M=128", "sm_clock_mhz": "1980"}
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint("m", Sha("a" * 40), 1.5, "ms", Better.LOWER,
+        fid = forks.fork_id(s, "f")
+        regress_records.add_metric_points(s, fid, [MetricPoint("m", Sha("a" * 40), 1.5, "ms", Better.LOWER,
                                                        context=m.context)])
     with store.session_scope() as s:
-        (p,) = queries.metric_series(s, fid, "m")
+        (p,) = regress_records.metric_series(s, fid, "m")
         assert p.context == m.context and p.config == "BLOCK_M=128"
     store.dispose()
     report.write_text(json.dumps({"metrics": [{"name": "m", "value": 1.5, "context": ["x"]}]}))
@@ -149,7 +150,7 @@ def test_the_context_travels_from_the_report_to_the_store(tmp_path: Path) -> Non
 def test_detect_reports_a_config_change_and_no_alert(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
     from forkflow.context import open_context
     from forkflow.git.repo import Repo
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
 
     builder.upstream_commit({"a.txt": "0\n"}, "base (#1)")
     builder.branch_fork()
@@ -162,7 +163,7 @@ def test_detect_reports_a_config_change_and_no_alert(builder: ForkBuilder, cli) 
            for k, c in enumerate(commits)]
     ctx = open_context(builder.f.path)
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, pts)
+        regress_records.add_metric_points(s, ctx.fork_id, pts)
     r = cli("detect", "--json", repo=builder.f.path)
     assert r.rc == 0, r.err
     doc = r.json()
@@ -176,15 +177,16 @@ def test_detect_reports_a_config_change_and_no_alert(builder: ForkBuilder, cli) 
 def test_the_l2_metric_page_shows_config_context_and_changes(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
+    from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.web.app import create_app
 
     url = f"sqlite:///{tmp_path / 'w.db'}"
     store = Store.open(url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "triton:main")
-        queries.add_metric_points(s, fid, [
+        fid = forks.fork_id(s, "triton:main")
+        regress_records.add_metric_points(s, fid, [
             MetricPoint("mm.tflops", Sha(f"{i:040x}"), 600.0 + (40 if i >= 4 else 0), "TFLOP/s", Better.HIGHER,
                         commit_date=1000 + i, context=(("config", "A<b>" if i < 4 else "B"), ("driver", "580.159.04")))
             for i in range(8)])

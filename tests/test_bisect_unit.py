@@ -13,7 +13,7 @@ from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.models import PAIRED_SAMPLES, Better, MetricPoint, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers.tiers import ReportFormat, Suite, Tier, load_suites
 from tests.test_bisect_git import _add_config, _measured_fork, _perf_suite, _store_point
@@ -117,7 +117,7 @@ def test_detect_bisect_judges_a_paired_metric_per_sample(  # type: ignore[no-unt
               for k, c in enumerate(commits)]
     ctx = open_context(builder.f.path)
     with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, points)
+        regress_records.add_metric_points(s, ctx.fork_id, points)
     r = cli("detect", "--bisect", repo=builder.f.path)
     assert r.rc == 0, r.err
     text = " ".join(r.out.split())

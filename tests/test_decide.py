@@ -69,9 +69,9 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     from forkflow.context import open_context
     from forkflow.landing.plan import pending_entries
     from forkflow import wiring
+    from forkflow.ledger import records as ledger_records
     from forkflow.models import Decider, Decision, RecordedDecision
     from forkflow.models import Disposition
-    from forkflow.store import queries
 
     b, us = fork
     assert cli("decide", us[1], "--defer", "--reason", "later", repo=b.f.path).rc == 0
@@ -80,7 +80,7 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     pending = {e.commit.sha for e in pending_entries(wiring.ledger(ctx))}
     assert us[1] not in pending and us[2] not in pending and us[3] in pending
     with ctx.store.session_scope() as s:  # a deferral whose date has passed lapses: pending again
-        queries.record_decision(s, ctx.fork_id, RecordedDecision(
+        ledger_records.record_decision(s, ctx.fork_id, RecordedDecision(
             us[1], Disposition.DEFERRED, "later", source=Decider.PERSON, verdict=Decision.DEFER, until="2000-01-01"))
     assert us[1] in {e.commit.sha for e in pending_entries(wiring.ledger(ctx))}
 

@@ -113,7 +113,7 @@ def test_land_crash_sigkill_anywhere_then_rerun(crashy: tuple[Path, Path], tmp_p
 def _assert_store_agrees_with_git(cli, fork: Path, start: str) -> None:  # type: ignore[no-untyped-def]
     from forkflow.context import open_context
     from forkflow.landing import records
-    from forkflow.store import queries
+    from forkflow.ledger import records as ledger_records
 
     main = _git(fork, "rev-parse", "main")
     new = _git(fork, "rev-list", f"{start}..main").split()
@@ -123,7 +123,7 @@ def _assert_store_agrees_with_git(cli, fork: Path, start: str) -> None:  # type:
     ctx = open_context(fork)
     with ctx.store.session_scope() as s:
         units = records.units(s, ctx.fork_id)
-        decisions = queries.recorded_decisions(s, ctx.fork_id)
+        decisions = ledger_records.recorded_decisions(s, ctx.fork_id)
     landed = [str(u.candidate_sha) for u in units if u.status == "landed"]
     assert sorted(landed) == sorted(new), "landed units in the store differ from the commits on the branch"
     assert not [u for u in units if u.status in records.OPEN_STATUSES]

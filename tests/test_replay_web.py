@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from forkflow.replay import records
 from forkflow.replay.model import Landed, Report, State, Step, summarize
-from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
 
@@ -27,7 +27,7 @@ def test_replay_page_shows_the_stored_curves_and_steps(tmp_path: Path) -> None:
     store = Store.open(url)
     assert {"replay_runs", "replay_cache"} <= set(store.table_names())  # the migration made them
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "triton:main")
+        fid = forks.fork_id(s, "triton:main")
         run = records.start_run(s, fid, "2026-01-05", "2026-01-26", 604_800, "")
         records.finish_run(s, run, _report().to_json())
     with TestClient(create_app(url)) as c:
@@ -45,7 +45,7 @@ def test_replay_page_shows_the_stored_curves_and_steps(tmp_path: Path) -> None:
 def test_replay_page_says_how_to_fill_it(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ff.db'}"
     with Store.open(url).session_scope() as s:
-        queries.fork_id(s, "triton:main")
+        forks.fork_id(s, "triton:main")
     with TestClient(create_app(url)) as c:
         page = c.get("/replay")
         assert page.status_code == 200 and "forkflow replay --since" in page.text

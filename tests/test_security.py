@@ -388,7 +388,8 @@ def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
     from fastapi.testclient import TestClient
 
     from forkflow.models import Better, MetricPoint, Sha
-    from forkflow.store import queries
+    from forkflow.regress import records as regress_records
+    from forkflow.store import forks
     from forkflow.store.session import Store
     from forkflow.web.app import create_app
 
@@ -396,8 +397,8 @@ def test_metric_links_are_url_encoded(tmp_path: Path) -> None:
     store = Store.open(url)
     name = "mm?x=1#frag/../../ingestion"
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint(name, Sha("a" * 40), 1.0, "ms", Better.LOWER,
+        fid = forks.fork_id(s, "f")
+        regress_records.add_metric_points(s, fid, [MetricPoint(name, Sha("a" * 40), 1.0, "ms", Better.LOWER,
                                                        commit_date=1, measured_at=1)])
     store.dispose()
     with TestClient(create_app(url)) as c:
@@ -507,9 +508,9 @@ def test_two_clones_ingesting_one_postgres_store_at_once(builder: ForkBuilder, p
 def test_two_first_runs_on_an_empty_postgres_store(postgres_url: str) -> None:
     import subprocess
 
-    code = ("import sys; from forkflow.store.session import Store; from forkflow.store import queries\n"
+    code = ("import sys; from forkflow.store.session import Store; from forkflow.store import forks\n"
             "s = Store.open(sys.argv[1])\n"
-            "with s.session_scope() as x: queries.fork_id(x, 'f')\n")
+            "with s.session_scope() as x: forks.fork_id(x, 'f')\n")
     procs = [subprocess.Popen([sys.executable, "-c", code, postgres_url], stderr=subprocess.PIPE, text=True)
              for _ in range(4)]
     errs = [(p.wait(120), p.communicate()[1]) for p in procs]

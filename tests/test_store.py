@@ -8,9 +8,11 @@ import pytest
 from sqlalchemy import text
 
 from forkflow.errors import UserError
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Better, Disposition, MetricPoint, RecordedDecision, Sha
-from forkflow.store import queries
-from forkflow.store.queries import Snapshot
+from forkflow.regress import records as regress_records
+from forkflow.store import forks
+from forkflow.ledger.records import Snapshot
 from forkflow.store.session import Store
 
 
@@ -33,33 +35,33 @@ def test_store_migrates_to_every_head(store_url: str) -> None:
 def test_store_transaction_rolls_back(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
     with pytest.raises(RuntimeError):
         with store.session_scope() as s:
-            queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
+            ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "why"))
             raise RuntimeError("killed half-way")
     with store.session_scope() as s:
-        assert queries.recorded_decisions(s, fid) == []
+        assert ledger_records.recorded_decisions(s, fid) == []
     store.dispose()
 
 
 def test_store_decisions_upsert_and_snapshots_never_duplicate(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
+        fid = forks.fork_id(s, "f")
+        ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain x"))
     with store.session_scope() as s:
-        queries.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
+        ledger_records.record_decision(s, fid, RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick"))
     with store.session_scope() as s:
-        got = queries.recorded_decisions(s, fid)
+        got = ledger_records.recorded_decisions(s, fid)
     assert got == [RecordedDecision(Sha("a" * 40), Disposition.SKIPPED, "empty pick")]
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     snap = Snapshot(at, "backfill", Sha("f" * 40), Sha("u" * 40), Sha("i" * 40), True, 3.5, 7, {"pending": 7})
     for _ in range(2):
         with store.session_scope() as s:
-            queries.save_snapshot(s, fid, snap)
+            ledger_records.save_snapshot(s, fid, snap)
     with store.session_scope() as s:
-        assert queries.snapshots(s, fid) == [snap]
+        assert ledger_records.snapshots(s, fid) == [snap]
     store.dispose()
 
 
@@ -67,14 +69,14 @@ def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: 
     store = Store.open(store_url)
     shas = [Sha(f"{i:040x}") for i in range(200)]  # more than one statement's worth
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
+        fid = forks.fork_id(s, "f")
+        ledger_records.record_decisions(s, fid, [RecordedDecision(x, Disposition.DEFERRED, "chain x") for x in shas])
     with store.session_scope() as s:
-        queries.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
+        ledger_records.record_decisions(s, fid, [RecordedDecision(shas[0], Disposition.SKIPPED, "empty"),
                                           RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),)),
                                           RecordedDecision(Sha("d" * 40), Disposition.SKIPPED, "new")])
     with store.session_scope() as s:
-        got = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+        got = {d.sha: d for d in ledger_records.recorded_decisions(s, fid)}
     assert len(got) == 201 and got[shas[1]].reason == "chain x"
     assert got[shas[0]] == RecordedDecision(shas[0], Disposition.PICKED, "", (Sha("c" * 40),))
     assert got[Sha("d" * 40)].disposition is Disposition.SKIPPED
@@ -84,14 +86,14 @@ def test_store_decisions_in_batches_insert_replace_and_keep_the_last(store_url: 
 def test_store_metric_series_order(store_url: str) -> None:
     store = Store.open(store_url)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
+        fid = forks.fork_id(s, "f")
         pts = [MetricPoint("mm.tflops", Sha(f"{i:040x}"), 100.0 - i, "TFLOP/s", Better.HIGHER,
                            (1.0, 2.0), commit_date=1000 - i) for i in range(3)]
-        queries.add_metric_points(s, fid, pts)
+        regress_records.add_metric_points(s, fid, pts)
     with store.session_scope() as s:
-        series = queries.metric_series(s, fid, "mm.tflops")
+        series = regress_records.metric_series(s, fid, "mm.tflops")
         assert [p.commit_date for p in series] == [998, 999, 1000]
-        assert queries.metric_names(s, fid, "mm.*") == ["mm.tflops"]
+        assert regress_records.metric_names(s, fid, "mm.*") == ["mm.tflops"]
     store.dispose()
 
 

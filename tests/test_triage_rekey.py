@@ -13,7 +13,7 @@ from forkflow import wiring
 from forkflow.config import find_config, load_config
 from forkflow.context import Context, fork_name, open_context
 from forkflow.git.repo import Repo
-from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.schema_triage import FailureGroupRow, FailureRow, TrackingIssueRow
 from forkflow.store.session import MIGRATIONS, Store, _make_engine
 from forkflow.testing.gitrepo import ForkBuilder
@@ -66,7 +66,7 @@ def previous_revision_context(fork: Path, url: str) -> Context:
     assert cfg_path is not None
     config = load_config(cfg_path)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, fork_name(repo, config))
+        fid = forks.fork_id(s, fork_name(repo, config))
     return Context(repo=repo, config=config, store=store, fork_id=fid)
 
 

@@ -10,7 +10,7 @@ from forkflow import wiring
 from forkflow.context import open_context
 from forkflow.errors import UserError
 from forkflow.models import Sha
-from forkflow.store import queries as store_queries
+from forkflow.regress import records as regress_records
 from forkflow.tiers import records as q
 from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.tiers import Tier
@@ -130,8 +130,8 @@ def test_l2_metrics_become_series_with_commit_dates(tmp_path: Path, cli) -> None
     assert cli("nightly", "--force", "--json", repo=repo).rc == 0
     ctx = open_context(repo)
     with ctx.store.session_scope() as s:
-        series = store_queries.metric_series(s, ctx.fork_id, "matmul.tflops")
-        names = store_queries.metric_names(s, ctx.fork_id)
+        series = regress_records.metric_series(s, ctx.fork_id, "matmul.tflops")
+        names = regress_records.metric_names(s, ctx.fork_id)
     assert names == ["compile.seconds", "matmul.tflops"]
     assert len(series) == 2 and {p.rev for p in series} == {sha}
     p = series[0]

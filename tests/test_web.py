@@ -16,7 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forkflow.models import Better, MetricPoint, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
+from forkflow.store import forks
 from forkflow.store.session import Store
 from forkflow.web.app import create_app
 from forkflow.testing.seed import HOSTILE, SeedInfo, SeedSize, seed_store, sha_of
@@ -281,7 +282,7 @@ def test_conflict_page_says_how_each_kind_is_settled(tmp_path: Path) -> None:
     kinds = [("content", "k.py", text, "key-1"), ("binary", "logo.png", "", ""),
              ("delete/modify", "gone.py", "", ""), ("submodule", "third_party/llvm", "", "")]
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f:main")
+        fid = forks.fork_id(s, "f:main")
         ids = [conflicts.upsert_conflict(s, fid, upstream_sha=sha_of(path), subject="a change", path=path,
                                          kind=kind, chain="", base_sha=sha_of("base"), key=key, marked=marked,
                                          tried=[]) for kind, path, marked, key in kinds]
@@ -319,8 +320,8 @@ def test_chart_data_cannot_close_its_script_block(tmp_path: Path) -> None:
     store = Store.open(url)
     evil = "</script><script>window.__pwned=1</script>"
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint(f"m{evil}", sha_of(str(i)), 1.0 + i, evil, Better.HIGHER,
+        fid = forks.fork_id(s, "f")
+        regress_records.add_metric_points(s, fid, [MetricPoint(f"m{evil}", sha_of(str(i)), 1.0 + i, evil, Better.HIGHER,
                                                        commit_date=1_700_000_000 + i) for i in range(3)])
     with TestClient(create_app(url)) as c:
         html = c.get("/l2").text
@@ -338,11 +339,11 @@ def test_metric_page_shows_the_series_detect_reads(tmp_path: Path) -> None:
     values = [5.0, 1.0, 2.0, 9.0, 4.0, 3.0, 7.0]  # commit 1 measured 4 times, commit 2 twice
     revs = [0, 1, 1, 2, 1, 1, 2]
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "f")
-        queries.add_metric_points(s, fid, [MetricPoint("m", sha_of(str(r)), v, "ms", Better.LOWER,
+        fid = forks.fork_id(s, "f")
+        regress_records.add_metric_points(s, fid, [MetricPoint("m", sha_of(str(r)), v, "ms", Better.LOWER,
                                                        commit_date=1_700_000_000 + r)
                                            for r, v in zip(revs, values)])
-        stored = queries.metric_series(s, fid, "m")
+        stored = regress_records.metric_series(s, fid, "m")
     with TestClient(create_app(url)) as c:
         points = c.get("/api/l2/metrics/m").json()["points"]
     assert [(p["rev"], p["value"], p["measurements"]) for p in points] == [
@@ -383,7 +384,7 @@ def test_empty_store_pages_explain_how_to_fill_it(tmp_path: Path) -> None:
             assert doc["empty"] is True and hint in doc["hint"], path
         other = Store.open(url)
         with other.session_scope() as s:  # a fork appears while the dashboard runs, still empty
-            queries.fork_id(s, "lonely:main")
+            forks.fork_id(s, "lonely:main")
         other.dispose()
         for path, hint in hints.items():
             r = c.get(path)
@@ -400,7 +401,7 @@ def test_overview_without_a_status_snapshot_still_shows_what_needs_a_person(tmp_
     store = Store.open(url)
     good, bad = Sha(sha_of("good")), Sha(sha_of("bad"))
     with store.session_scope() as s:
-        fid = queries.fork_id(s, "forkm:main")
+        fid = forks.fork_id(s, "forkm:main")
         records.save_alerts(s, fid, [AlertDraft(good, bad, (SeriesChange(
             "matmul/m128:latency", "ms", Better.LOWER, good, bad, 1.0, 1.2, 0.2, 0.001),))])
         run_id, _ = tq.create_run(s, fid, tq.NewRun(Tier.L2, bad, None, "local", "nightly", 0, (), ("perf",), {}), [])
@@ -427,8 +428,8 @@ def test_pages_read_while_the_store_is_written(tmp_path: Path) -> None:
         i = 0
         while not stop.is_set():
             with w.session_scope() as s:
-                fid = queries.fork_id(s, "f:main")
-                queries.add_metric_points(s, fid, [MetricPoint(f"live/m{i % 3}", Sha(sha_of(f"live{i}")),
+                fid = forks.fork_id(s, "f:main")
+                regress_records.add_metric_points(s, fid, [MetricPoint(f"live/m{i % 3}", Sha(sha_of(f"live{i}")),
                                                                float(i), "s", Better.LOWER,
                                                                commit_date=1_800_000_000 + i)])
             i += 1
@@ -556,7 +557,7 @@ def test_a_filter_that_matches_nothing_says_so_not_that_nothing_was_measured(tmp
     url = f"sqlite:///{tmp_path / 'empty.db'}"
     store = Store.open(url)
     with store.session_scope() as s:
-        queries.fork_id(s, "f:main")
+        forks.fork_id(s, "f:main")
     store.dispose()
     with TestClient(create_app(url)) as c:
         doc = c.get("/api/l2", params={"q": "matmul/*"}).json()

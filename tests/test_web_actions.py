@@ -246,11 +246,11 @@ def units(builder: ForkBuilder, cli, tmp_path: Path) -> Units:  # type: ignore[n
 def _state(u: Units) -> tuple[str, list[tuple[int, str]], list[tuple[str, str]]]:
     """The fork branch, every stored unit, every recorded decision: what an action could change."""
     from forkflow.landing import records
-    from forkflow.store import queries
+    from forkflow.ledger import records as ledger_records
 
     with u.ctx.store.session_scope() as s:
         stored = [(x.id, x.status) for x in records.units(s, u.ctx.fork_id)]
-        decisions = sorted((d.sha, d.disposition.value) for d in queries.recorded_decisions(s, u.ctx.fork_id))
+        decisions = sorted((d.sha, d.disposition.value) for d in ledger_records.recorded_decisions(s, u.ctx.fork_id))
     return str(u.ctx.repo.resolve("main")), stored, [(str(a), b) for a, b in decisions]
 
 

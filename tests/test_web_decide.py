@@ -57,9 +57,9 @@ def test_web_commit_page_offers_the_decide_form(builder: ForkBuilder, cli) -> No
 
 
 def test_web_ingestion_tells_a_persons_deferral_from_forkflows(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.ledger import records as ledger_records
     from forkflow.models import RecordedDecision
     from forkflow.models import Disposition
-    from forkflow.store import queries
 
     builder.upstream_commit({"README": "hello\n"}, "Initial")
     builder.branch_fork()
@@ -70,7 +70,7 @@ def test_web_ingestion_tells_a_persons_deferral_from_forkflows(builder: ForkBuil
     assert cli("decide", a, "--defer", "--reason", "after the release", repo=builder.f.path).rc == 0
     ctx = open_context(builder.f.path)
     with ctx.store.session_scope() as s:
-        queries.record_decision(s, ctx.fork_id, RecordedDecision(b, Disposition.DEFERRED, "chain x: conflict in a.py"))
+        ledger_records.record_decision(s, ctx.fork_id, RecordedDecision(b, Disposition.DEFERRED, "chain x: conflict in a.py"))
     with TestClient(create_app(ctx)) as client:
         waiting = {w["sha"]: w for w in client.get("/api/ingestion").json()["waiting"]}
     assert waiting[a]["decided_by"] == "person" and "decided by a person: defer" in waiting[a]["reason"]

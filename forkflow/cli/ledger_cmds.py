@@ -14,12 +14,12 @@ from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json,
 from forkflow.context import open_context
 from forkflow import wiring
 from forkflow.errors import UserError
+from forkflow.ledger import records as ledger_records
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.report import snapshot_of, status_dict
 from forkflow.models import Disposition, LedgerEntry
 from forkflow.init import init_fork
 from forkflow.render import render_init, render_status
-from forkflow.store import queries
 
 
 def init(
@@ -118,7 +118,7 @@ def history(
     elif since is not None:
         raise UserError("--since only goes with --backfill")
     with ctx.store.session_scope() as s:
-        series = queries.snapshots(s, ctx.fork_id)
+        series = ledger_records.snapshots(s, ctx.fork_id)
     if json_out:
         print_json({"series": [
             {"taken_at": p.taken_at.isoformat(), "source": p.source, "days_behind": p.days_behind,

@@ -33,7 +33,6 @@ from forkflow.regress.alerts import Direction
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert
 from forkflow.regress.service import detect as detect_regressions
-from forkflow.store import queries
 
 
 def detect(
@@ -107,7 +106,7 @@ def _unit_for(ctx: Context, metric: str, flag: bool | None) -> VerdictUnit:
     from forkflow.tiers.tiers import load_suites
 
     with ctx.store.session_scope() as s:
-        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+        newest = records.latest_metric_point(s, ctx.fork_id, metric)
     try:
         suite = measurement_suite(load_suites(ctx.config), metric, newest.suite if newest else None)
     except UserError:  # measured by --command or [bisect] command: no suite to ask
@@ -132,7 +131,7 @@ def _measurement_command(ctx: Context, metric: str, command: str | None) -> tupl
     from forkflow.tiers.tiers import load_suites
 
     with ctx.store.session_scope() as s:
-        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+        newest = records.latest_metric_point(s, ctx.fork_id, metric)
     return suite_command(measurement_suite(load_suites(ctx.config), metric, newest.suite if newest else None))
 
 
@@ -303,7 +302,7 @@ def _target(ctx: Context, metric: str | None, good: str | None, bad: str | None,
     if not metric or not good or not bad:
         raise UserError("say what to bisect: --metric NAME --good A --bad B, or --alert ID")
     with ctx.store.session_scope() as s:
-        newest = queries.latest_metric_point(s, ctx.fork_id, metric)
+        newest = records.latest_metric_point(s, ctx.fork_id, metric)
     return metric, good, bad, newest.better if newest else None
 
 

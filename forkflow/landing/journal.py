@@ -9,8 +9,8 @@ from typing import Protocol
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
 from forkflow.landing import records
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Disposition, RecordedDecision, Sha
-from forkflow.store import queries
 from forkflow.store.session import Store
 
 
@@ -85,7 +85,7 @@ class StoreJournal:
     def unit_started(self, run_id: int, unit: UnitStart) -> int:
         with self.store.session_scope() as s:
             if unit.decisions:
-                queries.record_decisions(s, self.fork_id, unit.decisions)
+                ledger_records.record_decisions(s, self.fork_id, unit.decisions)
             return records.add_unit(s, run_id, self.fork_id, unit.kind, unit.name, unit.base, unit.candidate,
                                     unit.status, unit.members, unit.summary, reasons=unit.reasons,
                                     retry_of=unit.retry_of)
@@ -105,7 +105,7 @@ class StoreJournal:
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         """The landing's decisions, its conflicts closed, its resolutions kept, the unit `landed`: one transaction."""
         with self.store.session_scope() as s:
-            queries.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
+            ledger_records.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
             crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o in ("applied", "resolved")])
             for case, regions, resolver in used:
                 if resolver != "recorded" and case.key:
@@ -116,7 +116,7 @@ class StoreJournal:
         if not decisions:
             return
         with self.store.session_scope() as s:
-            queries.record_decisions(s, self.fork_id, decisions)
+            ledger_records.record_decisions(s, self.fork_id, decisions)
 
     def conflicts_kept(self, conflicts: Sequence[KeptConflict]) -> None:
         if not conflicts:

@@ -26,8 +26,8 @@ from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
-from forkflow.store import queries
 from forkflow.store.session import Store
 from forkflow.store.schema_review import ReviewRow
 
@@ -187,7 +187,7 @@ class Reviewer:
                             branch=branch, candidate=candidate, base=base,
                             members=json.dumps([m.sha for m in members])))
             for m in members:
-                queries.record_decision(s, self.fork_id, RecordedDecision(
+                ledger_records.record_decision(s, self.fork_id, RecordedDecision(
                     m.sha, Disposition.DEFERRED, f"{IN_REVIEW}{p.url or f'#{p.number}'}"))
         return f"in review: {p.url or f'#{p.number}'} (branch {branch})"
 
@@ -220,11 +220,11 @@ class Reviewer:
                 s.get_one(ReviewRow, rid).state = outcome
                 for sha in members:
                     if outcome == "closed":  # a person closed it: theirs to reopen (forkflow decide --clear)
-                        queries.record_decision(s, self.fork_id, RecordedDecision(
+                        ledger_records.record_decision(s, self.fork_id, RecordedDecision(
                             Sha(sha), Disposition.DEFERRED, f"its review was closed: {where}",
                             source=Decider.PERSON, verdict=Decision.DEFER))
                     else:  # landed: git shows the pick; stale: planned again
-                        queries.forget_decision(s, self.fork_id, Sha(sha))
+                        ledger_records.forget_decision(s, self.fork_id, Sha(sha))
             out.append((name, outcome, detail))
         return out
 

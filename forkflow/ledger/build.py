@@ -24,7 +24,7 @@ from forkflow.models import (
     RecordedDecision,
     Sha,
 )
-from forkflow.store import queries
+from forkflow.ledger import records
 from forkflow.store.session import Store
 
 
@@ -41,14 +41,14 @@ def build_ledger(repo: Repo, config: Config, store: Store, fork_id: int, *, fork
             "fork's upstream")
     recorded_point = repo.read_ref(ingestion_ref(config)) if use_recorded_point else None
     with store.session_scope() as s:
-        recorded = queries.recorded_decisions(s, fork_id)
+        recorded = records.recorded_decisions(s, fork_id)
         key = _cache_key(fork_tip, upstream_tip, fork_point, recorded_point, recorded, config)
-        payload = queries.cached_ledger(s, key)
+        payload = records.cached_ledger(s, key)
     if payload is not None:
         return ledger_from_json(payload)
     ledger = _compute(repo, config, store, fork_tip, upstream_tip, fork_point, recorded_point, recorded)
     with store.session_scope() as s:
-        queries.save_ledger(s, fork_id, key, ledger_to_json(ledger))
+        records.save_ledger(s, fork_id, key, ledger_to_json(ledger))
     return ledger
 
 
@@ -116,7 +116,7 @@ def _match_patch_ids(repo: Repo, store: Store, builder: LedgerBuilder) -> list[S
         return []
     upstream_side = [s for s in builder.unpicked_upstream() if not builder.by_sha[s].is_merge]
     with store.session_scope() as s:
-        facts = queries.commit_facts(s, [c.sha for c in fork_side] + upstream_side)
+        facts = records.commit_facts(s, [c.sha for c in fork_side] + upstream_side)
     need_files = [sha for sha in [c.sha for c in fork_side] + upstream_side
                   if facts.get(sha, (None, None))[1] is None]
     new_facts: dict[Sha, tuple[str | None, tuple[str, ...] | None]] = {}
@@ -138,7 +138,7 @@ def _match_patch_ids(repo: Repo, store: Store, builder: LedgerBuilder) -> list[S
         facts[sha] = new_facts[sha]
     if new_facts:
         with store.session_scope() as s:
-            queries.save_commit_facts(s, new_facts)
+            records.save_commit_facts(s, new_facts)
     builder.add_patch_id_matches(
         {sha: facts[sha][0] or "" for sha in fork_cands},
         {sha: facts[sha][0] or "" for sha in candidates},

@@ -14,10 +14,10 @@ from datetime import date, datetime, timezone
 from forkflow.config import Config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
+from forkflow.ledger import records
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.classify import ShaIndex, decider_of
 from forkflow.models import Decider, Decision, Disposition, Ledger, LedgerEntry, RecordedDecision, Sha
-from forkflow.store import queries
 from forkflow.store.session import Store
 
 _PR = re.compile(r"^#?(\d{1,7})$")
@@ -91,13 +91,13 @@ def decide(repo: Repo, config: Config, store: Store, fork_id: int, refs: list[st
     with store.session_scope() as s:
         for e in entries:
             if verdict is None:
-                queries.forget_decision(s, fork_id, e.commit.sha)
+                records.forget_decision(s, fork_id, e.commit.sha)
                 out.append(DecideResult(e.commit.sha, e.commit.subject, None))
                 continue
             d = RecordedDecision(e.commit.sha, verdict.disposition, " ".join(reason.split()),
                                  source=Decider.PERSON, verdict=verdict, until=until, task=task,
                                  decided_by=who)
-            queries.record_decision(s, fork_id, d)
+            records.record_decision(s, fork_id, d)
             out.append(DecideResult(e.commit.sha, e.commit.subject, d))
     return out
 

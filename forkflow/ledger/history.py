@@ -7,12 +7,12 @@ from datetime import datetime, timedelta, timezone
 from forkflow.config import Config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
+from forkflow.ledger import records
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.refs import check_repo
 from forkflow.ledger.report import snapshot_of
 from forkflow.models import Ledger
-from forkflow.store import queries
-from forkflow.store.queries import Snapshot
+from forkflow.ledger.records import Snapshot
 from forkflow.store.session import Store
 
 STEPS = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30)}
@@ -20,7 +20,7 @@ STEPS = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelt
 
 def record_snapshot(store: Store, fork_id: int, snap: Snapshot) -> None:
     with store.session_scope() as s:
-        queries.save_snapshot(s, fork_id, snap)
+        records.save_snapshot(s, fork_id, snap)
 
 
 def backfill(repo: Repo, config: Config, store: Store, fork_id: int, since: datetime, every: str = "week",
@@ -66,9 +66,9 @@ def backfill(repo: Repo, config: Config, store: Store, fork_id: int, since: date
             out.append(snapshot_of(last[2], at, "backfill"))
     with store.session_scope() as s:  # one transaction: a killed backfill writes nothing
         # a new backfill replaces the backfilled points of its range (daily, then weekly: weekly)
-        queries.delete_snapshots(s, fork_id, "backfill", since, until)
+        records.delete_snapshots(s, fork_id, "backfill", since, until)
         for snap in out:
-            queries.save_snapshot(s, fork_id, snap)
+            records.save_snapshot(s, fork_id, snap)
     if progress:
         progress(len(points), len(points))
     return out

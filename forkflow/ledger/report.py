@@ -7,7 +7,7 @@ from typing import Any
 from forkflow.ledger.classify import decider_of
 from forkflow.ledger.decisions import decision_counts
 from forkflow.models import Disposition, Ledger
-from forkflow.store.queries import Snapshot
+from forkflow.ledger.records import Snapshot
 
 
 def iso(ts: int) -> str:

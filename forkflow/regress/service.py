@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.models import MetricPoint, Sha
+from forkflow.regress import records
 from forkflow.regress.alerts import (
     AlertDraft,
     ConfigChange,
@@ -16,7 +17,6 @@ from forkflow.regress.alerts import (
 )
 from forkflow.regress.detect import DetectConfig
 from forkflow.regress.records import Alert, save_alerts
-from forkflow.store import queries
 from forkflow.store.session import Store
 
 
@@ -37,8 +37,8 @@ class StoreMetricJournal:
     def series(self, pattern: str) -> dict[str, list[MetricPoint]]:
         """Every stored series whose name matches `pattern`, by name in name order."""
         with self.store.session_scope() as s:
-            names = queries.metric_names(s, self.fork_id, pattern)
-            by_name = queries.metric_series_of(s, self.fork_id, names)
+            names = records.metric_names(s, self.fork_id, pattern)
+            by_name = records.metric_series_of(s, self.fork_id, names)
         return {n: by_name.get(n, []) for n in names}
 
     def alerts_found(self, drafts: Sequence[AlertDraft]) -> list[Alert]:

@@ -28,7 +28,7 @@ from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
 from forkflow.models import Disposition, GateResult, Ledger, Sha
 from forkflow.replay.model import Landed, State
-from forkflow.store import queries
+from forkflow.store import forks
 from forkflow.store.session import Store
 
 ENGINE_VERSION = "4"  # part of every cache key: bump when what a step computes changes
@@ -82,7 +82,7 @@ class Engine:
     def fork(self, name: str) -> int:
         """A fresh fork in the scratch store (its id): no decision of another step leaks into this one."""
         with self.store.session_scope() as s:
-            return queries.fork_id(s, name)
+            return forks.fork_id(s, name)
 
     def status(self, fork_id: int, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
         return build_ledger(self.repo, self.config, self.store, fork_id, fork_tip=fork_tip,

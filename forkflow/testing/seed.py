@@ -34,7 +34,9 @@ from forkflow.models import (
     RecordedDecision,
     Sha,
 )
-from forkflow.store import queries
+from forkflow.ledger import records as ledger_records
+from forkflow.regress import records as regress_records
+from forkflow.store import forks
 from forkflow.store.session import Store
 
 if TYPE_CHECKING:
@@ -127,7 +129,7 @@ def seed_store(store: Store, fork: str = "triton:main", size: SeedSize = SeedSiz
     """
     rnd = random.Random(seed)
     with store.session_scope() as s:
-        fid = queries.fork_id(s, fork)
+        fid = forks.fork_id(s, fork)
     revs = [sha_of(f"fork-nightly-{d}") for d in range(size.days)]
     upstream = [sha_of(f"upstream-{i}") for i in range(size.upstream_commits)]
     info = SeedInfo(fid, revs, upstream, _metric_names(size.metrics))
@@ -183,19 +185,19 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
                     upstream_tip=PointInTime(upstream[-1], entries[-1].commit.date),
                     ingestion_point=PointInTime(upstream[point], entries[point].commit.date),
                     ingestion_point_inferred=False, entries=tuple(entries), computed_at=start + days * DAY)
-    queries.save_ledger(s, fid, sha_of(f"ledger-{fid}"), ledger_to_json(ledger))
+    ledger_records.save_ledger(s, fid, sha_of(f"ledger-{fid}"), ledger_to_json(ledger))
     for e in entries:
         if e.disposition in (Disposition.SKIPPED, Disposition.DEFERRED):
             reason = "reverted upstream" if e.disposition is Disposition.SKIPPED else \
                 f"chain warp-spec: waits for {upstream[max(0, upstream.index(e.commit.sha) - 1)][:12]}"
-            queries.record_decision(s, fid, RecordedDecision(e.commit.sha, e.disposition, reason, ()))
+            ledger_records.record_decision(s, fid, RecordedDecision(e.commit.sha, e.disposition, reason, ()))
 
 
 def _snapshots(s: Session, fid: int, days: int, commits: int, rnd: random.Random, start: int) -> None:
     for d in range(days):
         behind = round(2 + (d % 14) * 0.9 + rnd.random(), 2)  # saw-tooth: a weekly-ish ingestion
         backlog = int(behind * 9 + rnd.randint(0, 10))
-        queries.save_snapshot(s, fid, queries.Snapshot(
+        ledger_records.save_snapshot(s, fid, ledger_records.Snapshot(
             datetime.fromtimestamp(start + d * DAY, tz=timezone.utc), "backfill",
             sha_of(f"fork-nightly-{d}"), sha_of(f"upstream-tip-{d}"), sha_of(f"point-{d}"), False,
             behind, backlog, {"PICKED": int(commits * d / days), "PENDING": backlog}))
@@ -271,7 +273,7 @@ def _metrics(s: Session, fid: int, info: SeedInfo, size: SeedSize, rnd: random.R
         points += [MetricPoint(name, rev, v, unit, better, (v,), suite="nightly-bench",
                                measured_at=start + d * DAY + 3600, commit_date=start + d * DAY)
                    for d, (rev, v) in enumerate(zip(info.fork_revs, series))]
-    queries.add_metric_points(s, fid, points)
+    regress_records.add_metric_points(s, fid, points)
     return values
 
 

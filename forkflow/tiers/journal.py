@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.models import MetricPoint, Sha
-from forkflow.store import queries
+from forkflow.regress import records as regress_records
 from forkflow.store.session import Store
 from forkflow.tiers import records as q
 from forkflow.tiers.reports import TestResult
@@ -81,7 +81,7 @@ class StoreRunJournal:
         with self.store.session_scope() as s:
             q.finish_job(s, job_row, done, results)
             if points:
-                queries.add_metric_points(s, self.fork_id, list(points))
+                regress_records.add_metric_points(s, self.fork_id, list(points))
 
     def run_finished(self, run_id: int, lost: Sequence[tuple[int, q.JobFinish]], status: RunStatus, summary: str,
                      findings: Sequence[str]) -> None:

@@ -16,10 +16,11 @@ from datetime import datetime
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
+from forkflow.ledger import records as ledger_records
 from forkflow.ledger.build import ledger_from_json
 from forkflow.models import Ledger, MetricPoint, Sha
+from forkflow.regress import records as regress_records
 from forkflow.regress.alerts import collapse_values
-from forkflow.store import queries
 from forkflow.store.schema import LedgerCacheRow, MetricPointRow
 from forkflow.store.schema_ingest import LandingUnitRow, UnitMemberRow
 from forkflow.store.schema_regress import BisectionRow
@@ -50,7 +51,7 @@ def newest_ledger(s: Session, fid: int) -> Ledger | None:
         hit = _LEDGERS.get(key)
     if hit is not None:
         return hit
-    payload = queries.cached_ledger(s, key)
+    payload = ledger_records.cached_ledger(s, key)
     if payload is None:
         return None
     ledger = ledger_from_json(payload)
@@ -102,7 +103,7 @@ def series_meta(s: Session, fid: int, names: Sequence[str] | None = None) -> dic
 
 
 def series_of(name: str, meta: tuple[str, str, str], stored: Sequence[MetricPoint]) -> Series:
-    """One metric's series from its stored points (`queries.metric_series`: oldest commit first)."""
+    """One metric's series from its stored points (`regress_records.metric_series`: oldest commit first)."""
     return _collapse(name, meta, [(p.commit_date, i, p.rev, p.value) for i, p in enumerate(stored)])
 
 

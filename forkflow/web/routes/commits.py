@@ -9,9 +9,9 @@ from fastapi.responses import Response
 
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Ledger, Sha
 from forkflow.regress import records as regress_records
-from forkflow.store import queries
 from forkflow.web import reads
 from forkflow.web.errors import NotFound
 from forkflow.web.render import both, page
@@ -46,7 +46,7 @@ def commit(request: Request, sha: str) -> Response:
         ledger, _, _ = src.ledger(s, fid)
         entry = _entry(ledger, sha)
         full = entry["sha"] if entry else sha
-        decision = next((d for d in queries.recorded_decisions(s, fid) if d.sha == full), None)
+        decision = next((d for d in ledger_records.recorded_decisions(s, fid) if d.sha == full), None)
         units = [u for uid in reads.units_with(s, fid, full)
                  if (u := landing_records.unit(s, fid, uid)) is not None]
         bisections = [regress_records.bisection(s, fid, b) for b in reads.bisections_naming(s, fid, full)]

@@ -18,8 +18,8 @@ from forkflow.conflicts import records as conflict_records
 from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
+from forkflow.ledger import records as ledger_records
 from forkflow.models import Disposition, Ledger
-from forkflow.store import queries
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
@@ -54,7 +54,7 @@ def ingestion(request: Request) -> Response:
         reasons = landing_records.routing_reasons(s, [u.id for u in units])
         checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
         conflicts = conflict_records.conflicts(s, fid, "open")
-        deferred = [d for d in queries.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
+        deferred = [d for d in ledger_records.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
         ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
     data = {
@@ -88,7 +88,7 @@ def unit(request: Request, unit_id: RowId) -> Response:
         fid = src.fork(s)
         if fid is None or (u := landing_records.unit(s, fid, unit_id)) is None:
             raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
-        decisions = {d.sha: d for d in queries.recorded_decisions(s, fid)}
+        decisions = {d.sha: d for d in ledger_records.recorded_decisions(s, fid)}
         retries = [x.id for x in landing_records.retries_of(s, unit_id)]
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
         ledger, _, _ = src.ledger(s, fid)

@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 from forkflow.regress import records
 from forkflow.regress.alerts import config_changes
 from forkflow.regress.records import Alert, BisectionRecord
-from forkflow.store import queries
 from forkflow.web import charts, reads
 from forkflow.web.errors import NotFound
 from forkflow.web.render import RowId, both, emptiness, page, urlpart
@@ -91,7 +90,7 @@ def l2(request: Request, q: str = "*") -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        names = None if q == "*" else queries.metric_names(s, fid, q) if fid else []
+        names = None if q == "*" else records.metric_names(s, fid, q) if fid else []
         series = reads.all_series(s, fid, names) if fid else []
         alerts = records.alerts(s, fid) if fid else []
         alert_docs = _alert_docs(s, fid, alerts) if fid else []
@@ -107,7 +106,7 @@ def metric(request: Request, name: str) -> Response:
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
-        stored = queries.metric_series(s, fid, name) if fid is not None else []  # read once, for all below
+        stored = records.metric_series(s, fid, name) if fid is not None else []  # read once, for all below
         if fid is None or not stored:
             raise NotFound(f"no metric named {name!r} in the store; the L2 page lists every metric")
         sr = reads.series_of(name, reads.series_meta(s, fid, [name])[name], stored)

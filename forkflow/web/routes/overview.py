@@ -7,11 +7,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from forkflow.ledger import records as ledger_records
 from forkflow.ledger.report import iso
 from forkflow.models import Disposition, Ledger
 from forkflow.regress import records as regress_records
 from forkflow.regress.alerts import AlertStatus
-from forkflow.store import queries
 from forkflow.tiers import records as tiers_records
 from forkflow.web import charts, reads
 from forkflow.web.render import both, emptiness, page
@@ -40,7 +40,7 @@ def _ledger_doc(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-def _snapshot_doc(snap: queries.Snapshot) -> dict[str, Any]:
+def _snapshot_doc(snap: ledger_records.Snapshot) -> dict[str, Any]:
     return {
         "fork_point": None, "fork_tip": snap.fork_tip,
         "upstream_tip": {"sha": snap.upstream_tip, "date": None},
@@ -83,7 +83,7 @@ def overview(request: Request) -> Response:
         if fid is None:
             return page(request, "overview.html", {"fork": None, **emptiness(True, FILL_HINT),
                                                    "ledger": None, "history": [], "attention": None})
-        history = queries.snapshots(s, fid)
+        history = ledger_records.snapshots(s, fid)
         ledger, origin, problem = src.ledger(s, fid)
         attention = _attention(s, fid)
     doc = _ledger_doc(ledger) if ledger is not None else (_snapshot_doc(history[-1]) if history else None)
