@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from forkflow.git.run import GitError, GitStream, run_git_bytes
+from forkflow.errors import GitError
+from forkflow.git.run import GitStream, run_git_bytes
 from forkflow.landing.shapes import parse_diff_tree, read_shapes
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
@@ -37,7 +38,8 @@ def test_shapes_streamed_in_any_chunks_equal_the_whole_output(builder: ForkBuild
     assert {s: streamed[s] for s in whole} == whole
     assert len(whole) == 4 and streamed[shas[4]].files == ()  # git prints nothing for an empty commit
     assert [f.path for f in streamed[shas[2]].files] == ["a.py", "big.py"]
-    assert streamed[shas[2]].files[1].hunks is not None and streamed[shas[2]].files[1].hunks[0].new_lines == 3000
+    hunks = streamed[shas[2]].files[1].hunks
+    assert hunks is not None and hunks[0].new_lines == 3000
     assert streamed[shas[1]].files[1].hunks is None  # binary: compared as a whole
 
 
