@@ -119,8 +119,8 @@ def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
     statuses = {u.status.value for u in report.results}
     if statuses & _FAILED:
         return EXIT_FAILED
-    if statuses - _DONE or open_conflicts:
-        return EXIT_NEEDS_PERSON
+    if statuses - _DONE or open_conflicts or any(u.deferred for u in report.results):
+        return EXIT_NEEDS_PERSON  # a landed unit may have left commits out: they wait, as a unit of their own would
     return EXIT_OK
 
 

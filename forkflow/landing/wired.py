@@ -36,9 +36,9 @@ class StoreIngestReader:
         return build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
 
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker) -> Plan:
+             picker: MemoryPicker, probe_first: bool = True) -> Plan:
         return make_plan(self.ctx, ledger, settings, until=resolve_until(self.ctx, ledger, until),
-                         max_bundle=max_bundle, picker=picker)
+                         max_bundle=max_bundle, picker=picker, probe_first=probe_first)
 
     def unfinished_units(self) -> list[records.UnitRecord]:
         with self.ctx.store.session_scope() as s:
