@@ -22,6 +22,7 @@ from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
+from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
@@ -37,6 +38,7 @@ from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
+LEARN_AHEAD_MIN = 200  # open commits from which the fork's past resolutions are learnt in a child process
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
 
@@ -211,6 +213,8 @@ class Ingestor:
         if self.writes:
             self.recover()
         ledger = self.load_ledger()
+        if sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
+            learn_ahead(self.repo)  # on the other core while this one plans: the first conflict needs it
         plan = self.plan(ledger)
         results = self.ingest_units(plan)
         return self.finish(ledger, plan, results)
