@@ -2,7 +2,7 @@
 
     python benchmarks/bench_pick.py                     # Triton-sized: 3,000 files, 250 picks
     python benchmarks/bench_pick.py --files 20000 --picks 500
-    python benchmarks/bench_pick.py --real /work/.mirror/facebookexperimental+triton/repo   # a real fork
+    python benchmarks/bench_pick.py --real PATH   # PATH: a local clone of fbtriton (a real fork)
 
 Both sides pick the same upstream commits, one by one in upstream order, onto the same fork tip,
 and write one commit per pick.  The clean picks must give identical trees.  Baselines:

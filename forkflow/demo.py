@@ -23,6 +23,7 @@ from rich.markup import escape
 from forkflow.conflicts import approval
 from forkflow.conflicts import records as crecords
 from forkflow.context import open_context
+from forkflow import wiring
 from forkflow.errors import UserError
 from forkflow.git.run import run_git
 from forkflow.init import init_fork
@@ -30,7 +31,6 @@ from forkflow.landing.ingest import IngestOptions, Mode
 from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
-from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import record_snapshot
 from forkflow.ledger.report import snapshot_of
 from forkflow.render import (
@@ -300,15 +300,16 @@ def run_demo(keep: Path | None, console: Console) -> int:
 def _status(console: Console, repo: Path, commits: bool) -> None:
     """What `forkflow status [--commits]` does: the ledger, a history snapshot, the table."""
     ctx = open_context(repo, None)
-    ledger = build_ledger(ctx)
-    record_snapshot(ctx, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    ledger = wiring.ledger(ctx)
+    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
     render_status(console, ledger, commits)
 
 
 def _plan(console: Console, repo: Path) -> None:
     ctx = open_context(repo, None)
-    ledger = build_ledger(ctx)
-    p = make_plan(ctx, ledger, ingest_settings(ctx.config), until=resolve_until(ctx, ledger, None))
+    ledger = wiring.ledger(ctx)
+    p = make_plan(ctx.repo, ctx.store, ledger, ingest_settings(ctx.config),
+                  until=resolve_until(ctx.repo, ledger, None))
     render_plan(console, p, {e.commit.sha: e.commit.subject for e in ledger.entries})
 
 

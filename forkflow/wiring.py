@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from forkflow.context import Context
 
 if TYPE_CHECKING:
+    from forkflow.models import Ledger, Sha
     from forkflow.landing.gate import Gate
     from forkflow.landing.ingest import IngestOptions, Ingestor, Reporter as IngestReporter
     from forkflow.landing.journal import Journal
@@ -37,6 +38,13 @@ def triager(ctx: Context, v: Validator | None = None) -> Triager:
     v = v or validator(ctx)
     return Triager(ctx.repo, v.suites, StoreTriageJournal(ctx.store, ctx.fork_id), load_settings(ctx.config),
                    tiers_rerunner(v))
+
+
+def ledger(ctx: Context, *, fork_tip: Sha | None = None, upstream_tip: Sha | None = None) -> Ledger:
+    """The fork's ledger now (or between the given tips), over its repository, config and store."""
+    from forkflow.ledger.build import build_ledger
+
+    return build_ledger(ctx.repo, ctx.config, ctx.store, ctx.fork_id, fork_tip=fork_tip, upstream_tip=upstream_tip)
 
 
 def metric_journal(ctx: Context) -> MetricJournal:

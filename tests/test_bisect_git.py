@@ -72,6 +72,36 @@ def _init(cli, path: Path) -> None:  # type: ignore[no-untyped-def]
     assert cli("init", "--upstream", "upstream", repo=path).rc == 0
 
 
+def _measured_fork(builder: ForkBuilder, tmp_path: Path, cli) -> tuple[Sha, Sha, list[Sha], Path]:  # type: ignore[no-untyped-def]
+    """`_fork` with forkflow set up in it, and the MEASURE script in `tmp_path` (its path last)."""
+    good, bad, ups = _fork(builder)
+    _init(cli, builder.f.path)
+    script = tmp_path / "measure.py"
+    script.write_text(MEASURE)
+    return good, bad, ups, script
+
+
+def _add_config(path: Path, text: str) -> None:
+    """Append `text` (suites, mostly) to the forkflow.toml of the checkout at `path`."""
+    cfg = path / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + text)
+
+
+def _perf_suite(script: Path) -> str:
+    """An L2 suite "perf" that runs the MEASURE script, reporting through FORKFLOW_METRICS_OUT."""
+    return ("\n[[suite]]\nname = \"perf\"\ntier = \"L2\"\n"
+            f"command = 'FORKFLOW_METRICS_OUT={{report}} {sys.executable} {script}'\n"
+            "report = \"metrics\"\n")
+
+
+def _store_point(path: Path, metric: str, rev: Sha, context: tuple[tuple[str, str], ...]) -> None:
+    """One stored point of `metric` at `rev` (106 ms, lower is better), measured in `context`."""
+    ctx = open_context(path)
+    with ctx.store.session_scope() as s:
+        queries.add_metric_points(s, ctx.fork_id, [MetricPoint(metric, rev, 106.0, "ms", Better.LOWER,
+                                                               context=context)])
+
+
 def test_units_and_prefix_replay_in_memory(builder: ForkBuilder) -> None:
     good, bad, ups = _fork(builder)
     repo = Repo.open(builder.f.path)
@@ -286,14 +316,8 @@ def test_cli_bisect_pass_fail_bad_inputs_one_line_each(builder: ForkBuilder, cli
 
 def test_cli_detect_bisect_starts_from_alert_with_the_l2_suite(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """`detect --bisect`: a new regression alert is bisected at once, measured by its own L2 suite."""
-    good, bad, ups = _fork(builder)
-    _init(cli, builder.f.path)
-    script = tmp_path / "measure.py"
-    script.write_text(MEASURE)
-    cfg = builder.f.path / "forkflow.toml"
-    cfg.write_text(cfg.read_text() + "\n[[suite]]\nname = \"perf\"\ntier = \"L2\"\n"
-                   f"command = 'FORKFLOW_METRICS_OUT={{report}} {sys.executable} {script}'\n"
-                   "report = \"metrics\"\n")
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    _add_config(builder.f.path, _perf_suite(script))
     for i in range(12):
         builder.fork_commit({"later.txt": f"{i}\n"}, f"fork: later work {i}")
     ctx = open_context(builder.f.path)

@@ -14,7 +14,7 @@ from forkflow.regress.alerts import config_changes, series_changes
 from forkflow.regress.detect import detect_change_points
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers.tiers import ReportFormat, Suite, Tier
-from tests.test_bisect_git import MEASURE, _fork, _init
+from tests.test_bisect_git import _add_config, _init, _measured_fork, _store_point
 
 
 def _suite(name: str, metrics: tuple[str, ...] = (), report: ReportFormat = ReportFormat.METRICS) -> Suite:
@@ -56,11 +56,8 @@ def test_suite_command_writes_to_the_bisection_output() -> None:
 
 def test_bisect_without_command_or_points_uses_the_declaring_suite(  # type: ignore[no-untyped-def]
         builder: ForkBuilder, tmp_path: Path, cli) -> None:
-    good, bad, ups = _fork(builder)
-    (tmp_path / "measure.py").write_text(MEASURE)
-    _init(cli, builder.f.path)
-    cfg = builder.f.path / "forkflow.toml"
-    cfg.write_text(cfg.read_text() + f'''
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    _add_config(builder.f.path, f'''
 [[suite]]
 name = "unit"
 command = "true"
@@ -70,7 +67,7 @@ name = "bench"
 tier = "L2"
 report = "metrics"
 metrics = ["lat*"]
-command = "python3 {tmp_path / 'measure.py'} --report {{report}}"
+command = "python3 {script} --report {{report}}"
 ''')
     r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--json", repo=builder.f.path)
     assert r.rc == 0, r.err
@@ -204,19 +201,12 @@ def test_the_l2_metric_page_shows_config_context_and_changes(tmp_path: Path) -> 
 
 def test_gpu_metrics_are_bisected_run_by_run(builder: ForkBuilder, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     from forkflow.bisect.workflow import runs_are_the_unit
-    from forkflow.context import open_context
-    from forkflow.store import queries
 
     assert runs_are_the_unit((("device", "NVIDIA H200"),)) and not runs_are_the_unit((("device", "CPU"),))
     assert not runs_are_the_unit(())
-    good, bad, ups = _fork(builder)
-    (tmp_path / "measure.py").write_text(MEASURE)
-    cmd = f"python3 {tmp_path / 'measure.py'}"
-    _init(cli, builder.f.path)
-    ctx = open_context(builder.f.path)
-    with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, [MetricPoint("lat", bad, 106.0, "ms", Better.LOWER,
-                                                               context=(("device", "NVIDIA H200"),))])
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    cmd = f"python3 {script}"
+    _store_point(builder.f.path, "lat", bad, (("device", "NVIDIA H200"),))
     r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command", cmd, "--json", repo=builder.f.path)
     assert r.rc == 0, r.err
     doc = r.json()

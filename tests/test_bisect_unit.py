@@ -16,7 +16,7 @@ from forkflow.models import PAIRED_SAMPLES, Better, MetricPoint, Sha
 from forkflow.store import queries
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers.tiers import ReportFormat, Suite, Tier, load_suites
-from tests.test_bisect_git import MEASURE, _fork, _init
+from tests.test_bisect_git import _add_config, _measured_fork, _perf_suite, _store_point
 
 GPU = (("device", "NVIDIA H200"),)
 PAIRED = tuple(sorted((*GPU, PAIRED_SAMPLES)))
@@ -66,19 +66,10 @@ def test_per_sample_is_a_list_of_strings_in_forkflow_toml(tmp_path: Path) -> Non
         load_suites(load_config(cfg))
 
 
-def _store_point(path: Path, metric: str, rev: Sha, context: tuple[tuple[str, str], ...]) -> None:
-    ctx = open_context(path)
-    with ctx.store.session_scope() as s:
-        queries.add_metric_points(s, ctx.fork_id, [MetricPoint(metric, rev, 106.0, "ms", Better.LOWER,
-                                                               context=context)])
-
-
 def test_bisect_judges_a_paired_metric_per_sample_and_says_why(  # type: ignore[no-untyped-def]
         builder: ForkBuilder, tmp_path: Path, cli) -> None:
-    good, bad, ups = _fork(builder)
-    (tmp_path / "measure.py").write_text(MEASURE)
-    cmd = f"{sys.executable} {tmp_path / 'measure.py'}"
-    _init(cli, builder.f.path)
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    cmd = f"{sys.executable} {script}"
     _store_point(builder.f.path, "lat", bad, PAIRED)
     r = cli("bisect", "--metric", "lat", "--good", good, "--bad", bad, "--command", cmd, repo=builder.f.path)
     assert r.rc == 0, r.err
@@ -91,18 +82,15 @@ def test_bisect_judges_a_paired_metric_per_sample_and_says_why(  # type: ignore[
 
 def test_bisect_follows_the_suites_per_sample_declaration(  # type: ignore[no-untyped-def]
         builder: ForkBuilder, tmp_path: Path, cli) -> None:
-    good, bad, ups = _fork(builder)
-    (tmp_path / "measure.py").write_text(MEASURE)
-    _init(cli, builder.f.path)
-    cfg = builder.f.path / "forkflow.toml"
-    cfg.write_text(cfg.read_text() + f'''
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    _add_config(builder.f.path, f'''
 [[suite]]
 name = "bench"
 tier = "L2"
 report = "metrics"
 metrics = ["lat*"]
 per_sample = ["lat.ratio"]
-command = "{sys.executable} {tmp_path / 'measure.py'} --report {{report}}"
+command = "{sys.executable} {script} --report {{report}}"
 ''')
     for metric in ("lat.ratio", "lat.ms"):  # both measured on a GPU, neither context says paired
         _store_point(builder.f.path, metric, bad, GPU)
@@ -117,13 +105,8 @@ command = "{sys.executable} {tmp_path / 'measure.py'} --report {{report}}"
 def test_detect_bisect_judges_a_paired_metric_per_sample(  # type: ignore[no-untyped-def]
         builder: ForkBuilder, tmp_path: Path, cli) -> None:
     """`detect --bisect` picks the unit as `bisect` does: a paired GPU metric per sample."""
-    good, bad, ups = _fork(builder)
-    _init(cli, builder.f.path)
-    (tmp_path / "measure.py").write_text(MEASURE)
-    cfg = builder.f.path / "forkflow.toml"
-    cfg.write_text(cfg.read_text() + "\n[[suite]]\nname = \"perf\"\ntier = \"L2\"\n"
-                   f"command = 'FORKFLOW_METRICS_OUT={{report}} {sys.executable} {tmp_path / 'measure.py'}'\n"
-                   "report = \"metrics\"\n")
+    good, bad, ups, script = _measured_fork(builder, tmp_path, cli)
+    _add_config(builder.f.path, _perf_suite(script))
     for i in range(12):
         builder.fork_commit({"later.txt": f"{i}\n"}, f"fork: later work {i}")
     repo = Repo.open(builder.f.path)

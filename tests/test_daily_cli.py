@@ -36,7 +36,7 @@ def test_plan_reports_progress_and_keeps_json_clean(tmp_path: Path, cli) -> None
     from forkflow.context import open_context
     from forkflow.landing.plan import make_plan
     from forkflow.landing.settings import ingest_settings
-    from forkflow.ledger.build import build_ledger
+    from forkflow import wiring
 
     sample = build_sample(tmp_path / "sample")
     assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
@@ -44,7 +44,8 @@ def test_plan_reports_progress_and_keeps_json_clean(tmp_path: Path, cli) -> None
         f.write(demo_config(sys.executable))
     ctx = open_context(sample.fork)
     seen: list[str] = []
-    make_plan(ctx, build_ledger(ctx), ingest_settings(ctx.config), progress=lambda what, d, t: seen.append(what))
+    make_plan(ctx.repo, ctx.store, wiring.ledger(ctx), ingest_settings(ctx.config),
+              progress=lambda what, d, t: seen.append(what))
     assert "reading changes" in seen and "probing bundles" in seen
     r = cli("plan", "--json", repo=sample.fork)
     assert r.rc == 0 and json.loads(r.out)["units"]

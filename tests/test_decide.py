@@ -68,7 +68,7 @@ def test_decide_refuses_picked_unknown_and_missing_reason(fork, cli) -> None:  #
 def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  # type: ignore[no-untyped-def]
     from forkflow.context import open_context
     from forkflow.landing.plan import pending_entries
-    from forkflow.ledger.build import build_ledger
+    from forkflow import wiring
     from forkflow.models import Decider, Decision, RecordedDecision
     from forkflow.models import Disposition
     from forkflow.store import queries
@@ -77,12 +77,12 @@ def test_decide_person_deferral_is_not_planned_and_lapses(fork, cli) -> None:  #
     assert cli("decide", us[1], "--defer", "--reason", "later", repo=b.f.path).rc == 0
     assert cli("decide", us[2], "--skip", "--reason", "not needed", repo=b.f.path).rc == 0
     ctx = open_context(b.f.path)
-    pending = {e.commit.sha for e in pending_entries(build_ledger(ctx))}
+    pending = {e.commit.sha for e in pending_entries(wiring.ledger(ctx))}
     assert us[1] not in pending and us[2] not in pending and us[3] in pending
     with ctx.store.session_scope() as s:  # a deferral whose date has passed lapses: pending again
         queries.record_decision(s, ctx.fork_id, RecordedDecision(
             us[1], Disposition.DEFERRED, "later", source=Decider.PERSON, verdict=Decision.DEFER, until="2000-01-01"))
-    assert us[1] in {e.commit.sha for e in pending_entries(build_ledger(ctx))}
+    assert us[1] in {e.commit.sha for e in pending_entries(wiring.ledger(ctx))}
 
 
 def test_ledger_upstream_opt_out_marker(fork, cli) -> None:  # type: ignore[no-untyped-def]

@@ -20,7 +20,7 @@ def test_gate_work_tree_follows_each_unit_and_drops_what_a_run_left(builder: For
         assert gate.check(one, Sha("one")).passed
         second = gate.check(two, Sha("two"))
         assert second.passed, second.summary
-        assert gate._wt is not None  # moved in process
+        assert gate._mover.opened  # moved in process
         assert gate._tree is not None and not (gate._tree / "gone.txt").exists()
         assert (gate._tree / "sub/new.txt").read_text() == "y\n"
         assert gate.check(one, Sha("one")).passed

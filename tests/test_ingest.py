@@ -668,7 +668,7 @@ def test_ingest_unit_rerun_of_a_unit_a_killed_run_left_picking(cli, builder: For
     from forkflow.context import open_context
     from forkflow.git.repo import Repo
     from forkflow.landing.lock import ingest_lock
-    from forkflow.landing.retry import check_retry
+    from forkflow.landing.wired import check_retry
 
     started, gate = tmp_path / "started", tmp_path / "gate.sh"
     gate.write_text(f"touch {started}\nsleep 60\n")  # L1 hangs until the run is killed

@@ -11,7 +11,7 @@ from forkflow.git.run import run_git
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.landing.journal import StoreJournal
 from forkflow.landing.settings import ingest_settings
-from forkflow.landing.wired import StoreIngestReader
+from forkflow.landing.stored import StoreIngestReader
 from forkflow.models import GateResult, Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
@@ -54,7 +54,7 @@ def _ingest(fork: Path, picker: MemoryPicker) -> list[UnitStatus]:
     ctx = open_context(fork)
     ing = Ingestor(ctx.repo, picker, PassGate(), StoreJournal(ctx.store, ctx.fork_id), None, config=ctx.config,
                    settings=ingest_settings(ctx.config), options=IngestOptions(mode=Mode.LAND),
-                   reader=StoreIngestReader(ctx))
+                   reader=StoreIngestReader(ctx.repo, ctx.config, ctx.store, ctx.fork_id))
     report = ing.run()
     return [r.status for r in report.results]
 

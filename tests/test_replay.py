@@ -134,7 +134,7 @@ def test_replay_interrupted_then_resumed(cli, sample: Sample) -> None:  # type: 
     ctx = open_context(sample.fork)
     request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
     with pytest.raises(KeyboardInterrupt):
-        Replay(ctx, request, _Interrupt()).run()
+        Replay(ctx.repo, ctx.config, ctx.store, ctx.fork_id, request, _Interrupt()).run()
     r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
             repo=sample.fork)
     assert r.rc == 0, r.err
@@ -151,7 +151,7 @@ def test_replay_resumed_without_its_scratch_folder_starts_the_chain_again(cli, s
     ctx = open_context(sample.fork)
     request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
     with pytest.raises(KeyboardInterrupt):
-        Replay(ctx, request, _Interrupt()).run()
+        Replay(ctx.repo, ctx.config, ctx.store, ctx.fork_id, request, _Interrupt()).run()
     shutil.rmtree(sample.fork / ".forkflow" / "replay")  # forkflow's carried branch goes with it
     r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
             repo=sample.fork)

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
 from forkflow.context import open_context
+from forkflow import wiring
 from forkflow.errors import UserError
-from forkflow.ledger.build import build_ledger
 from forkflow.ledger.decisions import decide as decide_commits
 from forkflow.ledger.classify import decider_of
 from forkflow.models import Decision
@@ -35,7 +35,8 @@ def decide(
     if len(chosen) + int(clear) != 1:
         raise UserError("pass exactly one of --skip, --defer, --wont-port or --clear")
     verdict = chosen[0] if chosen else None
-    results = decide_commits(open_context(repo, store), commits, verdict, reason, until, task)
+    ctx = open_context(repo, store)
+    results = decide_commits(ctx.repo, ctx.config, ctx.store, ctx.fork_id, commits, verdict, reason, until, task)
     if json_out:
         print_json({"decisions": [
             {"sha": r.sha, "subject": r.subject, "cleared": r.decision is None,
@@ -57,7 +58,7 @@ def decisions(
     store: StoreOpt = None,
 ) -> int:
     """Every SKIPPED and DEFERRED upstream commit, and who decided: a person, forkflow, the fork's messages."""
-    ledger = build_ledger(open_context(repo, store))
+    ledger = wiring.ledger(open_context(repo, store))
     rows = [(e, who) for e in ledger.entries if (who := decider_of(e)) is not None]
     if json_out:
         print_json({"decisions": [

@@ -15,6 +15,7 @@ from forkflow.conflicts.case import case_from_marked
 from forkflow.conflicts.classify import ConflictKind
 from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.context import Context, open_context
+from forkflow import wiring
 from forkflow.errors import UserError
 from forkflow.landing.ingest import (
     IngestOptions,
@@ -25,7 +26,6 @@ from forkflow.landing.ingest import (
 from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
-from forkflow.ledger.build import build_ledger
 from forkflow.render import (
     conflict_owners,
     exit_code,
@@ -47,14 +47,14 @@ def plan(json_out: JsonOpt = False, until: UntilOpt = None, max_bundle: MaxBundl
     # progress on stderr, so that `plan --json > plan.json` stays clean (issue 12: 63 s of silence)
     with progress_bar(err_console) as bar:
         task = bar.add_task("reading the ledger", total=None)
-        ledger = build_ledger(ctx)
+        ledger = wiring.ledger(ctx)
         settings = ingest_settings(ctx.config)
 
         def step(what: str, done: int, total: int) -> None:
             bar.update(task, description=what, completed=done, total=total or None)
 
-        p = make_plan(ctx, ledger, settings, until=resolve_until(ctx, ledger, until), max_bundle=max_bundle,
-                      progress=step)
+        p = make_plan(ctx.repo, ctx.store, ledger, settings, until=resolve_until(ctx.repo, ledger, until),
+                      max_bundle=max_bundle, progress=step)
     if json_out:
         print_json(p.to_json())
     else:
@@ -93,7 +93,7 @@ def ingest_cmd(
     options = IngestOptions(mode, push, max_units, until, max_bundle)
     with progress_bar(console, disable=json_out) as bar:
         if unit is not None:
-            from forkflow.landing.retry import retry_unit
+            from forkflow.landing.wired import retry_unit
 
             report = retry_unit(ctx, unit, push=push, reporter=_BarReporter(bar))
         else:

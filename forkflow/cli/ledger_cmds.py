@@ -12,8 +12,8 @@ from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
 from forkflow.context import open_context
+from forkflow import wiring
 from forkflow.errors import UserError
-from forkflow.ledger.build import build_ledger
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.report import snapshot_of, status_dict
 from forkflow.models import Disposition, LedgerEntry
@@ -53,8 +53,8 @@ def status(
     ctx = open_context(repo, store)
     if fetch:
         ctx.repo.fetch(ctx.config.upstream_remote, ctx.config.upstream_branch)
-    ledger = build_ledger(ctx)
-    record_snapshot(ctx, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    ledger = wiring.ledger(ctx)
+    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
     keep = _row_filter(wanted, grep)
     if json_out:
         doc = status_dict(ledger, with_commits=commits)
@@ -114,7 +114,7 @@ def history(
             def step(done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            backfill(ctx, start, every, progress=step)
+            backfill(ctx.repo, ctx.config, ctx.store, ctx.fork_id, start, every, progress=step)
     elif since is not None:
         raise UserError("--since only goes with --backfill")
     with ctx.store.session_scope() as s:

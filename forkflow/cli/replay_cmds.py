@@ -44,7 +44,8 @@ def replay(
                       independent=independent)
     ctx = open_context(repo, store)
     with progress_bar(console, disable=json_out) as bar:
-        report = run_replay(ctx, request, _BarReporter(bar), jobs=jobs)
+        report = run_replay(ctx.repo, ctx.config, ctx.store, ctx.fork_id, request, _BarReporter(bar),
+                            jobs=jobs)
     if html is not None:
         from forkflow.replay.html import render_html
 

@@ -19,7 +19,7 @@ from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
 from forkflow.git.commits import ObjectError, committed_file, parents_of
 from forkflow.git.repo import Repo
-from forkflow.conflicts.casework import build_case
+from forkflow.conflicts.bare import bare_case
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
 from forkflow.ledger.evidence import markers, trailers
 from forkflow.models import Sha
@@ -47,7 +47,7 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     point = repo.merge_base(parents[0], upstream_sha)
     for c in step.conflicts:
         try:
-            case = build_case(repo, picker, upstream_sha, c, with_history=False, fork_point=point)
+            case = bare_case(repo, picker, upstream_sha, c, fork_point=point)
         except MissingBlob:  # a side the clone lacks: nothing to learn from this file
             continue
         path = c.ours.path if c.ours is not None else c.path

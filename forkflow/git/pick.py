@@ -78,6 +78,7 @@ class PickStep:
 
 # path -> resolved content, or None to delete the path
 Resolutions = Mapping[str, bytes | None]
+Signature = pygit2.Signature  # a commit's author or committer
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +328,22 @@ class MemoryPicker:
         """The tree a pick diffs against: the first parent's (the mainline of a merge)."""
         c = self._commit(sha)
         return str(c.parents[0].tree_id) if c.parents else EMPTY_TREE
+
+    def tree(self, oid: str) -> pygit2.Tree:
+        """The tree object `oid`, from memory or the object database."""
+        obj = self.repo.get(oid)
+        if not isinstance(obj, pygit2.Tree):
+            raise KeyError(oid)
+        return obj
+
+    def ref_target(self, name: str) -> Sha | None:
+        """The commit a ref points at, read in-process (a `git rev-parse` per unit cost 12 s of an
+        ingest); None when there is no such ref.  ValueError when libgit2 cannot read it."""
+        try:
+            ref = self.repo.references.get(name)
+            return Sha(str(ref.resolve().target)) if ref is not None else None
+        except (KeyError, pygit2.GitError) as e:
+            raise ValueError(f"cannot read {name}: {e}") from e
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""

@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-import pygit2
-
 from forkflow.errors import GitError
+from forkflow.git.checkout import WorkTreeMover
 from forkflow.git.repo import Repo
 from forkflow.git.run import no_git_env
 from forkflow.process import run_in_group  # one runner: own process group, killed whole
@@ -42,15 +41,14 @@ class CommandGate:
         self.timeout = timeout
         self.log_dir = log_dir
         self._tree: Path | None = None  # one work tree per run, moved from unit to unit
-        self._wt: pygit2.Repository | None = None  # that work tree, opened in this process
-        self._in_process = True  # moved by libgit2 until that fails once
+        self._mover = WorkTreeMover()  # moves that work tree in this process while it can
 
     def _checkout(self, rev: Sha) -> Path:
         """The run's work tree at `rev`: made once, then moved by `git checkout` (which rewrites only
         the files that differ, where a fresh work tree per unit wrote the whole fork: issue 11)."""
         if self._tree is not None:
             try:
-                if not self._move_in_process(rev):
+                if not self._mover.move(self._tree, rev):
                     self.repo.git("-C", str(self._tree), "checkout", "--quiet", "--force", "--detach", rev)
                     self.repo.git("-C", str(self._tree), "clean", "-ffdxq")
                 return self._tree
@@ -61,52 +59,9 @@ class CommandGate:
         self.repo.add_worktree(self._tree, rev)
         return self._tree
 
-    def _move_in_process(self, rev: Sha) -> bool:
-        """`git checkout --force --detach rev && git clean -ffdx`, done by libgit2 in this process
-        (two git processes a unit: 11% of an ingest's wall time on a loaded machine).  It rewrites
-        only the paths that differ from the last unit's commit or that the last command changed,
-        so a path a sparse checkout or a partial clone left out stays out.  Not where git would
-        run a filter driver (git-lfs and the like, which libgit2 does not run), and never again
-        in this run once it failed: git does it."""
-        if not self._in_process or self._tree is None:
-            return False
-        try:
-            if self._wt is None:
-                wt = pygit2.Repository(str(self._tree))
-                if any(e.name.startswith("filter.") for e in wt.config):
-                    self._in_process = False
-                    return False
-                self._wt = wt
-            commit = self._wt.get(rev)
-            if not isinstance(commit, pygit2.Commit):
-                raise KeyError(rev)
-            head = self._wt.head.peel(pygit2.Commit)
-            paths = {d.new_file.path for d in head.tree.diff_to_tree(commit.tree).deltas}
-            for path, flags in self._wt.status(untracked_files="normal", ignored=True).items():
-                if flags & _LEFT_BEHIND:
-                    _remove(self._tree / path)
-                elif flags & _CHANGED and self._can_restore(head.tree, path):
-                    paths.add(path)
-            if paths:
-                # the paths are literal: libgit2 would otherwise match each file against every one as a glob
-                self._wt.checkout_tree(commit.tree, paths=sorted(paths), strategy=_LITERAL_FORCE)
-            self._wt.set_head(commit.id)
-        except (pygit2.GitError, KeyError, OSError, ValueError):
-            self._in_process = False
-            return False
-        return True
-
-    def _can_restore(self, tree: pygit2.Tree, path: str) -> bool:
-        """False for a file left out of the work tree whose blob this clone lacks (sparse, partial)."""
-        assert self._wt is not None
-        try:
-            return tree[path].id in self._wt.odb
-        except KeyError:
-            return True  # not in the commit: the checkout removes it
-
     def close(self) -> None:
         """Remove the run's work tree."""
-        self._wt = None
+        self._mover.forget()
         if self._tree is not None:
             self.repo.remove_worktree(self._tree)
             shutil.rmtree(self._tree.parent, ignore_errors=True)
@@ -144,19 +99,6 @@ class CommandGate:
 
 
 WORKTREE_PREFIX = "forkflow-l1-"
-_LITERAL_FORCE = pygit2.enums.CheckoutStrategy.FORCE | pygit2.enums.CheckoutStrategy.DISABLE_PATHSPEC_MATCH
-_LEFT_BEHIND = pygit2.enums.FileStatus.WT_NEW | pygit2.enums.FileStatus.IGNORED
-_CHANGED = (pygit2.enums.FileStatus.WT_MODIFIED | pygit2.enums.FileStatus.WT_DELETED
-            | pygit2.enums.FileStatus.WT_TYPECHANGE | pygit2.enums.FileStatus.INDEX_NEW
-            | pygit2.enums.FileStatus.INDEX_MODIFIED | pygit2.enums.FileStatus.INDEX_DELETED
-            | pygit2.enums.FileStatus.INDEX_TYPECHANGE | pygit2.enums.FileStatus.INDEX_RENAMED)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def prune_stale_worktrees(repo: Repo) -> None:

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-import pygit2
-
 from forkflow.config import Config
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.engine import resolve_case
@@ -28,7 +26,7 @@ from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.git.repo import Repo
-from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, UnitPick
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, Signature, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.classify import decider_of
@@ -370,9 +368,8 @@ class Ingestor:
     def _read_tip(self) -> Sha | None:
         """The fork branch's commit, read in-process (a `git rev-parse` per unit cost 12 s of a run)."""
         try:
-            ref = self.picker.repo.references.get(self.config.fork_ref)
-            return Sha(str(ref.resolve().target)) if ref is not None else None
-        except (KeyError, pygit2.GitError, ValueError):
+            return self.picker.ref_target(self.config.fork_ref)
+        except ValueError:
             return self.repo.read_ref(self.config.fork_ref)
 
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
@@ -680,7 +677,7 @@ class Ingestor:
     def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
         return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}
 
-    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, pygit2.Signature | None, str | None]:
+    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, Signature | None, str | None]:
         if len(applied) == 1:
             raw, encoding = self.picker.raw_message(applied[0])
             return single_message(applied[0], raw), self.picker.author(applied[0]), encoding

@@ -12,10 +12,10 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.store.locks import fork_write_lock
+from forkflow.store.session import Store
 
 LOCK_NAME = "forkflow-ingest.lock"
 
@@ -47,10 +47,10 @@ def ingest_lock(repo: Repo) -> Iterator[None]:
 
 
 @contextmanager
-def fork_lock(ctx: Context, what: str = "ingest") -> Iterator[None]:
+def fork_lock(repo: Repo, store: Store, fork_id: int, what: str = "ingest") -> Iterator[None]:
     """The repository's ingest lock and the store's write lock of the fork (one writer per fork
     on a shared store, from any clone: store/locks.py), for the block."""
-    with ingest_lock(ctx.repo), fork_write_lock(ctx.store, ctx.fork_id, what):
+    with ingest_lock(repo), fork_write_lock(store, fork_id, what):
         yield
 
 

@@ -6,12 +6,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import pygit2
-
-from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.git.pick import MemoryPicker, PickStatus
+from forkflow.git.repo import Repo
 from forkflow.landing.settings import IngestSettings
 from forkflow.git.run import run_git_bytes
 from forkflow.landing.shapes import ShapeReader, parse_diff_tree, read_shapes
@@ -22,6 +20,7 @@ from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
 from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
 from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
+from forkflow.store.session import Store
 
 DEFERRED_CHAIN = re.compile(r"^chain (\S+):")
 
@@ -39,19 +38,19 @@ def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntr
             and not e.reason.startswith("in review: ")]  # proposed for review (landing/review.py)
 
 
-def resolve_until(ctx: Context, ledger: Ledger, until: str | None) -> Sha | None:
+def resolve_until(repo: Repo, ledger: Ledger, until: str | None) -> Sha | None:
     if until is None:
         return None
-    sha = ctx.repo.resolve(until)
+    sha = repo.resolve(until)
     if sha is None or ledger.index_of(sha) < 0:
         raise UserError(f"--until {until} is not an upstream commit after the fork point; pass a sha "
                         "from `forkflow status --commits`")
     return sha
 
 
-def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
+def load_touches(store: Store, reader: TouchReader, shas: list[Sha],
                  progress: Progress | None = None) -> dict[Sha, Touch]:
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         known = records.cached_touches(s, shas)
     missing = [sha for sha in shas if sha not in known]
     fresh: dict[Sha, Touch] = {}
@@ -60,22 +59,22 @@ def load_touches(ctx: Context, reader: TouchReader, shas: list[Sha],
         if progress is not None and i % 50 == 0:
             progress("reading symbols", i, len(missing))
     if fresh:
-        with ctx.store.session_scope() as s:
+        with store.session_scope() as s:
             records.save_touches(s, fresh)
     known.update(fresh)
     return known
 
 
-def load_shapes(ctx: Context, shas: list[Sha], progress: Progress | None = None) -> dict[Sha, CommitShape]:
+def load_shapes(repo: Repo, store: Store, shas: list[Sha], progress: Progress | None = None) -> dict[Sha, CommitShape]:
     """Each commit's hunks and names: from the store's cache, else read by one `git diff-tree`."""
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         known = records.cached_shapes(s, shas)
     todo = [sha for sha in shas if sha not in known]
     if todo:
         if progress is not None:
             progress("reading changes", 0, len(todo))
-        fresh = read_shapes(ctx.repo.path, todo)
-        with ctx.store.session_scope() as s:
+        fresh = read_shapes(repo.path, todo)
+        with store.session_scope() as s:
             records.save_shapes(s, list(fresh.values()))
         known.update(fresh)
     return known
@@ -94,7 +93,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
     absent: list[str] = []
     for meta, name in zip(fields[0::2], fields[1::2]):
         parts = meta.split()
-        if len(parts) >= 4 and any(not reader.has(pygit2.Oid(hex=oid.decode())) for oid in parts[2:4]):
+        if len(parts) >= 4 and any(not reader.has(oid.decode()) for oid in parts[2:4]):
             absent.append(name.decode("utf-8", "surrogateescape"))
     excludes = [f":(exclude,literal){p}" for p in absent]
     rc, raw, _ = run_git_bytes("-c", "core.quotePath=false", "diff-tree", "-p", "-U0", "--no-renames", "--no-color",
@@ -107,10 +106,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
 
 
 def _fork_changes_in_process(reader: ShapeReader, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
-    old, new = reader.repo.get(fork_point), reader.repo.get(fork_tip)
-    if not isinstance(old, pygit2.Commit) or not isinstance(new, pygit2.Commit):
-        return ()
-    return reader.changes(old.tree, new.tree)[0]
+    return reader.changes_between(fork_point, fork_tip)
 
 
 def _revert_targets(picker: MemoryPicker, ledger: Ledger, entries: list[LedgerEntry]) -> dict[Sha, Sha]:
@@ -148,7 +144,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
 
     Clean picks only accumulate path changes (nothing is written); a pick that needs a real
     merge writes the accumulated tree once and merges against it."""
-    base = picker.repo.get(picker.commit_tree(tip))
+    base = picker.tree(picker.commit_tree(tip))
     overlay: dict[str, tuple[str, int] | None] = {}
     conflicting: dict[Sha, str] = {}
     missing: dict[Sha, str] = {}
@@ -161,16 +157,16 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
         for sha in u.commits:
             blocking = [d for d in deps.get(sha, ()) if d.on in blocked]
             if blocking:  # rare: write the tree so far, and ask what waits
-                tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
-                base, overlay = picker.repo.get(tree), {}
+                tree = picker.write_overlay(base, overlay)
+                base, overlay = picker.tree(tree), {}
                 hard = picker.waits_for(blocking, tree, sha)
                 if hard is not None:
                     waiting[sha] = hard
                     blocked.add(sha)
                     continue
-            elif picker.overlay_step(base, overlay, sha) is not None:  # type: ignore[arg-type]
+            elif picker.overlay_step(base, overlay, sha) is not None:
                 continue
-            tree = picker.write_overlay(base, overlay)  # type: ignore[arg-type]
+            tree = picker.write_overlay(base, overlay)
             step = picker.pick(tree, sha)
             tree_after = tree
             if step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED) and blocking:
@@ -185,7 +181,7 @@ def probe(picker: MemoryPicker, tip: Sha, units: tuple[Unit, ...], deps: dict[Sh
                 blocked.add(sha)
             else:
                 tree_after = step.tree
-            base, overlay = picker.repo.get(tree_after), {}
+            base, overlay = picker.tree(tree_after), {}
     return conflicting, missing, waiting
 
 
@@ -223,23 +219,23 @@ def plan_commits(picker: MemoryPicker, tip: Sha, commits: list[PendingCommit], r
     return Plan(units, tip, deps, held_back(commits, conflicting, missing, waiting))
 
 
-def make_plan(ctx: Context, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
+def make_plan(repo: Repo, store: Store, ledger: Ledger, settings: IngestSettings, *, until: Sha | None = None,
               max_bundle: int | None = None, progress: Progress | None = None,
               picker: MemoryPicker | None = None, probe_first: bool = True) -> Plan:
     """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
     so that conflicts (and what depends on them) leave them (see `plan_commits`)."""
-    picker = picker or MemoryPicker(ctx.repo.path, batch_writes=True)  # probe trees stay in memory
+    picker = picker or MemoryPicker(repo.path, batch_writes=True)  # probe trees stay in memory
     picker.know_fork_point(ledger.fork_point)
     entries = pending_entries(ledger, until)
     walk = [e.commit.sha for e in ledger.entries]
-    shapes = load_shapes(ctx, walk, progress)
+    shapes = load_shapes(repo, store, walk, progress)
     picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
     reverts = _revert_targets(picker, ledger, entries)
     found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
-                  fork_changes(ctx.repo.path, ledger.fork_point, ledger.fork_tip), reverts)
+                  fork_changes(repo.path, ledger.fork_point, ledger.fork_tip), reverts)
     touches = None
     if any(spec.symbols for spec in settings.chains):  # symbols of whole files: only when a chain names some
-        touches = load_touches(ctx, TouchReader(ctx.repo.path), [e.commit.sha for e in entries], progress)
+        touches = load_touches(store, TouchReader(repo.path), [e.commit.sha for e in entries], progress)
     commits = pending_commits(entries, shapes, found, reverts, touches)
     rules = RoutingRules(settings.chains, settings.pin_files,
                          max_bundle if max_bundle is not None else settings.max_bundle)

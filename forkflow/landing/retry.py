@@ -7,19 +7,17 @@ new stored unit that names the old one (`retry_of`); the old one stays as histor
 """
 from __future__ import annotations
 
-from forkflow.context import Context
+from collections.abc import Callable
+
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.landing import records
 from forkflow.landing.gate import Gate
-from forkflow.landing.ingest import IngestOptions, IngestReport, Mode, Reporter, UnitResult, check_push_remote
-from forkflow.landing.lock import fork_lock, is_ingest_running
-from forkflow.landing.settings import ingest_settings
-from forkflow.landing.review import Reviewer, make_sink, review_settings
-from forkflow.landing.wired import ingestor, select_gate
-from forkflow.landing.worktree import refuse_dirty_work_trees
-from forkflow.ledger.build import build_ledger
+from forkflow.landing.ingest import IngestReport, Ingestor, UnitResult
+from forkflow.landing.lock import is_ingest_running
 from forkflow.models import Disposition, Ledger
 from forkflow.planning.model import Plan, Unit, UnitKind
+from forkflow.store.session import Store
 
 OPEN = (Disposition.PENDING, Disposition.DEFERRED)
 
@@ -28,17 +26,17 @@ def _chain_name(record: records.UnitRecord) -> str:
     return record.name.rsplit("#", 1)[0] if record.kind == UnitKind.CHAIN.value else record.name
 
 
-def load_target(ctx: Context, unit_id: int) -> records.UnitRecord:
+def load_target(repo: Repo, store: Store, fork_id: int, unit_id: int) -> records.UnitRecord:
     """The stored unit, or a UserError saying why it cannot be re-run."""
-    with ctx.store.session_scope() as s:
-        rec = records.unit(s, ctx.fork_id, unit_id)
+    with store.session_scope() as s:
+        rec = records.unit(s, fork_id, unit_id)
     if rec is None:
         raise UserError(f"no landing unit {unit_id}; `forkflow ingest --json` prints unit ids "
                         "(the dashboard's ingestion page lists them too)")
     if rec.status == "landed":
         raise UserError(f"unit {unit_id} ({rec.name}) already landed as {(rec.candidate_sha or '')[:12]}; "
                         "nothing to re-run")
-    if rec.status == "picking" and not is_ingest_running(ctx.repo):
+    if rec.status == "picking" and not is_ingest_running(repo):
         return rec  # left by a killed run: `retry_unit` settles it (Ingestor.recover) before it picks
     if rec.status not in records.RETRYABLE:
         what = {"picking": "is being picked by a running ingest; wait for it to finish",
@@ -69,38 +67,15 @@ def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> Unit:
     return Unit(UnitKind(rec.kind), name, tuple(open_), {s: rec.reasons.get(s, "") for s in open_})
 
 
-def check_retry(ctx: Context, unit_id: int) -> None:
-    """Raise the UserError saying why the unit cannot be re-run now, if there is one."""
-    plan_retry(load_target(ctx, unit_id), build_ledger(ctx))
-
-
-def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Reporter | None = None,
-               gate: Gate | None = None) -> IngestReport:
-    """Pick a stored unit again on the current fork tip, run L1, land it by compare-and-swap if it passes.
+def rerun_unit(ing: Ingestor, target: Callable[[], records.UnitRecord], gate: Callable[[], Gate]) -> IngestReport:
+    """Pick the unit `target()` reads again on the current fork tip, gate it and land it, under the
+    fork lock the caller holds (`landing/wired.py`'s `retry_unit`).
 
     First settles what a killed run left, as `forkflow ingest` does (a unit it left `picking`
-    becomes abandoned, so it can be re-run).
-
-    Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
-    chain link whose chain has an earlier commit that has not landed.
-    """
-    if push:
-        check_push_remote(ctx.repo, ingest_settings(ctx.config))
-    with fork_lock(ctx, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
-        refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
-        return _retry_unit(ctx, unit_id, push, reporter, gate)
-
-
-def _retry_unit(ctx: Context, unit_id: int, push: bool, reporter: Reporter | None,
-                gate: Gate | None) -> IngestReport:
-    settings = ingest_settings(ctx.config)
-    ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
-    review = review_settings(ctx.config)
-    if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
-        ing.reviewer = Reviewer(ctx, review, make_sink(review))
+    becomes abandoned, so it can be re-run); then reads the unit and the gate."""
     ing.recover()  # under the lock no other run is going: a unit left `picking` was a killed run's
-    rec = load_target(ctx, unit_id)
-    ing.gate = gate if gate is not None else select_gate(ctx, settings)
+    rec = target()
+    ing.gate = gate()
     ing.retry_of = rec.id
     ledger = ing.load_ledger(start_run=False)
     unit = plan_retry(rec, ledger)

@@ -22,12 +22,13 @@ from urllib.parse import quote
 from sqlalchemy import select
 
 from forkflow.config import Config, config_error
-from forkflow.context import Context
 from forkflow.errors import GitError, UserError
+from forkflow.git.repo import Repo
 from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store import queries
+from forkflow.store.session import Store
 from forkflow.store.schema_review import ReviewRow
 
 if TYPE_CHECKING:
@@ -165,8 +166,12 @@ def _cell(text: str) -> str:
 class Reviewer:
     """Proposes units (called from the landing loop) and settles proposals (before a run)."""
 
-    def __init__(self, ctx: Context, settings: ReviewSettings, sink: ReviewSink) -> None:
-        self.ctx = ctx
+    def __init__(self, repo: Repo, config: Config, store: Store, fork_id: int, settings: ReviewSettings,
+                 sink: ReviewSink) -> None:
+        self.repo = repo
+        self.config = config
+        self.store = store
+        self.fork_id = fork_id
         self.settings = settings
         self.sink = sink
 
@@ -174,15 +179,15 @@ class Reviewer:
                 members: list[Member], l1: str, depends_on: list[str]) -> str:
         """Push the candidate as a branch, open the request, keep its members out of planning."""
         branch = self.settings.branch_prefix + re.sub(r"[^A-Za-z0-9._/-]+", "-", name).strip("-/.")
-        self.ctx.repo.git("push", "--quiet", "--force", self.settings.remote, f"{candidate}:refs/heads/{branch}")
-        title = self.ctx.repo.git("show", "-s", "--format=%s", candidate).strip()[:72]
-        p = self.sink.propose(branch, self.ctx.config.fork_branch, title, describe(name, kind, members, l1, depends_on))
-        with self.ctx.store.session_scope() as s:
-            s.add(ReviewRow(fork_id=self.ctx.fork_id, unit_id=unit_id, name=name, number=p.number, url=p.url,
+        self.repo.git("push", "--quiet", "--force", self.settings.remote, f"{candidate}:refs/heads/{branch}")
+        title = self.repo.git("show", "-s", "--format=%s", candidate).strip()[:72]
+        p = self.sink.propose(branch, self.config.fork_branch, title, describe(name, kind, members, l1, depends_on))
+        with self.store.session_scope() as s:
+            s.add(ReviewRow(fork_id=self.fork_id, unit_id=unit_id, name=name, number=p.number, url=p.url,
                             branch=branch, candidate=candidate, base=base,
                             members=json.dumps([m.sha for m in members])))
             for m in members:
-                queries.record_decision(s, self.ctx.fork_id, RecordedDecision(
+                queries.record_decision(s, self.fork_id, RecordedDecision(
                     m.sha, Disposition.DEFERRED, f"{IN_REVIEW}{p.url or f'#{p.number}'}"))
         return f"in review: {p.url or f'#{p.number}'} (branch {branch})"
 
@@ -190,9 +195,9 @@ class Reviewer:
         """(unit name, outcome, detail) per open proposal: landed, closed, stale or open."""
         from forkflow.landing.land import land
 
-        with self.ctx.store.session_scope() as s:
+        with self.store.session_scope() as s:
             rows = [(r.id, r.name, r.number, r.url, Sha(r.candidate), Sha(r.base), json.loads(r.members))
-                    for r in s.scalars(select(ReviewRow).where(ReviewRow.fork_id == self.ctx.fork_id,
+                    for r in s.scalars(select(ReviewRow).where(ReviewRow.fork_id == self.fork_id,
                                                                ReviewRow.state == "open"))]
         out: list[tuple[str, str, str]] = []
         for rid, name, number, url, candidate, base, members in rows:
@@ -203,29 +208,29 @@ class Reviewer:
                 continue
             outcome, detail = "closed", f"{where} was closed: its commits are deferred (forkflow decide --clear)"
             if state is ReviewState.APPROVED:
-                if land(self.ctx.repo, self.ctx.config, candidate, base, name):
+                if land(self.repo, self.config, candidate, base, name):
                     outcome, detail = "landed", f"approved in {where}: landed {candidate[:12]}"
-                    notes = catch_up_work_trees(self.ctx.repo, self.ctx.config, base, candidate)
+                    notes = catch_up_work_trees(self.repo, self.config, base, candidate)
                     detail += "".join(f"; {n}" for n in notes)
                 else:
                     outcome, detail = "stale", f"approved in {where}, but the fork branch moved: planned again"
             elif state is ReviewState.MERGED:
                 outcome, detail = self._merged(candidate, where)
-            with self.ctx.store.session_scope() as s:
+            with self.store.session_scope() as s:
                 s.get_one(ReviewRow, rid).state = outcome
                 for sha in members:
                     if outcome == "closed":  # a person closed it: theirs to reopen (forkflow decide --clear)
-                        queries.record_decision(s, self.ctx.fork_id, RecordedDecision(
+                        queries.record_decision(s, self.fork_id, RecordedDecision(
                             Sha(sha), Disposition.DEFERRED, f"its review was closed: {where}",
                             source=Decider.PERSON, verdict=Decision.DEFER))
                     else:  # landed: git shows the pick; stale: planned again
-                        queries.forget_decision(s, self.ctx.fork_id, Sha(sha))
+                        queries.forget_decision(s, self.fork_id, Sha(sha))
             out.append((name, outcome, detail))
         return out
 
     def _merged(self, candidate: Sha, where: str) -> tuple[str, str]:
         """Merged on the forge: fast-forward the fork branch to the forge's when it contains the unit."""
-        repo, config = self.ctx.repo, self.ctx.config
+        repo, config = self.repo, self.config
         try:
             repo.git("fetch", "--quiet", self.settings.remote, config.fork_branch)
         except GitError as e:

@@ -10,18 +10,15 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import pygit2
-
-from forkflow.git.run import GitStream
+from forkflow.git.diffs import DiffReader, FilePatch
+from forkflow.git.run import GitStream, run_git_bytes
 from forkflow.models import Sha
 from forkflow.planning.lines import CommitShape, FileChange, Hunk
 from forkflow.planning.names import definitions_in, identifiers_in, is_prose
 
 SHAPE_VERSION = 3  # 3: prose files use no names
-ZERO = b"\0" * 20
 MAX_TEXT_LINES = 20_000  # a generated file rewritten wholesale: its names are not read
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
-_DIFF_FLAGS = pygit2.enums.DiffOption.SKIP_BINARY_CHECK
 
 
 def parse_patch(data: bytes) -> tuple[tuple[Hunk, ...], list[str], list[str]]:
@@ -187,53 +184,40 @@ class ShapeReader:
     """Computes `CommitShape`s of commits from one repository's object database."""
 
     def __init__(self, path: Path | str) -> None:
-        self.repo = pygit2.Repository(str(path))
+        self.diffs = DiffReader(path)
 
-    def has(self, oid: pygit2.Oid) -> bool:
-        return oid.raw == ZERO or oid in self.repo.odb
+    def has(self, oid: str) -> bool:
+        return self.diffs.has_blob(oid)
 
     def shape(self, sha: str) -> CommitShape:
         """The commit's change against its first parent."""
-        commit = self.repo.get(sha)
-        if not isinstance(commit, pygit2.Commit):
+        patches = self.diffs.commit_patches(sha)
+        if patches is None:
             return CommitShape(Sha(sha), ())
-        old = commit.parents[0].tree if commit.parents else None
-        files, defines, uses, missing = self.changes(old, commit.tree)
+        files, defines, uses, missing = self.changes(patches)
         return CommitShape(Sha(sha), files, frozenset(defines), frozenset(uses - defines), frozenset(uses),
                            tuple(missing))
 
-    def changes(self, old: pygit2.Tree | None, new: pygit2.Tree) -> tuple[
+    def changes_between(self, old: Sha, new: Sha) -> tuple[FileChange, ...]:
+        """The file changes of commit `old` -> commit `new` (none when either is not here)."""
+        patches = self.diffs.patches_between(old, new)
+        return () if patches is None else self.changes(patches)[0]
+
+    def changes(self, patches: Iterable[FilePatch]) -> tuple[
             tuple[FileChange, ...], set[str], set[str], list[str]]:
-        """(file changes, names defined, identifiers used, missing blobs) of old -> new."""
-        if old is not None:
-            diff = old.diff_to_tree(new, context_lines=0, flags=_DIFF_FLAGS)
-        else:
-            diff = new.diff_to_tree(context_lines=0, swap=True, flags=_DIFF_FLAGS)
+        """(file changes, names defined, identifiers used, missing blobs) of a diff's files."""
         files: list[FileChange] = []
         defines: set[str] = set()
         uses: set[str] = set()
         missing: list[str] = []
-        for i, delta in enumerate(diff.deltas):
-            added_file = delta.old_file.id.raw == ZERO
-            deleted = delta.new_file.id.raw == ZERO
-            path = delta.old_file.path if deleted else delta.new_file.path
-            absent = [f"blob {f.id} ({f.path})" for f in (delta.old_file, delta.new_file) if not self.has(f.id)]
-            if absent or delta.new_file.mode == pygit2.enums.FileMode.COMMIT \
-                    or delta.old_file.mode == pygit2.enums.FileMode.COMMIT:
-                missing += absent
+        for p in patches:
+            path, added_file, deleted = p.path, p.added, p.deleted
+            missing += p.missing
+            if p.data is None:
                 files.append(FileChange(path, None, added_file, deleted))
                 continue
-            try:
-                patch = diff[i]
-            except (KeyError, pygit2.GitError):
-                missing.append(f"blob {delta.new_file.id} ({path})")
-                files.append(FileChange(path, None, added_file, deleted))
-                continue
-            if patch is None or patch.delta.is_binary:
-                files.append(FileChange(path, None, added_file, deleted))
-                continue
-            hunks, plus, minus = parse_patch(patch.data)
-            if b"\0" in patch.data[:8000] and not hunks:
+            hunks, plus, minus = parse_patch(p.data)
+            if b"\0" in p.data[:8000] and not hunks:
                 files.append(FileChange(path, None, added_file, deleted))
                 continue
             files.append(FileChange(path, hunks, added_file, deleted))

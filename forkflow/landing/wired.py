@@ -1,5 +1,6 @@
-"""The landing loop wired over a `Context`: the store behind the `Ingestor`'s journal and reader,
-the gate `[ingest]` chooses, and a whole run under the fork lock (issues 11 and 17).
+"""The landing loop wired over a `Context`: the store behind the `Ingestor`'s journal and reader
+(`landing/stored.py`), the gate `[ingest]` chooses, and a whole run under the fork lock (issues 11
+and 17).
 
 `landing/ingest.py` sees a repository, a picker, a gate, a journal, a reader and its settings;
 this module, `forkflow.wiring` and the commands are where a `Context` is opened and taken apart.
@@ -7,65 +8,24 @@ this module, `forkflow.wiring` and the commands are where a `Context` is opened 
 from __future__ import annotations
 
 from forkflow.config import STATE_DIR
-from forkflow.conflicts import records as crecords
-from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import Context
 from forkflow.errors import UserError
-from forkflow.git.pick import MemoryPicker
-from forkflow.landing import records
 from forkflow.landing.gate import CommandGate, Gate
 from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, check_push_remote
-from forkflow.landing.journal import Journal, StoreJournal
+from forkflow.landing.journal import Journal
 from forkflow.landing.lock import fork_lock
-from forkflow.landing.plan import make_plan, resolve_until
-from forkflow.landing.review import Reviewer, make_sink, review_settings, with_reviews
+from forkflow.landing.retry import load_target, plan_retry, rerun_unit
+from forkflow.landing.review import Reviewer, ReviewSettings, make_sink, review_settings, with_reviews
 from forkflow.landing.settings import IngestSettings, ingest_settings
+from forkflow.landing.stored import store_ingestor
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
-from forkflow.models import Ledger, Sha
-from forkflow.planning.model import Plan
-
-
-class StoreIngestReader:
-    """The `IngestReader` over forkflow's store, for one fork."""
-
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-
-    def ledger(self, fork_tip: Sha, upstream_tip: Sha) -> Ledger:
-        return build_ledger(self.ctx, fork_tip=fork_tip, upstream_tip=upstream_tip)
-
-    def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker, probe_first: bool = True) -> Plan:
-        return make_plan(self.ctx, ledger, settings, until=resolve_until(self.ctx, ledger, until),
-                         max_bundle=max_bundle, picker=picker, probe_first=probe_first)
-
-    def unfinished_units(self) -> list[records.UnitRecord]:
-        with self.ctx.store.session_scope() as s:
-            records.interrupt_running(s, self.ctx.fork_id)
-            return list(records.units(s, self.ctx.fork_id, records.OPEN_STATUSES))
-
-    def close_conflicts_of(self, settled: set[Sha]) -> None:
-        with self.ctx.store.session_scope() as s:
-            open_ = {c.upstream_sha for c in crecords.conflicts(s, self.ctx.fork_id, "open")}
-            crecords.close_conflicts(s, self.ctx.fork_id, sorted(open_ & settled))
-
-    def lookup_resolution(self, key: str) -> tuple[list[str], str] | None:
-        with self.ctx.store.session_scope() as s:
-            return crecords.lookup_resolution(s, key)
-
-    def log_attempt(self, attempt: Attempt) -> None:
-        with self.ctx.store.session_scope() as s:
-            crecords.add_attempt(s, self.ctx.fork_id, attempt)
 
 
 def ingestor(ctx: Context, options: IngestOptions, gate: Gate | None, reporter: Reporter | None = None,
              settings: IngestSettings | None = None, journal: Journal | None = None) -> Ingestor:
     """An `Ingestor` over the fork's store, with `[ingest]` of its config."""
-    return Ingestor(ctx.repo, MemoryPicker(ctx.repo.path, batch_writes=True), gate,
-                    journal or StoreJournal(ctx.store, ctx.fork_id), reporter, config=ctx.config,
-                    settings=settings or ingest_settings(ctx.config), options=options,
-                    reader=StoreIngestReader(ctx))
+    return store_ingestor(ctx.repo, ctx.config, ctx.store, ctx.fork_id, options, gate, reporter, settings, journal)
 
 
 def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
@@ -96,7 +56,7 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
         check_push_remote(ctx.repo, settings)
     if options.mode is Mode.DRY_RUN:
         return ingestor(ctx, options, gate, reporter, settings).run()
-    with fork_lock(ctx):  # one writing run per repository and per fork in the store
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id):  # one writing run per repository and per fork in the store
         if options.mode is Mode.LAND:
             refuse_dirty_work_trees(ctx.repo, ctx.config)
         if gate is None:
@@ -106,10 +66,42 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
             review = review_settings(ctx.config) if options.mode is Mode.LAND else None
             if review is None:
                 return ing.run()
-            reviewer = Reviewer(ctx, review, make_sink(review))
+            reviewer = reviewer_of(ctx, review)
             ing.reviewer = reviewer
             return with_reviews(reviewer.settle(), ing.run)
         finally:
             close = getattr(gate, "close", None)
             if close is not None:
                 close()
+
+
+def reviewer_of(ctx: Context, settings: ReviewSettings) -> Reviewer:
+    """The `Reviewer` of the fork's proposals, on the forge `[ingest]` names."""
+    return Reviewer(ctx.repo, ctx.config, ctx.store, ctx.fork_id, settings, make_sink(settings))
+
+
+def check_retry(ctx: Context, unit_id: int) -> None:
+    """Raise the UserError saying why the unit cannot be re-run now, if there is one."""
+    plan_retry(load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id),
+               build_ledger(ctx.repo, ctx.config, ctx.store, ctx.fork_id))
+
+
+def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Reporter | None = None,
+               gate: Gate | None = None) -> IngestReport:
+    """Pick a stored unit again on the current fork tip, run L1, land it by compare-and-swap if it
+    passes (`landing/retry.py`).
+
+    Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
+    chain link whose chain has an earlier commit that has not landed.
+    """
+    if push:
+        check_push_remote(ctx.repo, ingest_settings(ctx.config))
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
+        refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
+        settings = ingest_settings(ctx.config)
+        ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+        review = review_settings(ctx.config)
+        if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
+            ing.reviewer = reviewer_of(ctx, review)
+        return rerun_unit(ing, lambda: load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id),
+                          lambda: gate if gate is not None else select_gate(ctx, settings))

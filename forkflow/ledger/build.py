@@ -9,8 +9,8 @@ from dataclasses import asdict
 
 from forkflow import __version__
 from forkflow.config import Config
-from forkflow.context import Context
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.ledger.classify import LedgerBuilder
 from forkflow.ledger.refs import check_repo, ingestion_ref
 from forkflow.models import (
@@ -25,12 +25,12 @@ from forkflow.models import (
     Sha,
 )
 from forkflow.store import queries
+from forkflow.store.session import Store
 
 
-def build_ledger(ctx: Context, *, fork_tip: Sha | None = None, upstream_tip: Sha | None = None,
+def build_ledger(repo: Repo, config: Config, store: Store, fork_id: int, *, fork_tip: Sha | None = None, upstream_tip: Sha | None = None,
                  use_recorded_point: bool = True) -> Ledger:
-    """The ledger of the fork at `fork_tip` against upstream at `upstream_tip` (default: now)."""
-    repo, config = ctx.repo, ctx.config
+    """The ledger of fork `fork_id` at `fork_tip` against upstream at `upstream_tip` (default: now)."""
     if fork_tip is None or upstream_tip is None:
         fork_tip, upstream_tip = check_repo(repo, config)
     fork_point = repo.merge_base(fork_tip, upstream_tip)
@@ -40,15 +40,15 @@ def build_ledger(ctx: Context, *, fork_tip: Sha | None = None, upstream_tip: Sha
             f"{config.upstream_branch}' share no history; check that --upstream names this "
             "fork's upstream")
     recorded_point = repo.read_ref(ingestion_ref(config)) if use_recorded_point else None
-    with ctx.store.session_scope() as s:
-        recorded = queries.recorded_decisions(s, ctx.fork_id)
+    with store.session_scope() as s:
+        recorded = queries.recorded_decisions(s, fork_id)
         key = _cache_key(fork_tip, upstream_tip, fork_point, recorded_point, recorded, config)
         payload = queries.cached_ledger(s, key)
     if payload is not None:
         return ledger_from_json(payload)
-    ledger = _compute(ctx, fork_tip, upstream_tip, fork_point, recorded_point, recorded)
-    with ctx.store.session_scope() as s:
-        queries.save_ledger(s, ctx.fork_id, key, ledger_to_json(ledger))
+    ledger = _compute(repo, config, store, fork_tip, upstream_tip, fork_point, recorded_point, recorded)
+    with store.session_scope() as s:
+        queries.save_ledger(s, fork_id, key, ledger_to_json(ledger))
     return ledger
 
 
@@ -66,15 +66,14 @@ def _cache_key(fork_tip: Sha, upstream_tip: Sha, fork_point: Sha, point: Sha | N
     return h.hexdigest()
 
 
-def _compute(ctx: Context, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
+def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
              recorded_point: Sha | None, recorded: list[RecordedDecision]) -> Ledger:
-    repo, config = ctx.repo, ctx.config
     first_parent = bool(config.section("upstream").get("first_parent", False))
     upstream = repo.log(f"{fork_point}..{upstream_tip}", first_parent=first_parent)
     fork_commits = repo.log(fork_tip, f"^{upstream_tip}")
     builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out)
     builder.add_fork_commits(fork_commits)
-    unreadable = _match_patch_ids(ctx, builder)
+    unreadable = _match_patch_ids(repo, store, builder)
     builder.add_title_matches()
     entries = builder.entries(recorded, today=_today())
     notes: list[str] = []
@@ -108,7 +107,7 @@ def _today() -> str:
     return datetime.now(timezone.utc).date().isoformat()
 
 
-def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> list[Sha]:
+def _match_patch_ids(repo: Repo, store: Store, builder: LedgerBuilder) -> list[Sha]:
     """Patch-id matching, computing patch-ids only where changed-file sets collide (as git does).
 
     Returns the commits whose patch-id could not be computed (blobs missing from a partial clone)."""
@@ -116,8 +115,7 @@ def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> list[Sha]:
     if not fork_side:
         return []
     upstream_side = [s for s in builder.unpicked_upstream() if not builder.by_sha[s].is_merge]
-    repo = ctx.repo
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         facts = queries.commit_facts(s, [c.sha for c in fork_side] + upstream_side)
     need_files = [sha for sha in [c.sha for c in fork_side] + upstream_side
                   if facts.get(sha, (None, None))[1] is None]
@@ -139,7 +137,7 @@ def _match_patch_ids(ctx: Context, builder: LedgerBuilder) -> list[Sha]:
         new_facts[sha] = (pid, facts[sha][1])
         facts[sha] = new_facts[sha]
     if new_facts:
-        with ctx.store.session_scope() as s:
+        with store.session_scope() as s:
             queries.save_commit_facts(s, new_facts)
     builder.add_patch_id_matches(
         {sha: facts[sha][0] or "" for sha in fork_cands},

@@ -11,12 +11,14 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
-from forkflow.context import Context
+from forkflow.config import Config
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.classify import ShaIndex, decider_of
 from forkflow.models import Decider, Decision, Disposition, Ledger, LedgerEntry, RecordedDecision, Sha
 from forkflow.store import queries
+from forkflow.store.session import Store
 
 _PR = re.compile(r"^#?(\d{1,7})$")
 
@@ -65,18 +67,18 @@ def parse_until(value: str | None, verdict: Decision | None) -> str | None:
     return day.isoformat()
 
 
-def _who(ctx: Context) -> str:
-    name = ctx.repo.git("config", "user.name", check=False).strip()
-    email = ctx.repo.git("config", "user.email", check=False).strip()
+def _who(repo: Repo) -> str:
+    name = repo.git("config", "user.name", check=False).strip()
+    email = repo.git("config", "user.email", check=False).strip()
     return f"{name} <{email}>" if name and email else (name or email)
 
 
-def decide(ctx: Context, refs: list[str], verdict: Decision | None, reason: str,
-           until: str | None = None, task: str = "") -> list[DecideResult]:
+def decide(repo: Repo, config: Config, store: Store, fork_id: int, refs: list[str], verdict: Decision | None,
+           reason: str, until: str | None = None, task: str = "") -> list[DecideResult]:
     """Record (or, with verdict None, clear) a person's decision on each named upstream commit."""
     if verdict is not None and not reason.strip():
         raise UserError("a decision needs --reason TEXT: say why, for whoever reads it next")
-    ledger = build_ledger(ctx)
+    ledger = build_ledger(repo, config, store, fork_id)
     entries = resolve_commits(ledger, refs)
     picked = [e for e in entries if e.disposition in (Disposition.PICKED, Disposition.REVERTED)]
     if verdict is not None and picked:
@@ -84,18 +86,18 @@ def decide(ctx: Context, refs: list[str], verdict: Decision | None, reason: str,
         raise UserError(f"already taken by the fork: {names or picked[0].commit.sha[:12]}; a decision is "
                         "for commits the fork has not taken")
     until = parse_until(until, verdict)
-    who = _who(ctx)
+    who = _who(repo)
     out: list[DecideResult] = []
-    with ctx.store.session_scope() as s:
+    with store.session_scope() as s:
         for e in entries:
             if verdict is None:
-                queries.forget_decision(s, ctx.fork_id, e.commit.sha)
+                queries.forget_decision(s, fork_id, e.commit.sha)
                 out.append(DecideResult(e.commit.sha, e.commit.subject, None))
                 continue
             d = RecordedDecision(e.commit.sha, verdict.disposition, " ".join(reason.split()),
                                  source=Decider.PERSON, verdict=verdict, until=until, task=task,
                                  decided_by=who)
-            queries.record_decision(s, ctx.fork_id, d)
+            queries.record_decision(s, fork_id, d)
             out.append(DecideResult(e.commit.sha, e.commit.subject, d))
     return out
 

@@ -4,24 +4,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
-from forkflow.context import Context
+from forkflow.config import Config
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.refs import check_repo
 from forkflow.ledger.report import snapshot_of
 from forkflow.models import Ledger
 from forkflow.store import queries
 from forkflow.store.queries import Snapshot
+from forkflow.store.session import Store
 
 STEPS = {"day": timedelta(days=1), "week": timedelta(weeks=1), "month": timedelta(days=30)}
 
 
-def record_snapshot(ctx: Context, snap: Snapshot) -> None:
-    with ctx.store.session_scope() as s:
-        queries.save_snapshot(s, ctx.fork_id, snap)
+def record_snapshot(store: Store, fork_id: int, snap: Snapshot) -> None:
+    with store.session_scope() as s:
+        queries.save_snapshot(s, fork_id, snap)
 
 
-def backfill(ctx: Context, since: datetime, every: str = "week",
+def backfill(repo: Repo, config: Config, store: Store, fork_id: int, since: datetime, every: str = "week",
              until: datetime | None = None,
              progress: Callable[[int, int], None] | None = None) -> list[Snapshot]:
     """Rebuild the series at each step from `since`, from the branches as they were then.
@@ -35,8 +37,8 @@ def backfill(ctx: Context, since: datetime, every: str = "week",
         since = since.replace(tzinfo=timezone.utc)
     if since >= until:
         raise UserError(f"--since {since.date()} is not in the past; give an earlier date")
-    fork_ref, upstream_ref = ctx.config.fork_ref, ctx.config.upstream_ref
-    check_repo(ctx.repo, ctx.config)
+    fork_ref, upstream_ref = config.fork_ref, config.upstream_ref
+    check_repo(repo, config)
     points: list[datetime] = []
     t = since
     while t <= until:
@@ -50,23 +52,23 @@ def backfill(ctx: Context, since: datetime, every: str = "week",
         if progress:
             progress(i, len(points))
         ts = int(at.timestamp())
-        fork_tip = ctx.repo.rev_before(fork_ref, ts)
-        upstream_tip = ctx.repo.rev_before(upstream_ref, ts)
+        fork_tip = repo.rev_before(fork_ref, ts)
+        upstream_tip = repo.rev_before(upstream_ref, ts)
         if fork_tip is None or upstream_tip is None:
             continue
         if last is None or last[:2] != (fork_tip, upstream_tip):
             ledger = None
-            if ctx.repo.merge_base(fork_tip, upstream_tip) is not None:
-                ledger = build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip,
-                                      use_recorded_point=False)
+            if repo.merge_base(fork_tip, upstream_tip) is not None:
+                ledger = build_ledger(repo, config, store, fork_id, fork_tip=fork_tip,
+                                      upstream_tip=upstream_tip, use_recorded_point=False)
             last = (fork_tip, upstream_tip, ledger)
         if last[2] is not None:
             out.append(snapshot_of(last[2], at, "backfill"))
-    with ctx.store.session_scope() as s:  # one transaction: a killed backfill writes nothing
+    with store.session_scope() as s:  # one transaction: a killed backfill writes nothing
         # a new backfill replaces the backfilled points of its range (daily, then weekly: weekly)
-        queries.delete_snapshots(s, ctx.fork_id, "backfill", since, until)
+        queries.delete_snapshots(s, fork_id, "backfill", since, until)
         for snap in out:
-            queries.save_snapshot(s, ctx.fork_id, snap)
+            queries.save_snapshot(s, fork_id, snap)
     if progress:
         progress(len(points), len(points))
     return out

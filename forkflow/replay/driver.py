@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from forkflow import __version__
-from forkflow.context import Context
+from forkflow.config import Config
 from forkflow.errors import UserError
+from forkflow.git.repo import Repo
 from forkflow.ledger.refs import check_repo
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
@@ -36,6 +37,7 @@ from forkflow.replay.model import (
 )
 from forkflow.replay.scratch import Scratch, has_commit, open_scratch, set_state
 from forkflow.replay.step import Point, compute_step
+from forkflow.store.session import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +95,8 @@ def check_gate(command: str) -> None:
 _SHELL_WORDS = {"true", "false", "test", "[", "exit", "cd", ":", "set", "export"}
 
 
-def points(ctx: Context, request: Request) -> list[Point]:
+def points(repo: Repo, config: Config, request: Request) -> list[Point]:
     """The fork and upstream SHAs of each step, or a UserError for a window that cannot be replayed."""
-    repo, config = ctx.repo, ctx.config
     fork_tip, upstream_tip = check_repo(repo, config)  # a shallow clone, a missing branch: one line
     fork_point = repo.merge_base(fork_tip, upstream_tip)
     if fork_point is None:
@@ -103,11 +104,11 @@ def points(ctx: Context, request: Request) -> list[Point]:
     now = request.now or int(time.time())
     times = step_times(request.since, request.until, request.every, now=now,
                        fork_point_date=repo.commit_date(fork_point))
-    _check_moved(ctx, request, upstream_tip)
+    _check_moved(repo, config, request, upstream_tip)
     out = []
     for t in times:
-        fork = _at(ctx, config.fork_ref, t)
-        upstream = _at(ctx, config.upstream_ref, t)
+        fork = _at(repo, config.fork_ref, t)
+        upstream = _at(repo, config.upstream_ref, t)
         if fork is None:
             first = repo.git("log", "--first-parent", "--reverse", "--format=%cs", config.fork_ref).split()
             raise UserError(f"fork branch '{config.fork_branch}' has no commit dated on or before {iso_day(t)} "
@@ -119,9 +120,8 @@ def points(ctx: Context, request: Request) -> list[Point]:
     return out
 
 
-def _check_moved(ctx: Context, request: Request, upstream_tip: Sha) -> None:
+def _check_moved(repo: Repo, config: Config, request: Request, upstream_tip: Sha) -> None:
     """A fork with no commit of its own in the window (or the step before it) has nothing to compare."""
-    repo, config = ctx.repo, ctx.config
     start = request.since - request.every
     moved = repo.git("rev-list", "--first-parent", "--count", f"--since={start}", f"--until={request.until}",
                      config.fork_ref, f"^{upstream_tip}").strip()
@@ -132,21 +132,22 @@ def _check_moved(ctx: Context, request: Request, upstream_tip: Sha) -> None:
                         "window in which the fork moved")
 
 
-def _at(ctx: Context, ref: str, t: int) -> Sha | None:
+def _at(repo: Repo, ref: str, t: int) -> Sha | None:
     """The newest first-parent commit of `ref` dated <= t (committer date)."""
-    out = ctx.repo.git("rev-list", "--first-parent", "-1", f"--before={t}", ref, check=False).strip()
+    out = repo.git("rev-list", "--first-parent", "-1", f"--before={t}", ref, check=False).strip()
     return Sha(out) if out else None
 
 
 class Replay:
     """One replay; each public method is one step of it."""
 
-    def __init__(self, ctx: Context, request: Request, reporter: Reporter | None = None,
-                 scratch: Scratch | None = None, jobs: int = 1) -> None:
-        self.ctx, self.request, self.jobs = ctx, request, jobs
+    def __init__(self, repo: Repo, config: Config, store: Store, fork_id: int, request: Request,
+                 reporter: Reporter | None = None, scratch: Scratch | None = None, jobs: int = 1) -> None:
+        self.repo, self.config, self.store, self.fork_id = repo, config, store, fork_id
+        self.request, self.jobs = request, jobs
         self.reporter = reporter or QuietReporter()
-        self.scratch = scratch or open_scratch(ctx.repo, ctx.config)
-        self.engine = Engine(self.scratch.repo, ctx.config, self.scratch.store, request.gate,
+        self.scratch = scratch or open_scratch(repo, config)
+        self.engine = Engine(self.scratch.repo, config, self.scratch.store, request.gate,
                              log_dir=self.scratch.root / "logs")
         self.notes: list[str] = []
         self._pids: dict[Sha, str] = {}
@@ -161,7 +162,7 @@ class Replay:
             check_gate(self.request.gate)
         else:
             self.notes.append(DEFAULT_GATE_NOTE)
-        pts = points(self.ctx, self.request)
+        pts = points(self.repo, self.config, self.request)
         run_id = self.start_run()
         self.reporter.phase("reading the fork's own picks")
         takes = self.takes()
@@ -178,17 +179,17 @@ class Replay:
         report = Report(self.request.since, self.request.until, self.request.every, self.request.gate,
                         tuple(steps), summarize(steps, resolved), tuple(r.to_json() for r in resolved),
                         tuple(self.notes), time.monotonic() - start, self.request.independent)
-        with self.ctx.store.session_scope() as s:
+        with self.store.session_scope() as s:
             records.finish_run(s, run_id, report.to_json())
         return report
 
     def start_run(self) -> int:
         r = self.request
         args = (iso_day(r.since), iso_day(r.until), r.every, r.gate)
-        with self.ctx.store.session_scope() as s:
-            if records.interrupted(s, self.ctx.fork_id, *args):
+        with self.store.session_scope() as s:
+            if records.interrupted(s, self.fork_id, *args):
                 self.notes.append("resumed an interrupted replay of this window: finished steps come from the cache")
-            return records.start_run(s, self.ctx.fork_id, *args)
+            return records.start_run(s, self.fork_id, *args)
 
     def _key(self, *parts: str) -> str:
         h = hashlib.sha256()
@@ -197,11 +198,11 @@ class Replay:
         return h.hexdigest()
 
     def _cached(self, key: str) -> Any:
-        with self.ctx.store.session_scope() as s:
+        with self.store.session_scope() as s:
             return records.cached(s, key)
 
     def _save(self, key: str, kind: str, payload: Any) -> None:
-        with self.ctx.store.session_scope() as s:
+        with self.store.session_scope() as s:
             records.save(s, key, kind, payload)
 
     def steps(self, pts: Sequence[Point]) -> Iterator[Step]:
@@ -240,7 +241,7 @@ class Replay:
                                                 f"^{before.fork_sha}", f"^{p.upstream}").split()
                     carried = carry_forward(self.engine.picker, Sha(before.tip), [Sha(x) for x in new],
                                             takes.by_fork, landed)
-                step = compute_step(self.engine, self.scratch, self.ctx.config, p, carried, root=pts[0].fork)
+                step = compute_step(self.engine, self.scratch, self.config, p, carried, root=pts[0].fork)
                 self._save(keys[i], "step", step.to_json())
             landed |= {x.sha for x in step.landed}
             before = step
@@ -248,10 +249,10 @@ class Replay:
 
     def takes(self) -> Takes:
         """Which fork commit took each upstream commit, as of the fork's current tip."""
-        repo, config = self.ctx.repo, self.ctx.config
+        repo, config = self.repo, self.config
         fork_tip, upstream_tip = check_repo(repo, config)
         set_state(self.scratch, config, fork_tip, upstream_tip)
-        ledger = self.engine.status(self.engine.context("replay:takes"), fork_tip, upstream_tip)
+        ledger = self.engine.status(self.engine.fork("replay:takes"), fork_tip, upstream_tip)
         dates: dict[str, int] = {c.sha: c.date for c in repo.log(fork_tip, f"^{ledger.fork_point}")}
         return takes_of(ledger, dates)
 
@@ -318,14 +319,15 @@ def compute_steps(run: Replay, todo: Sequence[Point], jobs: int) -> Iterator[Ste
     """The steps in order: in this process, or spread over `jobs` worker processes."""
     if jobs <= 1 or len(todo) <= 1:
         for p in todo:
-            yield compute_step(run.engine, run.scratch, run.ctx.config, p)
+            yield compute_step(run.engine, run.scratch, run.config, p)
         return
     from forkflow.replay.pool import map_steps
 
-    yield from map_steps(run.ctx.repo.path, run.ctx.config.root, run.request.gate, todo, jobs)
+    yield from map_steps(run.repo.path, run.config.root, run.request.gate, todo, jobs)
 
 
-def replay(ctx: Context, request: Request, reporter: Reporter | None = None, jobs: int = 1) -> Report:
-    """Replay the window on the fork of `ctx`; see `Replay`."""
-    return Replay(ctx, request, reporter, jobs=jobs).run()
+def replay(repo: Repo, config: Config, store: Store, fork_id: int, request: Request,
+           reporter: Reporter | None = None, jobs: int = 1) -> Report:
+    """Replay the window on fork `fork_id` of `store`, whose checkout is `repo`; see `Replay`."""
+    return Replay(repo, config, store, fork_id, request, reporter, jobs=jobs).run()
 

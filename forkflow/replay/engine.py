@@ -16,14 +16,13 @@ from forkflow.config import Config
 from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.records import lookup_resolution
 from forkflow.conflicts.resolvers.agent import Attempt
-from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.git.commits import ObjectError, changed_paths, parents_of, same_entries
 from forkflow.git.repo import Repo
 from forkflow.conflicts.casework import build_case, build_resolvers
 from forkflow.landing.gate import CommandGate, Gate
 from forkflow.landing.ingest import IngestOptions, Mode, UnitResult, UnitStatus
-from forkflow.landing.wired import ingestor as wired_ingestor
+from forkflow.landing.stored import store_ingestor
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
@@ -80,21 +79,22 @@ class Engine:
             self._picker = MemoryPicker(self.repo.path)
         return self._picker
 
-    def context(self, name: str) -> Context:
-        """A fresh fork in the scratch store: no decision of another step leaks into this one."""
+    def fork(self, name: str) -> int:
+        """A fresh fork in the scratch store (its id): no decision of another step leaks into this one."""
         with self.store.session_scope() as s:
-            fid = queries.fork_id(s, name)
-        return Context(self.repo, self.config, self.store, fid)
+            return queries.fork_id(s, name)
 
-    def status(self, ctx: Context, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
-        return build_ledger(ctx, fork_tip=fork_tip, upstream_tip=upstream_tip, use_recorded_point=recorded)
+    def status(self, fork_id: int, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
+        return build_ledger(self.repo, self.config, self.store, fork_id, fork_tip=fork_tip,
+                            upstream_tip=upstream_tip, use_recorded_point=recorded)
 
-    def ingest(self, ctx: Context, upstream_tip: Sha, point: Sha | None = None) -> StateWork:
+    def ingest(self, fork_id: int, upstream_tip: Sha, point: Sha | None = None) -> StateWork:
         """`forkflow ingest --land` on the scratch fork branch; the state it leaves.
 
         With `point` (the real fork's ingestion point), it also counts the upstream commits at
         or before that very point that forkflow's branch has not taken: the real backlog's twin."""
-        ingestor = wired_ingestor(ctx, IngestOptions(mode=Mode.LAND), self.gate, settings=self.settings)
+        ingestor = store_ingestor(self.repo, self.config, self.store, fork_id, IngestOptions(mode=Mode.LAND),
+                                  self.gate, settings=self.settings)
         try:
             report = ingestor.run()
         except (ObjectError, KeyError) as e:
@@ -103,7 +103,7 @@ class Engine:
             # a history that names blobs the object database lacks (a partial clone); see #11
             raise UserError(f"an object of the fork's history is missing ({e}); fetch it (`git fetch --refetch`) "
                             "or use a complete clone, then re-run: finished steps are kept") from e
-        after = self.status(ctx, report.tip, upstream_tip, recorded=True)
+        after = self.status(fork_id, report.tip, upstream_tip, recorded=True)
         subjects = {e.commit.sha: e.commit.subject for e in after.entries}
         landed: list[tuple[str, str, str, str]] = []
         for r in report.results:
@@ -124,7 +124,7 @@ class Engine:
         newest upstream commit with `infer_threshold` of the commits up to it taken) and nothing
         counts as deferred.  forkflow's own status counts a deferral as a decision, which moves
         its point to upstream's tip.  This is forkflow's branch read with no decision recorded."""
-        return state_of(self.status(self.context(name), fork_tip, upstream_tip, recorded=False))
+        return state_of(self.status(self.fork(name), fork_tip, upstream_tip, recorded=False))
 
     # -- the fork's own picks ------------------------------------------------------
     def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,

@@ -35,8 +35,8 @@ def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point, car
     forget_objects(scratch, keep=start if carried is not None else None,
                    since=tuple(s for s in (root, p.upstream) if s))
     stamp = f"{p.fork[:12]}:{p.upstream[:12]}:{time.time_ns()}"
-    real = engine.status(engine.context(f"replay:{stamp}"), p.fork, p.upstream)
-    outcome = engine.ingest(engine.context(f"replay:ingest:{stamp}"), p.upstream,
+    real = engine.status(engine.fork(f"replay:{stamp}"), p.fork, p.upstream)
+    outcome = engine.ingest(engine.fork(f"replay:ingest:{stamp}"), p.upstream,
                             point=real.ingestion_point.sha)
     same_rule = engine.same_rule(f"replay:same-rule:{stamp}", outcome.tip, p.upstream)
     return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,

@@ -265,13 +265,16 @@ def build_jobs(runs_dir: Path, suites: Sequence[Suite], plan: SelectionPlan, wor
 # -- step 5: judge one job -----------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
-class Judgement:
+class JobJudgement:
+    """One validation job judged: its stored finish and its tests' results (not bisection's
+    `Judgement` of a revision)."""
+
     finish: q.JobFinish
     results: tuple[TestResult, ...]
     report: ParsedReport = field(default_factory=ParsedReport)
 
 
-def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgement:
+def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> JobJudgement:
     """Parse the report and the log, run the saturation checks, and decide PASS/FAIL/INFRA."""
     suite = pj.suite
     infra = res.state is JobState.INFRA
@@ -304,7 +307,7 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> Judgem
                          message=message, tests_reported=report.total, tests_ran=report.ran,
                          tests_counted=own, findings=tuple(f.message for f in findings),
                          metrics=metrics, attempts=res.attempts)
-    return Judgement(finish, results, report)
+    return JobJudgement(finish, results, report)
 
 
 def _status(findings: Sequence[Finding], bad: int) -> RunStatus:
@@ -318,7 +321,7 @@ def _status(findings: Sequence[Finding], bad: int) -> RunStatus:
 # -- step 6: store -------------------------------------------------------------------------------
 
 def store_job(journal: RunJournal, tier: Tier, sha: Sha, commit_date: int, run_id: int, job_row: int,
-              pj: PlannedJob, j: Judgement) -> None:
+              pj: PlannedJob, j: JobJudgement) -> None:
     """One transaction: the job, its per-test outcomes and (L2) its metric points."""
     now = int(time.time())
     points = [MetricPoint(name=m.name, rev=sha, value=m.value, unit=m.unit, better=m.better,

@@ -109,7 +109,7 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
 
     from forkflow.context import open_context
     from forkflow.demo import check_keep, run_demo
-    from forkflow.ledger.build import build_ledger
+    from forkflow import wiring
     from forkflow.testing.seed import DAY, SeedSize, seed_store
 
     check_port(host, port)
@@ -120,7 +120,7 @@ def serve_demo(keep: Path | None, console: Console, host: str = "127.0.0.1", por
         if rc != 0:
             return rc
         ctx = open_context(root / "sample" / "fork")
-        picked = [e for e in build_ledger(ctx).entries if e.fork_shas]
+        picked = [e for e in wiring.ledger(ctx).entries if e.fork_shas]
         culprit = (picked[-1].commit.sha, picked[-1].commit.subject) if picked else None
         # the simulated year ends yesterday, so the demo's own `status` snapshots end the history
         today = int(time.time()) // DAY * DAY

@@ -58,7 +58,7 @@ class Source:
 
     def checkout_ledger(self) -> tuple[Ledger | None, str]:
         """(ledger, problem) built from the checkout, at most every LEDGER_TTL_S seconds."""
-        from forkflow.ledger.build import build_ledger
+        from forkflow import wiring
 
         assert self.ctx is not None
         with self._lock:
@@ -66,7 +66,7 @@ class Source:
             if self._ledger is not None and now - self._ledger[0] < LEDGER_TTL_S:
                 return self._ledger[1], self._ledger[2]
             try:
-                ledger, problem = build_ledger(self.ctx), ""
+                ledger, problem = wiring.ledger(self.ctx), ""
             except UserError as e:
                 ledger, problem = None, str(e)
             self._ledger = (now, ledger, problem)

@@ -41,7 +41,7 @@ def _decide(request: Request, sha: str, form: dict[str, str], target: str) -> Re
         raise Unavailable("a decision reads the fork's history: start the dashboard in the fork's checkout "
                           "(forkflow serve --repo PATH --token ...)")
     try:
-        (result,) = decide(src.ctx, [sha], VERDICTS.get(name), form.get("reason", ""),
+        (result,) = decide(src.ctx.repo, src.ctx.config, src.ctx.store, src.ctx.fork_id, [sha], VERDICTS.get(name), form.get("reason", ""),
                            form.get("until") or None, form.get("task", ""))
     except UserError as e:
         record(request, "commit-decide", target, f"refused: {e}")

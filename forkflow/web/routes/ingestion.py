@@ -171,7 +171,7 @@ async def rerun_unit(request: Request, unit_id: RowId) -> Response:
 
 
 def _rerun_unit(request: Request, unit_id: int) -> Response:
-    from forkflow.landing.retry import check_retry, retry_unit
+    from forkflow.landing.wired import check_retry, retry_unit
 
     target = f"landing unit {unit_id}"
     src: Source = request.app.state.source
