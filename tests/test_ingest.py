@@ -23,13 +23,18 @@ def _refs(repo: Path) -> str:
     return _git(repo, "for-each-ref", "--format=%(refname) %(objectname)")
 
 
-@pytest.fixture
-def fork(tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+def _demo_fork(tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    """The demo's sample fork in `tmp_path`, set up with the demo's config (its L1 command)."""
     sample = build_sample(tmp_path / "sample")
     assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
     with (sample.fork / "forkflow.toml").open("a") as f:
         f.write(demo_config(sys.executable))
     return sample.fork
+
+
+@pytest.fixture
+def fork(tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    return _demo_fork(tmp_path, cli)
 
 
 def _status(cli, fork: Path) -> dict:  # type: ignore[no-untyped-def,type-arg]

@@ -11,6 +11,7 @@ from forkflow.process import run, run_in_group, run_shell
 
 
 def _alive(pid: int) -> bool:
+    """The process exists and is neither a zombie nor dead (Linux /proc)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")

@@ -1,16 +1,15 @@
 """Review before landing: `[ingest] land = "review"` against the local fake forge (issue 12)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from forkflow.demo import build_sample, demo_config
 from forkflow.git.run import run_git
 from forkflow.landing.review import Member, describe
 from forkflow.models import Sha
 from tests.fakeforge import FakeForge
+from tests.test_ingest import _demo_fork
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -19,14 +18,11 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def fork(tmp_path: Path, cli) -> Path:  # type: ignore[no-untyped-def]
-    sample = build_sample(tmp_path / "sample")
-    assert cli("init", "--upstream", "upstream", repo=sample.fork).rc == 0
-    with (sample.fork / "forkflow.toml").open("a") as f:
-        f.write(demo_config(sys.executable))
+    fork = _demo_fork(tmp_path, cli)
     origin = tmp_path / "origin.git"
-    run_git("clone", "-q", "--bare", str(sample.fork), str(origin), cwd=tmp_path)
-    _git(sample.fork, "remote", "add", "origin", str(origin))
-    return sample.fork
+    run_git("clone", "-q", "--bare", str(fork), str(origin), cwd=tmp_path)
+    _git(fork, "remote", "add", "origin", str(origin))
+    return fork
 
 
 @pytest.mark.parametrize("forge_kind", ["github", "gitlab"])

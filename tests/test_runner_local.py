@@ -9,18 +9,11 @@ import pytest
 
 from forkflow.errors import UserError
 from forkflow.tiers.runners.base import Job, JobState, make_runner
+from tests.test_process import _alive
 
 
 def _job(tmp_path: Path, command: str, i: int = 0, timeout: float = 30, **kw: object) -> Job:
     return Job(i, f"j{i}", command, str(tmp_path), str(tmp_path / f"j{i}.log"), timeout, **kw)  # type: ignore[arg-type]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def test_exit_codes_and_logs(tmp_path: Path) -> None:

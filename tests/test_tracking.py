@@ -16,17 +16,14 @@ from forkflow.triage.sinks.base import SinkError, key_in
 from forkflow.triage.sinks.github import GitHubSink
 from forkflow.triage.tracking import Action, sync_tracking
 from tests.fakeforge import FakeForge
-from tests.test_triage import CUDA, add_run
+from tests.test_triage import CUDA, add_run, triage_fork
 
 TOKEN = "ghp_nightly_SECRET_42"
 
 
 @pytest.fixture
 def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
-    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
-    builder.branch_fork()
-    builder.fork_commit({"CODEOWNERS": "* @everyone\nkernels/ @kernel-team\n"}, "[fork] owners")
-    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    triage_fork(builder, cli, {"CODEOWNERS": "* @everyone\nkernels/ @kernel-team\n"}, "[fork] owners")
     cfg = builder.f.path / "forkflow.toml"
     cfg.write_text(cfg.read_text() + "\n[triage]\nclose_after = 2\n")
     return builder.f.path

@@ -24,13 +24,19 @@ CUDA = ('Traceback (most recent call last):\n  File "/w/test_mm.py", line 3, in 
 FLAKE = "+++ Timeout +++\n~~~ Stack of MainThread (1) ~~~\n  File \"/w/t.py\", line 3, in wait\n+++ Timeout +++\n"
 
 
-@pytest.fixture
-def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
+def triage_fork(builder: ForkBuilder, cli, own: dict[str, str] | None = None,  # type: ignore[no-untyped-def]
+                subject: str = "[fork] feature") -> Path:
+    """A fork with one commit of its own (`own`, by default f.py), forkflow set up in it."""
     builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
     builder.branch_fork()
-    builder.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+    builder.fork_commit(own or {"f.py": "F = 1\n"}, subject)
     assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
     return builder.f.path
+
+
+@pytest.fixture
+def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
+    return triage_fork(builder, cli)
 
 
 def add_run(ctx: Context, rev: str, results: Sequence[tuple[str, TestOutcome, str]], *,

@@ -27,7 +27,7 @@ from forkflow.triage.sinks.github import GitHubSink
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.tracking import Action, sync_tracking
 from forkflow.triage.triage import TriageSettings, triage_run
-from tests.test_triage import KEYERROR, add_run
+from tests.test_triage import KEYERROR, add_run, triage_fork
 
 NEW_KEY = signature_of(KEYERROR).key
 OLD_TEXT = "EXCEPTION: KeyError: <as the first rules normalized it>"  # what version 1 stored
@@ -43,11 +43,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def fork(builder: ForkBuilder, cli) -> Path:  # type: ignore[no-untyped-def]
-    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial")
-    builder.branch_fork()
-    builder.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
-    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
-    return builder.f.path
+    return triage_fork(builder, cli)
 
 
 def previous_revision_context(fork: Path, url: str) -> Context:

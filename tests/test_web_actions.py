@@ -20,6 +20,7 @@ from forkflow.tiers import records as tq
 from forkflow.tiers.reports import TestOutcome, TestResult
 from forkflow.tiers.tiers import RunStatus, Tier
 from forkflow.web.app import create_app
+from tests.test_ingest import _blocked_fork
 
 TOKEN = "operator-token-0123456789"
 SUITES = """
@@ -236,18 +237,7 @@ class Units:
 def units(builder: ForkBuilder, cli, tmp_path: Path) -> Units:  # type: ignore[no-untyped-def]
     """A bundle of one commit and a declared chain of two; L1 fails while `block` exists."""
     block = tmp_path / "block"
-    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
-    builder.branch_fork()
-    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
-    builder.upstream_commit({"x.py": "X = 1\n"}, "Add x (#10)")
-    builder.upstream_commit({"ops/o.py": "O = 1\n"}, "Ops (#11)")
-    builder.upstream_commit({"ops/o.py": "O = 2\n"}, "Ops again (#12)")
-    fork = builder.f.path
-    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
-    with (fork / "forkflow.toml").open("a", encoding="utf-8") as f:
-        f.write(f'\n[ingest]\nl1_command = "test ! -e {block}"\n\n[[ingest.chain]]\nname = "ops"\n'
-                'paths = ["ops/**"]\n')
-    block.write_text("L1 is red\n")
+    fork = _blocked_fork(cli, builder, block)
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert {u["status"] for u in doc["units"]} == {"failed", "waiting"}
     return Units(open_context(fork), block, tmp_path / "actions.log", {u["name"]: u["id"] for u in doc["units"]})

@@ -37,7 +37,7 @@ def load_target(repo: Repo, store: Store, fork_id: int, unit_id: int) -> records
         raise UserError(f"unit {unit_id} ({rec.name}) already landed as {(rec.candidate_sha or '')[:12]}; "
                         "nothing to re-run")
     if rec.status == "picking" and not is_ingest_running(repo):
-        return rec  # left by a killed run: `retry_unit` settles it (Ingestor.recover) before it picks
+        return rec  # left by a killed run: `rerun_unit` settles it (Ingestor.recover) before it picks
     if rec.status not in records.RETRYABLE:
         what = {"picking": "is being picked by a running ingest; wait for it to finish",
                 "empty": "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
