@@ -333,9 +333,10 @@ def _conflicts(console: Console, repo: Path) -> None:
 def _explain(console: Console, sample: Sample, keep: Path | None, took: float) -> None:
     console.rule("[bold]what happened")
     console.print(
-        "- low-risk commits landed together as one bundle whose message lists every upstream title and PR;\n"
+        "- low-risk commits landed together in bundles whose messages list every upstream title and PR;\n"
         "- #103 changes the lines of the fork's warp-specialization patch: no resolver could settle it, so it\n"
-        "  is DEFERRED with the conflict kept for a person, and #104 (same method) waits behind it in its chain;\n"
+        "  is DEFERRED with the conflict kept for a person, and #104 (same method) waits for it: its bundle\n"
+        "  landed without it;\n"
         "- #105 and the fork both added an #include at the same place: resolved as a union of include lists;\n"
         "- #107 was already in the fork (made by hand): picking it changes nothing, so it is SKIPPED;\n"
         "- #106 and its revert cancel out upstream: SKIPPED;\n"

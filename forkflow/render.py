@@ -119,7 +119,9 @@ def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
     statuses = {u.status.value for u in report.results}
     if statuses & _FAILED:
         return EXIT_FAILED
-    if statuses - _DONE or open_conflicts:
+    # a landed unit may have left commits out: they wait, as a unit of their own would (a dry run decides nothing)
+    left_out = report.mode.value != "dry-run" and any(u.deferred for u in report.results)
+    if statuses - _DONE or open_conflicts or left_out:
         return EXIT_NEEDS_PERSON
     return EXIT_OK
 

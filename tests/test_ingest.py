@@ -56,6 +56,11 @@ def _rows(doc: dict) -> dict[str, dict]:  # type: ignore[type-arg]
     return {c["subject"].rsplit("(#", 1)[-1].rstrip(")"): c for c in doc["commits"]}
 
 
+def _unit_with(doc: dict, sha: str) -> dict:  # type: ignore[type-arg]
+    """The unit of an `ingest --json` report that picked, skipped or left out `sha`."""
+    return next(u for u in doc["units"] if sha in u["picked"] + u["skipped"] + u["deferred"])
+
+
 def test_ingest_plan_json_routes_every_pending_commit_once(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
     r = cli("plan", "--json", repo=fork)
     assert r.rc == 0, r.err
@@ -111,18 +116,19 @@ def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-unt
     st = {u["name"]: u for u in doc["units"]}
     assert st["ops-api#1"]["status"] == "failed"  # breaks the fork's tests: stays out ...
     assert st["pin:third_party/llvm-hash.txt#1"]["status"] == "landed"  # ... without blocking later units
-    kernels, ops_h, ops_cpp = f"resolve-{_pr(fork, 103)}", f"resolve-{_pr(fork, 105)}", f"fork-{_pr(fork, 107)}"
-    assert st[f"{kernels}#1"]["status"] == "conflict"
-    assert st[f"{kernels}#2"]["status"] == "waiting"  # rewrites #103's lines: waits for it, saying so
-    assert st[f"{kernels}#2"]["held_back"] == {
+    # the landing is the probe: a conflict leaves its unit as the pick meets it
+    kernels, ops_h, ops_cpp = (_unit_with(doc, _pr_full(fork, n)) for n in (103, 105, 107))
+    assert kernels["status"] == "conflict" and kernels["deferred"] == [_pr_full(fork, 103)]
+    waiting = _unit_with(doc, _pr_full(fork, 104))  # rewrites #103's lines: waits for it, saying so
+    assert waiting["deferred"] == [_pr_full(fork, 104)] and waiting["status"] == "landed"
+    assert waiting["held_back"] == {
         _pr_full(fork, 104): f"waits for {_pr(fork, 103)}{_pr_full(fork, 103)[10:12]} (lines mini/kernels.py:14-15)"}
-    assert st[f"{ops_h}#1"]["resolved_by"] == {next(iter(st[f"{ops_h}#1"]["resolved_by"])): "trivial"}
-    assert st[ops_cpp]["status"] == "empty"
+    assert ops_h["status"] == "landed" and list(ops_h["resolved_by"].values()) == ["trivial"]
+    assert ops_cpp["status"] == "empty"
     log = _git(fork, "log", "--format=%H%x1f%B%x1e", f"{start}..main")
     commits = [c.strip("\n").split("\x1f") for c in log.split("\x1e") if c.strip()]
-    bundle = next(body for _, body in commits if body.startswith("Cherry-pick"))
-    assert bundle.splitlines()[0] == "Cherry-pick 5 upstream (#101 #102 #110 #111 #112)"
-    assert bundle.count("Upstream-Commit: ") == 5
+    bundles = sorted(body.splitlines()[0] for _, body in commits if body.startswith("Cherry-pick"))
+    assert bundles == ["Cherry-pick 2 upstream (#101 #102)", "Cherry-pick 3 upstream (#110 #111 #112)"]
     trailers = [line for _, body in commits for line in body.splitlines() if line.startswith("Upstream-Commit: ")]
     assert len(trailers) == len(set(trailers)) == 7
     rows = _rows(_status(cli, fork))
@@ -154,19 +160,23 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
         units = records.units(s, ctx.fork_id)
         by_id = records.routing_reasons(s, [u.id for u in units])
     statuses = {u.name: u.status for u in units}
-    kernels = f"resolve-{_pr(fork, 103)}"
-    # every outcome is a stored unit now: landed, failed, conflict, empty and waiting links
-    assert statuses["ops-api#1"] == "failed" and statuses[f"{kernels}#1"] == "conflict"
-    assert statuses[f"{kernels}#2"] == "waiting" and statuses[f"fork-{_pr(fork, 107)}"] == "empty"
+    # every outcome is a stored unit: landed, failed, conflict and empty
+    assert statuses["ops-api#1"] == "failed" and statuses[f"fork-{_pr(fork, 103)}"] == "conflict"
+    assert statuses[f"fork-{_pr(fork, 107)}"] == "empty"
     assert "landed" in statuses.values()
+    waits = next(u for u in units if (_pr_full(fork, 104), "waiting") in u.members)
+    assert waits.status == "landed"  # #104 waits for #103 inside the unit that landed the rest
     stored = {sha: why for u in units for sha, why in by_id[u.id].items()}
-    assert stored == reasons  # each upstream commit once, with the plan's reason
+    assert set(stored) == set(reasons)  # each upstream commit once, with a reason
+    probed = {sha for sha, why in reasons.items() if why.startswith(("conflicts when picked", "waits for"))}
+    assert probed == {_pr_full(fork, n) for n in (103, 104, 105)}
+    # the plan's reason where its probe changed nothing (the landing meets the conflicts itself)
+    assert {sha: why for sha, why in stored.items() if sha not in probed} == {
+        sha: why for sha, why in reasons.items() if sha not in probed}
     for u in units:
         assert u.reasons == by_id[u.id] and set(u.reasons) == {sha for sha, _ in u.members}
     pin = next(u for u in units if u.name.startswith("pin:"))
     assert list(pin.reasons.values()) == ["updates pin file third_party/llvm-hash.txt"]
-    dependent = next(u for u in units if u.name == f"{kernels}#2")
-    assert f"(lines mini/kernels.py:14-15), which is in chain {kernels}" in next(iter(dependent.reasons.values()))
 
 
 def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -189,7 +199,7 @@ def test_ingest_person_resolution_lands_next_time(cli, fork: Path, tmp_path: Pat
     assert cli("conflicts", "resolve", str(c["id"]), "--file", str(resolved), repo=fork).rc == 0
     assert cli("conflicts", "--json", repo=fork).json()["conflicts"] == []
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    link = next(u for u in doc["units"] if u["name"] == f"resolve-{_pr(fork, 103)}#1")
+    link = _unit_with(doc, _pr_full(fork, 103))
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["recorded"]
     rows = _rows(_status(cli, fork))
     assert rows["103"]["disposition"] == "PICKED"
@@ -217,7 +227,7 @@ def test_ingest_agent_resolves_and_every_attempt_is_logged(cli, fork: Path, tmp_
         f.write(f"\n[ingest.agent]\ncommand = {json.dumps([sys.executable, str(script)])}\ntimeout = 30\n"
                 "autoland = true\n")  # no person in the loop (tests/test_security.py: the default)
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    link = next(u for u in doc["units"] if u["name"] == f"resolve-{_pr(fork, 103)}#1")
+    link = _unit_with(doc, _pr_full(fork, 103))
     assert link["status"] == "landed" and list(link["resolved_by"].values()) == ["agent"]
     from forkflow.conflicts import records
     from forkflow.context import open_context

@@ -6,8 +6,10 @@ is what the fork's engineers made of it; `history.learn` remembers it region by 
 """
 from __future__ import annotations
 
+import multiprocessing
 import re
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +71,7 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
 
 
 _HISTORIES: dict[str, History] = {}
+_AHEAD: dict[str, Future[History]] = {}  # repository -> its history, being learnt in a child process
 MAX_PAST_PICKS = 400  # the newest picks replayed, once per run on its first conflict: 14 s on fbtriton
 
 
@@ -81,6 +84,14 @@ def fork_history(repo: Repo) -> History:
     if tip is None:
         return History()
     cache = str(repo.path)  # once per run: what the run lands itself, forkflow records
+    ahead = _AHEAD.pop(cache, None)
+    if ahead is not None and cache not in _HISTORIES:
+        try:
+            learnt = ahead.result()
+            _HISTORIES.clear()
+            _HISTORIES[cache] = learnt
+        except Exception:  # noqa: BLE001 - the child died or its answer did not come back: learn here
+            pass
     if cache not in _HISTORIES:
         _HISTORIES.clear()
         try:
@@ -88,6 +99,35 @@ def fork_history(repo: Repo) -> History:
         except (GitError, UserError):  # no history to learn from is no reason to stop a pick
             _HISTORIES[cache] = History()
     return _HISTORIES[cache]
+
+
+def learn_ahead(repo: Repo) -> bool:
+    """Start learning `fork_history` in a child process, while this one plans and lands (a real
+    fork's replay of its 400 newest picks is seconds of CPU); `fork_history` takes its answer at
+    the first conflict.  The child is a fresh interpreter (spawn, never a fork of this process and
+    its threads), reads the repository and writes nothing; where it cannot start, or fails,
+    `fork_history` learns in-process as before.  False when nothing was started."""
+    cache = str(repo.path)
+    if cache in _HISTORIES or cache in _AHEAD:
+        return False
+    try:
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        _AHEAD[cache] = pool.submit(_learn_in_child, cache)
+        pool.shutdown(wait=False)  # the child ends after its one task
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return True
+
+
+def _learn_in_child(path: str) -> History:
+    repo = Repo(Path(path))
+    tip = repo.resolve("HEAD")
+    if tip is None:
+        return History()
+    try:
+        return learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+    except (GitError, UserError):
+        return History()
 
 
 def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:

@@ -52,7 +52,8 @@ class WorkTreeMover:
                 elif flags & _CHANGED and self._can_restore(head.tree, path):
                     paths.add(path)
             if paths:
-                self._wt.checkout_tree(commit.tree, paths=sorted(paths), strategy=pygit2.enums.CheckoutStrategy.FORCE)
+                # the paths are literal: libgit2 would otherwise match each file against every one as a glob
+                self._wt.checkout_tree(commit.tree, paths=sorted(paths), strategy=_LITERAL_FORCE)
             self._wt.set_head(commit.id)
         except (pygit2.GitError, KeyError, OSError, ValueError):
             self._usable = False
@@ -68,6 +69,7 @@ class WorkTreeMover:
             return True  # not in the commit: the checkout removes it
 
 
+_LITERAL_FORCE = pygit2.enums.CheckoutStrategy.FORCE | pygit2.enums.CheckoutStrategy.DISABLE_PATHSPEC_MATCH
 _LEFT_BEHIND = pygit2.enums.FileStatus.WT_NEW | pygit2.enums.FileStatus.IGNORED
 _CHANGED = (pygit2.enums.FileStatus.WT_MODIFIED | pygit2.enums.FileStatus.WT_DELETED
             | pygit2.enums.FileStatus.WT_TYPECHANGE | pygit2.enums.FileStatus.INDEX_NEW

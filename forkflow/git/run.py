@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from forkflow.errors import GitError, UserError
@@ -85,6 +88,64 @@ def run_git_bytes(
             proc.stderr.decode("utf-8", "replace"),
         )
     return proc.returncode, proc.stdout, proc.stderr
+
+
+class GitStream:
+    """`git args...` whose output is read while git still writes it: iterate for chunks of stdout,
+    then `rc` and `stderr`.  The caller parses while git works (on another core), where
+    `run_git_bytes` waits for the whole output first.  Threads write `input` and drain stdout, so
+    git never waits on a full pipe while the caller parses."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, *args: str, cwd: Path | str, input: bytes | None = None) -> None:
+        self.cmd = ["git", *args]
+        self.rc: int | None = None
+        self.stderr = b""
+        try:
+            self._proc = subprocess.Popen(self.cmd, cwd=str(cwd), env=git_env(), stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except FileNotFoundError as e:
+            raise GitError(self.cmd, 127, "", f"cannot run git: {e}") from e
+        self._errors: list[bytes] = []
+        self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._feed, args=(input or b"",), daemon=True),
+                         threading.Thread(target=self._drain_err, daemon=True),
+                         threading.Thread(target=self._drain_out, daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    def _feed(self, data: bytes) -> None:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(data)
+            stdin.close()
+        except (BrokenPipeError, OSError):  # git stopped reading: its exit status says why
+            pass
+
+    def _drain_err(self) -> None:
+        assert self._proc.stderr is not None
+        self._errors.append(self._proc.stderr.read())
+
+    def _drain_out(self) -> None:
+        stdout = self._proc.stdout
+        assert stdout is not None
+        try:
+            while chunk := os.read(stdout.fileno(), self.CHUNK):
+                self._chunks.put(chunk)
+        finally:
+            self._chunks.put(b"")
+
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self._chunks.get():
+            yield chunk
+        self.rc = self._proc.wait()
+        for t in self._threads:
+            t.join()
+        assert self._proc.stdout is not None
+        self._proc.stdout.close()
+        self.stderr = b"".join(self._errors)
 
 
 def run_git(

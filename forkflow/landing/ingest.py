@@ -20,6 +20,7 @@ from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
+from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
@@ -35,6 +36,7 @@ from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
+LEARN_AHEAD_MIN = 200  # open commits from which the fork's past resolutions are learnt in a child process
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
 
@@ -134,7 +136,9 @@ class IngestReader(Protocol):
 
     def ledger(self, fork_tip: Sha, upstream_tip: Sha) -> Ledger: ...
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker) -> Plan: ...
+             picker: MemoryPicker, probe_first: bool = True) -> Plan:
+        """`forkflow plan`'s plan; without `probe_first`, its first routing (the landing probes)."""
+        ...
     def unfinished_units(self) -> list[records.UnitRecord]:
         """The units a killed run left open (its running runs marked interrupted)."""
         ...
@@ -193,6 +197,7 @@ class Ingestor:
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
+        self._fork_point: Sha | None = None  # the cases' origin (a `git merge-base` per case otherwise)
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -206,6 +211,8 @@ class Ingestor:
         if self.writes:
             self.recover()
         ledger = self.load_ledger()
+        if sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
+            learn_ahead(self.repo)  # on the other core while this one plans: the first conflict needs it
         plan = self.plan(ledger)
         results = self.ingest_units(plan)
         return self.finish(ledger, plan, results)
@@ -262,6 +269,7 @@ class Ingestor:
         ledger = self.reader.ledger(fork_tip, upstream_tip)
         self.order = [e.commit.sha for e in ledger.entries]
         self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
+        self._fork_point = ledger.fork_point
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
         self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
@@ -283,7 +291,9 @@ class Ingestor:
 
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
-        plan = self.reader.plan(ledger, self.settings, self.options.until, self.options.max_bundle, self.picker)
+        # no probe ahead: each unit's pick is its probe, conflicts leave it as the landing meets them
+        plan = self.reader.plan(ledger, self.settings, self.options.until, self.options.max_bundle, self.picker,
+                                probe_first=False)
         self.reasons.update({sha: why for u in plan.units for sha, why in u.reasons.items()})
         self.deps = dict(plan.dependencies)
         return plan
@@ -648,7 +658,7 @@ class Ingestor:
         unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
         for conflict in step.conflicts:
             try:
-                case = build_case(self.repo, self.picker, step.sha, conflict)
+                case = build_case(self.repo, self.picker, step.sha, conflict, fork_point=self._fork_point)
             except MissingBlob as e:  # kept for a person, with the reason; the rest goes on
                 self.notes.append(f"{step.sha[:12]}: conflict in {conflict.path} kept unresolved: {e}")
                 return None

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from forkflow.git.diffs import DiffReader, FilePatch
-from forkflow.git.run import run_git_bytes
+from forkflow.git.run import GitStream, run_git_bytes
 from forkflow.models import Sha
 from forkflow.planning.lines import CommitShape, FileChange, Hunk
 from forkflow.planning.names import definitions_in, identifiers_in, is_prose
@@ -144,17 +144,39 @@ def read_shapes(path: Path | str, shas: Sequence[Sha]) -> dict[Sha, CommitShape]
     wanted = frozenset(shas)
     for i in range(0, len(shas), 2000):
         batch = shas[i:i + 2000]
-        rc, raw, _ = run_git_bytes(
-            "-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "-m",
-            "--first-parent", "--root", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none",
-            cwd=path, input=("\n".join(batch) + "\n").encode(), check=False)
-        if rc == 0:
-            out.update(parse_diff_tree(raw, wanted))
+        git = GitStream("-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "-m",
+                        "--first-parent", "--root", "--no-color", "--no-ext-diff", "--no-textconv",
+                        "--ignore-submodules=none", cwd=path, input=("\n".join(batch) + "\n").encode())
+        read = _parse_stream(git, wanted)
+        if git.rc == 0:
+            out.update(read)
             continue
         reader = ShapeReader(path)
         out.update({sha: reader.shape(sha) for sha in batch})
     for sha in shas:
         out.setdefault(sha, CommitShape(sha, ()))  # an empty commit: git prints nothing for it
+    return out
+
+
+_COMMIT_LINE = re.compile(rb"^[0-9a-f]{40}$", re.M)
+
+
+def _parse_stream(chunks: Iterable[bytes], wanted: frozenset[str]) -> dict[Sha, CommitShape]:
+    """`parse_diff_tree` of a stream, commit by commit as git writes them (each commit's patch is
+    whole before it is parsed: the text is cut at the id line of a later one)."""
+    out: dict[Sha, CommitShape] = {}
+    buf = bytearray()
+    for chunk in chunks:
+        start = max(1, len(buf) - 41)  # only the new text (and an id line begun in the last chunk)
+        buf += chunk
+        cut = 0
+        for m in _COMMIT_LINE.finditer(buf, start):
+            if m.group().decode() in wanted:
+                cut = m.start()
+        if cut:
+            out.update(parse_diff_tree(bytes(buf[:cut]), wanted))
+            del buf[:cut]
+    out.update(parse_diff_tree(bytes(buf), wanted))
     return out
 
 

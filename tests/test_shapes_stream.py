@@ -1,0 +1,52 @@
+"""Commit shapes read from `git diff-tree` while git still writes (landing/shapes.py, git/run.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from forkflow.errors import GitError
+from forkflow.git.run import GitStream, run_git_bytes
+from forkflow.landing.shapes import parse_diff_tree, read_shapes
+from forkflow.models import Sha
+from forkflow.testing.gitrepo import ForkBuilder
+
+ARGS = ("-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "-m",
+        "--first-parent", "--root", "--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=none")
+
+
+def _history(builder: ForkBuilder) -> list[Sha]:
+    shas = [builder.upstream_commit({"a.py": "def f():\n    return 1\n"}, "Add f (#1)")]
+    shas.append(builder.upstream_commit({"b.cpp": "int g() { return 2; }\n", "bin.dat": b"\0\1\2" * 50},
+                                        "Add g and data (#2)"))
+    big = "".join(f"line_{i} = {i}\n" for i in range(3000))  # one patch over many chunks
+    shas.append(builder.upstream_commit({"big.py": big, "a.py": "def f():\n    return 3\n"}, "Big (#3)"))
+    shas.append(builder.upstream_commit({"b.cpp": None, "weird name [x].py": "h = 1\n"}, "Remove g (#4)"))
+    shas.append(builder.upstream_commit({}, "Empty (#5)"))
+    return shas
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 41, 1 << 16])
+def test_shapes_streamed_in_any_chunks_equal_the_whole_output(builder: ForkBuilder, chunk: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    shas = _history(builder)
+    path = builder.upstream.path
+    _, raw, _ = run_git_bytes(*ARGS, cwd=path, input=("\n".join(shas) + "\n").encode())
+    whole = parse_diff_tree(raw, frozenset(shas))
+    monkeypatch.setattr(GitStream, "CHUNK", chunk)  # an id line cut in two, a patch over many chunks
+    streamed = read_shapes(path, shas)
+    assert {s: streamed[s] for s in whole} == whole
+    assert len(whole) == 4 and streamed[shas[4]].files == ()  # git prints nothing for an empty commit
+    assert [f.path for f in streamed[shas[2]].files] == ["a.py", "big.py"]
+    hunks = streamed[shas[2]].files[1].hunks
+    assert hunks is not None and hunks[0].new_lines == 3000
+    assert streamed[shas[1]].files[1].hunks is None  # binary: compared as a whole
+
+
+def test_shapes_stream_reports_git_failing(builder: ForkBuilder, tmp_path: Path) -> None:
+    shas = _history(builder)
+    git = GitStream(*ARGS, cwd=tmp_path, input="\n".join(shas).encode())  # not a repository
+    out = b"".join(git)
+    assert git.rc not in (None, 0) and b"not a git repository" in git.stderr and out == b""
+    with pytest.raises(GitError):
+        GitStream("--version", cwd=tmp_path / "missing")
