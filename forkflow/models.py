@@ -200,6 +200,50 @@ class MetricPoint:
         return dict(self.context).get("config", "")
 
 
+class UnitState(enum.StrEnum):
+    """A landing unit's state in the store: where the last run that touched it left it."""
+
+    PICKING = "picking"  # picked, its L1 not judged yet (a crash may leave it so)
+    PASSED = "passed"  # L1 passed, not landed yet (likewise)
+    FAILED = "failed"  # L1 failed: deferred
+    CONFLICT = "conflict"  # nothing pickable without a person: deferred
+    EMPTY = "empty"  # everything already applied: skipped
+    WAITING = "waiting"  # waits for a unit held back
+    LANDED = "landed"
+    VALIDATED = "validated"  # passed L1, not landed (no --land)
+    ABANDONED = "abandoned"  # the branch moved, or L1 could not run: left pending
+    IN_REVIEW = "in-review"  # proposed for review
+    CLOSED = "closed"  # its review was closed or went stale
+
+
+# a unit a crash may have left half-way, and what `forkflow ingest --unit ID` re-runs
+OPEN_STATES = (UnitState.PICKING, UnitState.PASSED)
+RETRYABLE_STATES = (UnitState.FAILED, UnitState.WAITING, UnitState.CONFLICT, UnitState.PASSED, UnitState.ABANDONED)
+
+
+class MemberOutcome(enum.StrEnum):
+    """What became of one upstream commit inside a stored landing unit."""
+
+    APPLIED = "applied"
+    RESOLVED = "resolved"  # applied, a conflict settled by a resolver
+    EMPTY = "empty"  # already applied: nothing to pick
+    CONFLICT = "conflict"
+    WAITING = "waiting"  # waits for a commit held back
+    PICKED_ELSEWHERE = "picked elsewhere"  # the fork branch took it during the run
+
+    @property
+    def picked(self) -> bool:
+        return self in (MemberOutcome.APPLIED, MemberOutcome.RESOLVED)
+
+
+class RunState(enum.StrEnum):
+    """An ingestion run's state in the store."""
+
+    RUNNING = "running"
+    DONE = "done"
+    INTERRUPTED = "interrupted"
+
+
 class Decider(str, enum.Enum):
     """Who took a recorded decision: forkflow itself (a conflict, an empty pick) or a person."""
 

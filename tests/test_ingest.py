@@ -10,6 +10,7 @@ import pytest
 from forkflow.demo import build_sample, demo_config
 from forkflow.errors import UserError
 from forkflow.git.run import run_git
+from forkflow.models import UnitState
 from forkflow.testing.gitrepo import ForkBuilder
 
 WAITS = (4, 5)  # the sample fork has conflicts and a failing unit: ingest says a person is needed
@@ -165,7 +166,7 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
     assert statuses[f"fork-{_pr(fork, 107)}"] == "empty"
     assert "landed" in statuses.values()
     waits = next(u for u in units if (_pr_full(fork, 104), "waiting") in u.members)
-    assert waits.status == "landed"  # #104 waits for #103 inside the unit that landed the rest
+    assert waits.status is UnitState.LANDED  # #104 waits for #103 inside the unit that landed the rest
     stored = {sha: why for u in units for sha, why in by_id[u.id].items()}
     assert set(stored) == set(reasons)  # each upstream commit once, with a reason
     probed = {sha for sha, why in reasons.items() if why.startswith(("conflicts when picked", "waits for"))}
@@ -550,7 +551,7 @@ def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: For
     assert f"L1 failed in {name}[4]: l1_command failed" in rows["24"]["evidence"][0]
     assert _git(fork, "rev-parse", "refs/forkflow/ingestion-point/main") == _git(fork, "rev-parse", "upstream/main")
     stored = _units(fork)
-    assert stored[f"{name}[4]"][0].status == "failed"
+    assert stored[f"{name}[4]"][0].status is UnitState.FAILED
     assert stored[f"{name}[5-6]"][0].reasons[bundle["commits"][4]].endswith(f"split out of {name}, which failed L1")
     again = cli("ingest", "--land", "--json", repo=fork).json()  # the culprit is a chain now: one more L1 run
     assert [(u["name"], u["status"]) for u in again["units"]] == [(f"{name}#1", "failed")]
@@ -689,7 +690,7 @@ def test_ingest_unit_rerun_of_a_unit_a_killed_run_left_picking(cli, builder: For
         os.killpg(run.pid, signal.SIGKILL)  # the run and its L1, as a crash or an OOM kill would
         run.wait(timeout=10)
     ((unit,),) = _units(fork).values()
-    assert unit.status == "picking"
+    assert unit.status is UnitState.PICKING
     with ingest_lock(Repo(fork)):  # while a run holds the lock, `picking` is that run's
         with pytest.raises(UserError, match="is being picked by a running ingest"):
             check_retry(open_context(fork), unit.id)

@@ -14,7 +14,7 @@ from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.landing.journal import KeptConflict, UnitStart, UsedResolution, landing_decisions
 from forkflow.landing.records import UnitRecord
 from forkflow.landing.settings import IngestSettings, ingest_settings
-from forkflow.models import Disposition, GateResult, Ledger, RecordedDecision, Sha
+from forkflow.models import Disposition, GateResult, Ledger, MemberOutcome, RecordedDecision, Sha, UnitState
 from forkflow.planning.model import Plan
 from forkflow.testing.gitrepo import ForkBuilder
 
@@ -41,11 +41,11 @@ class FakeJournal:
     def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None:
         self.events.append(("gated", (unit_id, passed)))
 
-    def unit_settled(self, unit_id: int, status: str, summary: str | None = None,
-                     more_members: Sequence[tuple[Sha, str]] = (), reasons: Mapping[Sha, str] | None = None) -> None:
+    def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
+                     more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None:
         self.events.append(("settled", (unit_id, status)))
 
-    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha,
+    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         self.events.append(("landed", (unit_id, len(landing_decisions(candidate, members, base)))))
 
@@ -122,8 +122,8 @@ def test_ingestor_recovery_with_fakes_settles_what_a_killed_run_left(builder: Fo
     fork = builder.f.path
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main"))
     config, repo = load_config(fork / "forkflow.toml"), Repo.open(fork)
-    landed = UnitRecord(1, 3, "bundle", "bundle-1", tip, tip, "passed", "ok", ((Sha("u" * 40), "applied"),))
-    killed = UnitRecord(2, 3, "bundle", "bundle-2", tip, None, "picking", "", ((Sha("v" * 40), "applied"),))
+    landed = UnitRecord(1, 3, "bundle", "bundle-1", tip, tip, UnitState.PASSED, "ok", ((Sha("u" * 40), MemberOutcome.APPLIED),))
+    killed = UnitRecord(2, 3, "bundle", "bundle-2", tip, None, UnitState.PICKING, "", ((Sha("v" * 40), MemberOutcome.APPLIED),))
     journal = FakeJournal()
     ingestor = Ingestor(repo, MemoryPicker(repo.path), None, journal, None, config=config,
                         settings=ingest_settings(config), options=IngestOptions(mode=Mode.LAND),

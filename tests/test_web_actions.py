@@ -14,6 +14,7 @@ from fastapi.testclient import TestClient
 
 from forkflow import wiring
 from forkflow.context import Context, open_context
+from forkflow.models import UnitState
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers import l3
 from forkflow.tiers import records as tq
@@ -243,7 +244,7 @@ def units(builder: ForkBuilder, cli, tmp_path: Path) -> Units:  # type: ignore[n
     return Units(open_context(fork), block, tmp_path / "actions.log", {u["name"]: u["id"] for u in doc["units"]})
 
 
-def _state(u: Units) -> tuple[str, list[tuple[int, str]], list[tuple[str, str]]]:
+def _state(u: Units) -> tuple[str, list[tuple[int, UnitState]], list[tuple[str, str]]]:
     """The fork branch, every stored unit, every recorded decision: what an action could change."""
     from forkflow.landing import records
     from forkflow.ledger import records as ledger_records

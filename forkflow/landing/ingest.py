@@ -31,7 +31,7 @@ from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.classify import decider_of
 from forkflow.ledger.refs import check_repo, ingestion_ref
-from forkflow.models import Disposition, GateResult, Ledger, RecordedDecision, Sha
+from forkflow.models import Disposition, GateResult, Ledger, MemberOutcome, RecordedDecision, Sha, UnitState
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
@@ -254,10 +254,10 @@ class Ingestor:
         tip = self.repo.read_ref(self.config.fork_ref)
         landed: list[records.UnitRecord] = []
         for u in self.reader.unfinished_units():
-            if u.candidate_sha and tip and u.status == "passed" and self.repo.is_ancestor(u.candidate_sha, tip):
+            if u.candidate_sha and tip and u.status is UnitState.PASSED and self.repo.is_ancestor(u.candidate_sha, tip):
                 landed.append(u)
             else:
-                self.journal.unit_settled(u.id, "abandoned", "interrupted before landing")
+                self.journal.unit_settled(u.id, UnitState.ABANDONED, "interrupted before landing")
         for u in landed:
             assert u.candidate_sha is not None
             self._record_landing(u.id, u.candidate_sha, u.members, u.base_sha,
@@ -447,14 +447,14 @@ class Ingestor:
         if not held:
             return r
         deferred = tuple(r.deferred) + tuple(sha for sha in held if sha not in r.deferred)
-        more = [(sha, "waiting") for sha in self._inner_held]
+        more = [(sha, MemberOutcome.WAITING) for sha in self._inner_held]
         if r.status is UnitStatus.EMPTY and not r.skipped:  # nothing was picked: every commit waits
             summary = "; ".join(f"{sha[:12]} {why}" for sha, why in held.items())[:2000]
             if r.unit_id is not None:
-                self.journal.unit_settled(r.unit_id, "waiting", summary, more, self.reasons)
+                self.journal.unit_settled(r.unit_id, UnitState.WAITING, summary, more, self.reasons)
             return replace(r, status=UnitStatus.WAITING, summary=summary, deferred=deferred, held=held)
         if r.unit_id is not None and more:
-            self.journal.unit_settled(r.unit_id, r.status.value, None, more, self.reasons)
+            self.journal.unit_settled(r.unit_id, UnitState(r.status.value), None, more, self.reasons)
         return replace(r, deferred=deferred, held=held)
 
     def _all_waiting(self, name: str, unit: Unit, base: Sha, waiting: dict[Sha, Dependency]) -> UnitResult:
@@ -469,7 +469,7 @@ class Ingestor:
                 self.decided |= {sha for sha, _ in self._waiting_decisions}
                 self._waiting_decisions = []
             unit_id = self.journal.unit_started(self.run_id, UnitStart(
-                unit.kind.value, name, base, None, "waiting", tuple((sha, "waiting") for sha in waiting),
+                unit.kind.value, name, base, None, UnitState.WAITING, tuple((sha, MemberOutcome.WAITING) for sha in waiting),
                 summary[:2000], self.reasons, self.retry_of, decisions))
         return UnitResult(name, unit.kind.value, UnitStatus.WAITING, summary, deferred=tuple(waiting),
                           unit_id=unit_id, held={sha: f"waits for {d.describe()}" for sha, d in waiting.items()})
@@ -520,9 +520,9 @@ class Ingestor:
             message, author, encoding = self._message(pick.applied)
             candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
             self.picker.flush([candidate])  # the unit's commit and trees on disk, before git needs them
-            members = ([(s, "resolved" if s in pick.resolved else "applied") for s in pick.applied]
-                       + [(s, "empty") for s in pick.empty] + [(s, "conflict") for s in conflicted])
-            unit_id = self._add_unit(name, unit, base, candidate, "picking", members)
+            members = ([(s, MemberOutcome.RESOLVED if s in pick.resolved else MemberOutcome.APPLIED) for s in pick.applied]
+                       + [(s, MemberOutcome.EMPTY) for s in pick.empty] + [(s, MemberOutcome.CONFLICT) for s in conflicted])
+            unit_id = self._add_unit(name, unit, base, candidate, UnitState.PICKING, members)
             self._store_conflicts(pick.conflicted, conflict_chain, base)
             assert self.gate is not None
             self.gate_runs += 1
@@ -546,7 +546,7 @@ class Ingestor:
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
                                   pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id)
-            self.journal.unit_settled(unit_id, "abandoned", "the fork branch moved during L1; retrying on the new tip")
+            self.journal.unit_settled(unit_id, UnitState.ABANDONED, "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
 
@@ -569,8 +569,8 @@ class Ingestor:
 
     def _picked_elsewhere(self, name: str, unit: Unit, base: Sha, shas: Sequence[Sha]) -> UnitResult:
         summary = f"already picked on the fork branch, which moved during this run (at {base[:12]}): nothing to pick"
-        unit_id = self._add_unit(name, unit, base, None, UnitStatus.EMPTY.value,
-                                 [(sha, "picked elsewhere") for sha in shas], summary)
+        unit_id = self._add_unit(name, unit, base, None, UnitState.EMPTY,
+                                 [(sha, MemberOutcome.PICKED_ELSEWHERE) for sha in shas], summary)
         return UnitResult(name, unit.kind.value, UnitStatus.EMPTY, summary, (), tuple(shas), unit_id=unit_id)
 
     def _without_commit(self, name: str, unit: Unit, base: Sha, applied: Sequence[Sha], empty: Sequence[Sha],
@@ -589,8 +589,8 @@ class Ingestor:
                    "see `forkflow conflicts`") if shas else "already applied: nothing to pick"
         if shas and all(step.missing for step in conflicted):  # nothing for a person to merge
             summary = "; ".join(step.missing for step in conflicted)[:400]
-        unit_id = self._add_unit(name, unit, base, None, status.value, [(s, "empty") for s in empty]
-                                 + [(s, "conflict") for s in shas], summary)
+        unit_id = self._add_unit(name, unit, base, None, UnitState(status.value), [(s, MemberOutcome.EMPTY) for s in empty]
+                                 + [(s, MemberOutcome.CONFLICT) for s in shas], summary)
         return UnitResult(name, unit.kind.value, status, summary, (), tuple(empty), shas, unit_id=unit_id)
 
     def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
@@ -608,8 +608,8 @@ class Ingestor:
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
                           tuple(applied) + tuple(s.sha for s in conflicted), unit_id=unit_id, failed=tuple(applied))
 
-    def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: str,
-                  members: Sequence[tuple[Sha, str]], summary: str = "") -> int:
+    def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: UnitState,
+                  members: Sequence[tuple[Sha, MemberOutcome]], summary: str = "") -> int:
         """Store a landing unit with the routing reason of each member."""
         return self.journal.unit_started(self.run_id, UnitStart(unit.kind.value, name, base, candidate, status,
                                                                 tuple(members), summary, self.reasons, self.retry_of))
@@ -637,13 +637,14 @@ class Ingestor:
             self._decide(Disposition.DEFERRED, [step.sha],
                          f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
 
-    def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha,
+    def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                         summary: str | None = None) -> None:
-        picked = [sha for sha, outcome in members if outcome in ("applied", "resolved")]
+        picked = [sha for sha, outcome in members if outcome.picked]
         used = [(case, regions, resolver) for sha in picked for case, regions, resolver in self._used.get(sha, [])]
         self.journal.unit_landed(unit_id, candidate, members, base, used, summary)
-        self.decided |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
-        self.settled |= {sha for sha, outcome in members if outcome in ("applied", "resolved", "empty")}
+        done = {sha for sha, outcome in members if outcome.picked or outcome is MemberOutcome.EMPTY}
+        self.decided |= done
+        self.settled |= done
 
     def _store_conflicts(self, conflicted: Sequence[PickStep], chain: str | None, base: Sha) -> None:
         if self.writes:

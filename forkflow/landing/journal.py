@@ -10,7 +10,7 @@ from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
 from forkflow.landing import records
 from forkflow.ledger import records as ledger_records
-from forkflow.models import Disposition, RecordedDecision, Sha
+from forkflow.models import Disposition, MemberOutcome, RecordedDecision, Sha, UnitState
 from forkflow.store.session import Store
 
 
@@ -22,8 +22,8 @@ class UnitStart:
     name: str
     base: Sha
     candidate: Sha | None
-    status: str
-    members: tuple[tuple[Sha, str], ...]
+    status: UnitState
+    members: tuple[tuple[Sha, MemberOutcome], ...]
     summary: str = ""
     reasons: Mapping[Sha, str] | None = None
     retry_of: int | None = None
@@ -50,20 +50,20 @@ class Journal(Protocol):
     def run_finished(self, run_id: int) -> None: ...
     def unit_started(self, run_id: int, unit: UnitStart) -> int: ...
     def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None: ...
-    def unit_settled(self, unit_id: int, status: str, summary: str | None = None,
-                     more_members: Sequence[tuple[Sha, str]] = (), reasons: Mapping[Sha, str] | None = None) -> None: ...
-    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha,
+    def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
+                     more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None: ...
+    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                     used: Sequence[UsedResolution], summary: str | None = None) -> None: ...
     def decided(self, decisions: Sequence[RecordedDecision]) -> None: ...
     def conflicts_kept(self, conflicts: Sequence[KeptConflict]) -> None: ...
 
 
-def landing_decisions(candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha) -> list[RecordedDecision]:
+def landing_decisions(candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha) -> list[RecordedDecision]:
     """PICKED for what a landed unit applied, SKIPPED for what it found already applied.  [pure]"""
     out = [RecordedDecision(sha, Disposition.PICKED, "", (candidate,))
-           for sha, outcome in members if outcome in ("applied", "resolved")]
+           for sha, outcome in members if outcome.picked]
     out += [RecordedDecision(sha, Disposition.SKIPPED, f"already applied: picking it onto {base[:12]} changes nothing")
-            for sha, outcome in members if outcome == "empty"]
+            for sha, outcome in members if outcome is MemberOutcome.EMPTY]
     return out
 
 
@@ -92,25 +92,25 @@ class StoreJournal:
 
     def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None:
         with self.store.session_scope() as s:
-            records.set_unit(s, unit_id, "passed" if passed else "failed", summary)
+            records.set_unit(s, unit_id, UnitState.PASSED if passed else UnitState.FAILED, summary)
 
-    def unit_settled(self, unit_id: int, status: str, summary: str | None = None,
-                     more_members: Sequence[tuple[Sha, str]] = (), reasons: Mapping[Sha, str] | None = None) -> None:
+    def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
+                     more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None:
         with self.store.session_scope() as s:
             if more_members:
                 records.add_members(s, unit_id, more_members, reasons)
             records.set_unit(s, unit_id, status, summary)
 
-    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, str]], base: Sha,
+    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         """The landing's decisions, its conflicts closed, its resolutions kept, the unit `landed`: one transaction."""
         with self.store.session_scope() as s:
             ledger_records.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
-            crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o in ("applied", "resolved")])
+            crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o.picked])
             for case, regions, resolver in used:
                 if resolver != "recorded" and case.key:
                     crecords.save_resolution(s, case.key, case.path, list(regions), resolver)
-            records.set_unit(s, unit_id, "landed", summary)
+            records.set_unit(s, unit_id, UnitState.LANDED, summary)
 
     def decided(self, decisions: Sequence[RecordedDecision]) -> None:
         if not decisions:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.landing.shapes import SHAPE_VERSION, shape_from_json, shape_to_json
 from forkflow.landing.touches import TOUCH_VERSION, touch_from_json, touch_to_json
-from forkflow.models import Sha
+from forkflow.models import OPEN_STATES, RETRYABLE_STATES, MemberOutcome, RunState, Sha, UnitState
 from forkflow.planning.lines import CommitShape
 from forkflow.planning.model import Touch
 from forkflow.store.schema_ingest import (
@@ -22,8 +22,8 @@ from forkflow.store.schema_ingest import (
     UnitMemberRow,
 )
 
-OPEN_STATUSES = ("picking", "passed")  # a unit a crash may have left half-way
-RETRYABLE = ("failed", "waiting", "conflict", "passed", "abandoned")  # `forkflow ingest --unit ID` re-runs these
+OPEN_STATUSES = OPEN_STATES  # a unit a crash may have left half-way
+RETRYABLE = RETRYABLE_STATES  # `forkflow ingest --unit ID` re-runs these
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +34,9 @@ class UnitRecord:
     name: str
     base_sha: Sha
     candidate_sha: Sha | None
-    status: str
+    status: UnitState
     summary: str
-    members: tuple[tuple[Sha, str], ...]  # (upstream sha, outcome) in order
+    members: tuple[tuple[Sha, MemberOutcome], ...]  # (upstream sha, outcome) in order
     reasons: dict[Sha, str] = field(default_factory=dict)  # upstream sha -> why it was routed here
     retry_of: int | None = None  # the unit this one re-ran
 
@@ -46,25 +46,25 @@ def _now() -> datetime:
 
 
 def start_run(s: Session, fid: int, mode: str, base: Sha) -> int:
-    row = IngestRunRow(fork_id=fid, mode=mode, base_sha=base, status="running")
+    row = IngestRunRow(fork_id=fid, mode=mode, base_sha=base, status=RunState.RUNNING)
     s.add(row)
     s.flush()
     return row.id
 
 
-def finish_run(s: Session, run_id: int, status: str = "done") -> None:
+def finish_run(s: Session, run_id: int, status: RunState = RunState.DONE) -> None:
     s.execute(update(IngestRunRow).where(IngestRunRow.id == run_id)
               .values(status=status, finished_at=_now()))
 
 
 def interrupt_running(s: Session, fid: int) -> None:
     """Mark runs a crash left `running` as interrupted."""
-    s.execute(update(IngestRunRow).where(IngestRunRow.fork_id == fid, IngestRunRow.status == "running")
-              .values(status="interrupted", finished_at=_now()))
+    s.execute(update(IngestRunRow).where(IngestRunRow.fork_id == fid, IngestRunRow.status == RunState.RUNNING)
+              .values(status=RunState.INTERRUPTED, finished_at=_now()))
 
 
 def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
-             status: str, members: Sequence[tuple[Sha, str]], summary: str = "",
+             status: UnitState, members: Sequence[tuple[Sha, MemberOutcome]], summary: str = "",
              reasons: Mapping[Sha, str] | None = None, retry_of: int | None = None) -> int:
     """A landing unit and its members, each with the routing reason the plan gave it.
 
@@ -80,7 +80,7 @@ def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha,
     return unit_id
 
 
-def _insert_members(s: Session, unit_id: int, start: int, members: Sequence[tuple[Sha, str]],
+def _insert_members(s: Session, unit_id: int, start: int, members: Sequence[tuple[Sha, MemberOutcome]],
                     reasons: Mapping[Sha, str] | None) -> None:
     if members:
         s.execute(insert(UnitMemberRow), [
@@ -88,7 +88,7 @@ def _insert_members(s: Session, unit_id: int, start: int, members: Sequence[tupl
              "reason": (reasons or {}).get(sha, "")} for i, (sha, outcome) in enumerate(members)])
 
 
-def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, str]],
+def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, MemberOutcome]],
                 reasons: Mapping[Sha, str] | None = None) -> None:
     """More members of a stored unit (commits it left out because they wait for one held back)."""
     last = s.scalar(select(UnitMemberRow.position).where(UnitMemberRow.unit_id == unit_id)
@@ -96,7 +96,7 @@ def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, str]],
     _insert_members(s, unit_id, 0 if last is None else last + 1, members, reasons)
 
 
-def set_unit(s: Session, unit_id: int, status: str, summary: str | None = None) -> None:
+def set_unit(s: Session, unit_id: int, status: UnitState, summary: str | None = None) -> None:
     values: dict[str, object] = {"status": status, "updated_at": _now()}
     if summary is not None:
         values["summary"] = summary
@@ -107,12 +107,12 @@ def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
     members = s.execute(select(UnitMemberRow.upstream_sha, UnitMemberRow.outcome, UnitMemberRow.reason)
                         .where(UnitMemberRow.unit_id == row.id).order_by(UnitMemberRow.position)).all()
     return UnitRecord(row.id, row.run_id, row.kind, row.name, Sha(row.base_sha),
-                      Sha(row.candidate_sha) if row.candidate_sha else None, row.status, row.summary,
-                      tuple((Sha(a), b) for a, b, _ in members), {Sha(a): r for a, _, r in members if r},
+                      Sha(row.candidate_sha) if row.candidate_sha else None, UnitState(row.status), row.summary,
+                      tuple((Sha(a), MemberOutcome(b)) for a, b, _ in members), {Sha(a): r for a, _, r in members if r},
                       row.retry_of)
 
 
-def units(s: Session, fid: int, statuses: Iterable[str] | None = None) -> list[UnitRecord]:
+def units(s: Session, fid: int, statuses: Iterable[UnitState] | None = None) -> list[UnitRecord]:
     q = select(LandingUnitRow).where(LandingUnitRow.fork_id == fid)
     if statuses is not None:
         q = q.where(LandingUnitRow.status.in_(list(statuses)))

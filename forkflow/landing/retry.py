@@ -15,7 +15,7 @@ from forkflow.landing import records
 from forkflow.landing.gate import Gate
 from forkflow.landing.ingest import IngestReport, Ingestor, UnitResult
 from forkflow.landing.lock import is_ingest_running
-from forkflow.models import Disposition, Ledger
+from forkflow.models import Disposition, Ledger, UnitState
 from forkflow.planning.model import Plan, Unit, UnitKind
 from forkflow.store.session import Store
 
@@ -33,14 +33,14 @@ def load_target(repo: Repo, store: Store, fork_id: int, unit_id: int) -> records
     if rec is None:
         raise UserError(f"no landing unit {unit_id}; `forkflow ingest --json` prints unit ids "
                         "(the dashboard's ingestion page lists them too)")
-    if rec.status == "landed":
+    if rec.status is UnitState.LANDED:
         raise UserError(f"unit {unit_id} ({rec.name}) already landed as {(rec.candidate_sha or '')[:12]}; "
                         "nothing to re-run")
-    if rec.status == "picking" and not is_ingest_running(repo):
+    if rec.status is UnitState.PICKING and not is_ingest_running(repo):
         return rec  # left by a killed run: `rerun_unit` settles it (Ingestor.recover) before it picks
     if rec.status not in records.RETRYABLE:
-        what = {"picking": "is being picked by a running ingest; wait for it to finish",
-                "empty": "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
+        what = {UnitState.PICKING: "is being picked by a running ingest; wait for it to finish",
+                UnitState.EMPTY: "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
         raise UserError(f"unit {unit_id} ({rec.name}) {what}")
     return rec
 

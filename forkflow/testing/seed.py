@@ -29,10 +29,12 @@ from forkflow.models import (
     EvidenceKind,
     Ledger,
     LedgerEntry,
+    MemberOutcome,
     MetricPoint,
     PointInTime,
     RecordedDecision,
     Sha,
+    UnitState,
 )
 from forkflow.ledger import records as ledger_records
 from forkflow.regress import records as regress_records
@@ -209,12 +211,12 @@ def _ingestion(s: Session, fid: int, info: SeedInfo, subjects: list[str], hostil
 
     upstream, base = info.upstream, info.fork_revs[-1]
     run_id = records.start_run(s, fid, "land", base)
-    plan = [("bundle", "bundle-1", "landed", 40), ("chain", "warp-spec#1", "landed", 1),
-            ("chain", "llvm-pin", "failed", 1), ("bundle", "bundle-2", "landed", 30),
-            ("chain", "warp-spec#2", "conflict", 1), ("bundle", "bundle-3", "passed", 25)]
+    plan = [("bundle", "bundle-1", UnitState.LANDED, 40), ("chain", "warp-spec#1", UnitState.LANDED, 1),
+            ("chain", "llvm-pin", UnitState.FAILED, 1), ("bundle", "bundle-2", UnitState.LANDED, 30),
+            ("chain", "warp-spec#2", UnitState.CONFLICT, 1), ("bundle", "bundle-3", UnitState.PASSED, 25)]
     pos = max(0, len(upstream) - sum(p[3] for p in plan) - 5)
     for kind, name, status, count in plan:
-        members = [(upstream[i], "applied") for i in range(pos, min(pos + count, len(upstream)))]
+        members = [(upstream[i], MemberOutcome.APPLIED) for i in range(pos, min(pos + count, len(upstream)))]
         pos += count
         if not members:
             break
