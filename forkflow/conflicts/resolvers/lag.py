@@ -24,29 +24,13 @@ Regions of other kinds are left to the structural rules (`regionwise.settle`).
 """
 from __future__ import annotations
 
-import difflib
-
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import Region
 from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.regionwise import MAX_REGION_WORDS, settle
 from forkflow.conflicts.resolvers.structural import Declined
-from forkflow.conflicts.resolvers.tokens import Text
-
-Edit = tuple[int, int, int, int]  # a[i1:i2] becomes b[j1:j2]
-
-
-def align(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[list[Edit], dict[int, int]]:
-    """The edits that make b of a, and where each word of a kept in b is in b."""
-    sm = difflib.SequenceMatcher(None, a, b, autojunk=False)
-    kept: dict[int, int] = {}
-    edits: list[Edit] = []
-    for op, i1, i2, j1, j2 in sm.get_opcodes():
-        if op == "equal":
-            kept.update({i1 + k: j1 + k for k in range(i2 - i1)})
-        else:
-            edits.append((i1, i2, j1, j2))
-    return edits, kept
+from forkflow.conflicts.resolvers.tokens import Text, align
+from forkflow.conflicts.resolvers.units import norm
 
 
 def holds(base: str, side: str, other: str) -> bool:
@@ -70,10 +54,6 @@ def holds(base: str, side: str, other: str) -> bool:
     return True
 
 
-def _lines(text: str) -> list[str]:
-    return [x.strip() for x in text.splitlines() if x.strip()]
-
-
 def settle_region(r: Region) -> tuple[str, str]:
     """(the side that has the other's change, note), or raises Declined."""
     if max(len(Text.of(x).words) for x in (r.base, r.ours, r.theirs)) > MAX_REGION_WORDS:
@@ -84,7 +64,7 @@ def settle_region(r: Region) -> tuple[str, str]:
                        else "neither side has the other's word-level change")
     keep, other, who = (r.ours, r.theirs, "the fork") if ours_has else (r.theirs, r.ours, "upstream")
     if not r.base.strip():
-        mine, theirs = _lines(keep), _lines(other)
+        mine, theirs = norm(keep.splitlines()), norm(other.splitlines())
         if theirs and len(mine) > len(theirs) and mine[-len(theirs):] == theirs:
             raise Declined(f"both sides inserted at one place, {who}'s own lines leading the other's: "
                            "their order and need take judgement")

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.classify import Region
 from forkflow.conflicts.resolvers import Proposal
-from forkflow.conflicts.resolvers.lag import align
 from forkflow.conflicts.resolvers.regionwise import MAX_REGION_WORDS, settle
 from forkflow.conflicts.resolvers.structural import Change, Declined, changes
-from forkflow.conflicts.resolvers.tokens import Clash, Text, merge_tokens
+from forkflow.conflicts.resolvers.tokens import Clash, Text, align, merge_tokens
 from forkflow.planning.symbols import Lang, language_of
 
 _CLOSE = frozenset(")]}")

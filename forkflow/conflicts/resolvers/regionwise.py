@@ -20,41 +20,26 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
-from forkflow.conflicts.resolvers.structural import Declined, Files, merge_region, origin_regions
-from forkflow.planning.symbols import Lang, language_of, parses_cleanly
+from forkflow.conflicts.resolvers.structural import (
+    Declined,
+    Files,
+    merge_region,
+    origin_regions,
+    text_declines,
+    unparsed,
+)
+from forkflow.planning.symbols import language_of, parses_cleanly
 
-MAX_FILE_BYTES = 4_000_000
 MAX_REGION_WORDS = 5_000  # word alignment is quadratic in the worst case: larger regions decline
 
 RegionRule = Callable[[Region], tuple[str, str]]
 """(settled text, the rule's note) of one region, or raises Declined saying why not."""
 
 
-def file_declines(case: ConflictCase) -> str | None:
-    """Why no region of this file can be settled, or None (the parse check aside: `_unparsed`)."""
-    if not case.kind.is_text:
-        return f"a {case.kind.value} conflict has no text to merge"
-    if not case.segments:
-        return "no diff3 regions"
-    if any(len(x or b"") > MAX_FILE_BYTES for x in (case.base, case.ours, case.theirs)):
-        return f"a side is larger than {MAX_FILE_BYTES // 1_000_000} MB"
-    if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
-        return "line endings differ between the sides (CRLF on one side only)"
-    return None
-
-
-def _unparsed(case: ConflictCase) -> str | None:
-    if language_of(case.path) is Lang.PYTHON:
-        for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
-            if data is not None and parses_cleanly(case.path, data) is False:
-                return f"the {name} file does not parse before the merge"
-    return None
-
-
 def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
     """(proposal, "") when every region is settled, by `rule` or by the structural rules, and at
     least one by `rule`; otherwise (None, why)."""
-    why = file_declines(case)
+    why = text_declines(case)
     if why is not None:
         return None, why
     # the rule first, on every region: most files have no region of its kind, and for those the
@@ -69,7 +54,7 @@ def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
     declined = [x for x in own if isinstance(x, Declined)]
     if len(declined) == len(own):  # no region of its kind: the structural resolver's file, if anyone's
         return None, str(declined[0])
-    why = _unparsed(case)
+    why = unparsed(case)
     if why is not None:
         return None, why
     lang = language_of(case.path)

@@ -336,18 +336,23 @@ def origin_regions(case: ConflictCase) -> list[str | None]:
     return ["".join(origin[at(a):at(b)]) if a < b else None for a, b in spans]
 
 
-def _declines_file(case: ConflictCase) -> str | None:
+def text_declines(case: ConflictCase) -> str | None:
+    """Why no region of this file can be merged as text, or None (the parse check aside: `unparsed`)."""
     if not case.kind.is_text:
         return f"a {case.kind.value} conflict has no text to merge"
     if not case.segments:
         return "no diff3 regions"
     if any(len(x or b"") > MAX_FILE_BYTES for x in (case.base, case.ours, case.theirs)):
         return f"a side is larger than {MAX_FILE_BYTES // 1_000_000} MB"
-    sides = [x for x in (case.ours, case.theirs) if x is not None]
-    crlf = [b"\r\n" in x for x in sides]
-    if len(set(crlf)) > 1:
+    if len({b"\r\n" in x for x in (case.ours, case.theirs) if x is not None}) > 1:
         return "line endings differ between the sides (CRLF on one side only)"
-    if language_of(case.path) is Lang.PYTHON:  # tree-sitter-cpp stumbles on macros: C++ is checked after
+    return None
+
+
+def unparsed(case: ConflictCase) -> str | None:
+    """Which side of a Python file does not parse before the merge (tree-sitter-cpp stumbles on
+    macros: C++ is checked after the merge instead)."""
+    if language_of(case.path) is Lang.PYTHON:
         for name, data in (("fork's", case.ours), ("upstream's", case.theirs)):
             if data is not None and parses_cleanly(case.path, data) is False:
                 return f"the {name} file does not parse before the merge"
@@ -367,7 +372,7 @@ class StructuralResolver:
             self.name = "tokens"
 
     def propose(self, case: ConflictCase) -> Proposal | None:
-        self.last_reason = _declines_file(case) or ""
+        self.last_reason = (text_declines(case) or unparsed(case)) or ""
         if self.last_reason:
             return None
         lang = language_of(case.path)

@@ -37,7 +37,7 @@ class Text:
 Edit = tuple[int, int, int, int]  # base[i1:i2] becomes side[j1:j2]
 
 
-def _edits(base: tuple[str, ...], side: tuple[str, ...]) -> tuple[list[Edit], dict[int, int]]:
+def align(base: tuple[str, ...], side: tuple[str, ...]) -> tuple[list[Edit], dict[int, int]]:
     """The side's token edits of base, and where each base token it kept is in the side."""
     sm = difflib.SequenceMatcher(None, base, side, autojunk=False)
     kept: dict[int, int] = {}
@@ -61,8 +61,8 @@ def merge_tokens(base: str, ours: str, theirs: str, origin: str | None = None) -
     words is an upstream change the fork has not picked, not the fork's own: it is left out, so
     upstream's words stand there."""
     b, o, t = Text.of(base), Text.of(ours), Text.of(theirs)
-    co, o_kept = _edits(b.words, o.words)
-    ct, t_kept = _edits(b.words, t.words)
+    co, o_kept = align(b.words, o.words)
+    ct, t_kept = align(b.words, t.words)
     if origin is not None:
         lag = _lagging(b, o, Text.of(origin), co)
         if lag:
@@ -93,7 +93,7 @@ def fork_lags(base: str, ours: str, origin: str) -> bool:
     b, o, g = Text.of(base), Text.of(ours), Text.of(origin)
     if _code(o) == _code(g) and _code(b) != _code(g):
         return True
-    co, _ = _edits(b.words, o.words)
+    co, _ = align(b.words, o.words)
     return bool(co) and len(_lagging(b, o, g, co)) == len(co)
 
 
@@ -103,7 +103,7 @@ def _code(text: Text) -> list[str]:
 
 def _lagging(b: Text, o: Text, origin: Text, co: list[Edit]) -> list[Edit]:
     """The fork's edits that are the same edit as base -> origin: the fork still has the old words."""
-    back, _ = _edits(b.words, origin.words)
+    back, _ = align(b.words, origin.words)
     undone = {(i1, i2, origin.words[j1:j2]) for i1, i2, j1, j2 in back}
     return [e for e in co if (e[0], e[1], o.words[e[2]:e[3]]) in undone]
 
