@@ -453,6 +453,7 @@ def test_ingest_unit_rerun_fails_again_then_lands_once_l1_passes(cli, builder: F
     assert again.rc in WAITS, again.err
     (u,) = again.json()["units"]
     assert u["status"] == "failed" and u["id"] != bundle["id"] and u["failed"] == bundle["failed"]
+    assert "forkflow-l1-" not in _git(fork, "worktree", "list")  # the re-run's L1 work tree is removed
     assert _git(fork, "rev-parse", "main") == main
     assert _rows(_status(cli, fork))["10"]["disposition"] == "DEFERRED"
     retried = _units(fork)[bundle["name"]]

@@ -70,9 +70,7 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
             ing.reviewer = reviewer
             return with_reviews(reviewer.settle(), ing.run)
         finally:
-            close = getattr(gate, "close", None)
-            if close is not None:
-                close()
+            _close(gate)
 
 
 def reviewer_of(ctx: Context, settings: ReviewSettings) -> Reviewer:
@@ -94,14 +92,30 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     Raises UserError for an unknown unit, one that landed, one with nothing left to pick, and a
     chain link whose chain has an earlier commit that has not landed.
     """
+    settings = ingest_settings(ctx.config)
     if push:
-        check_push_remote(ctx.repo, ingest_settings(ctx.config))
+        check_push_remote(ctx.repo, settings)
     with fork_lock(ctx.repo, ctx.store, ctx.fork_id, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
         refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
-        settings = ingest_settings(ctx.config)
         ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
         review = review_settings(ctx.config)
         if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
             ing.reviewer = reviewer_of(ctx, review)
-        return rerun_unit(ing, lambda: load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id),
-                          lambda: gate if gate is not None else select_gate(ctx, settings))
+        made: list[Gate] = []  # a gate chosen here is closed here, as `ingest` closes its own
+
+        def chosen_gate() -> Gate:
+            if gate is not None:
+                return gate
+            made.append(select_gate(ctx, settings))
+            return made[-1]
+        try:
+            return rerun_unit(ing, lambda: load_target(ctx.repo, ctx.store, ctx.fork_id, unit_id), chosen_gate)
+        finally:
+            for g in made:
+                _close(g)
+
+
+def _close(gate: Gate | None) -> None:
+    close = getattr(gate, "close", None)
+    if close is not None:
+        close()
