@@ -50,3 +50,12 @@ def test_shapes_stream_reports_git_failing(builder: ForkBuilder, tmp_path: Path)
     assert git.rc not in (None, 0) and b"not a git repository" in git.stderr and out == b""
     with pytest.raises(GitError):
         GitStream("--version", cwd=tmp_path / "missing")
+
+
+def test_shapes_stream_closed_early_stops_and_reaps_git(builder: ForkBuilder, tmp_path: Path) -> None:
+    shas = _history(builder)
+    git = GitStream(*ARGS, cwd=builder.upstream.path, input=("\n".join(shas) + "\n").encode())
+    next(iter(git))  # the caller's parser gives up after the first chunk
+    git.close()
+    assert git.rc is not None and git._proc.poll() is not None  # no git process left behind
+    git.close()  # twice is harmless

@@ -147,6 +147,20 @@ class GitStream:
         self._proc.stdout.close()
         self.stderr = b"".join(self._errors)
 
+    def close(self) -> None:
+        """Stop git if the caller stopped reading early (a parse error), and reap it; a no-op once
+        the output was read to its end."""
+        if self.rc is not None:
+            return
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self.rc = self._proc.wait()
+        for t in self._threads:
+            t.join(timeout=5)
+        for stream in (self._proc.stdout, self._proc.stderr):
+            if stream is not None:
+                stream.close()
+
 
 def run_git(
     *args: str,

@@ -147,7 +147,10 @@ def read_shapes(path: Path | str, shas: Sequence[Sha]) -> dict[Sha, CommitShape]
         git = GitStream("-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-U0", "--no-renames", "-m",
                         "--first-parent", "--root", "--no-color", "--no-ext-diff", "--no-textconv",
                         "--ignore-submodules=none", cwd=path, input=("\n".join(batch) + "\n").encode())
-        read = _parse_stream(git, wanted)
+        try:
+            read = _parse_stream(git, wanted)
+        finally:
+            git.close()  # reaps git when parsing stopped early
         if git.rc == 0:
             out.update(read)
             continue
