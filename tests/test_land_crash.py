@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from forkflow.git.run import run_git
-from forkflow.models import UnitState
+from forkflow.models import OPEN_STATES, UnitState
 from forkflow.testing.gitrepo import ForkBuilder
 
 RUNNER = """
@@ -127,7 +127,7 @@ def _assert_store_agrees_with_git(cli, fork: Path, start: str) -> None:  # type:
         decisions = ledger_records.recorded_decisions(s, ctx.fork_id)
     landed = [str(u.candidate_sha) for u in units if u.status is UnitState.LANDED]
     assert sorted(landed) == sorted(new), "landed units in the store differ from the commits on the branch"
-    assert not [u for u in units if u.status in records.OPEN_STATUSES]
+    assert not [u for u in units if u.status in OPEN_STATES]
     picked = {d.sha: d.fork_shas for d in decisions if d.disposition.value == "PICKED"}
     assert set(picked) == set(trailers)
     for sha, forks in picked.items():

@@ -211,7 +211,7 @@ class Ingestor:
         if self.writes:
             self.recover()
         ledger = self.load_ledger()
-        if sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
+        if self.writes and sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
             learn_ahead(self.repo)  # on the other core while this one plans: the first conflict needs it
         plan = self.plan(ledger)
         results = self.ingest_units(plan)

@@ -88,7 +88,7 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
     reader = ShapeReader(path)
     rc, raw, _ = run_git_bytes("diff-tree", "-r", "-z", "--no-renames", fork_point, fork_tip, cwd=path, check=False)
     if rc != 0:
-        return _fork_changes_in_process(reader, fork_point, fork_tip)
+        return reader.changes_between(fork_point, fork_tip)
     fields = raw.split(b"\0")
     absent: list[str] = []
     for meta, name in zip(fields[0::2], fields[1::2]):
@@ -100,13 +100,9 @@ def fork_changes(path: Path, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange
                                "--no-ext-diff", "--no-textconv", fork_point, fork_tip, "--", ".", *excludes,
                                cwd=path, check=False)
     if rc != 0:
-        return _fork_changes_in_process(reader, fork_point, fork_tip)
+        return reader.changes_between(fork_point, fork_tip)
     shape = parse_diff_tree(fork_tip.encode() + b"\n" + raw, frozenset({fork_tip}), names=False)[fork_tip]
     return shape.files + tuple(FileChange(p, None) for p in absent)
-
-
-def _fork_changes_in_process(reader: ShapeReader, fork_point: Sha, fork_tip: Sha) -> tuple[FileChange, ...]:
-    return reader.changes_between(fork_point, fork_tip)
 
 
 def _revert_targets(picker: MemoryPicker, ledger: Ledger, entries: list[LedgerEntry]) -> dict[Sha, Sha]:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.landing.shapes import SHAPE_VERSION, shape_from_json, shape_to_json
 from forkflow.landing.touches import TOUCH_VERSION, touch_from_json, touch_to_json
-from forkflow.models import OPEN_STATES, RETRYABLE_STATES, MemberOutcome, RunState, Sha, UnitState
+from forkflow.models import MemberOutcome, RunState, Sha, UnitState
 from forkflow.planning.lines import CommitShape
 from forkflow.planning.model import Touch
 from forkflow.store.schema_ingest import (
@@ -22,8 +22,6 @@ from forkflow.store.schema_ingest import (
     UnitMemberRow,
 )
 
-OPEN_STATUSES = OPEN_STATES  # a unit a crash may have left half-way
-RETRYABLE = RETRYABLE_STATES  # `forkflow ingest --unit ID` re-runs these
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from forkflow.landing import records
 from forkflow.landing.gate import Gate
 from forkflow.landing.ingest import IngestReport, Ingestor, UnitResult
 from forkflow.landing.lock import is_ingest_running
-from forkflow.models import Disposition, Ledger, UnitState
+from forkflow.models import RETRYABLE_STATES, Disposition, Ledger, UnitState
 from forkflow.planning.model import Plan, Unit, UnitKind
 from forkflow.store.session import Store
 
@@ -38,7 +38,7 @@ def load_target(repo: Repo, store: Store, fork_id: int, unit_id: int) -> records
                         "nothing to re-run")
     if rec.status is UnitState.PICKING and not is_ingest_running(repo):
         return rec  # left by a killed run: `rerun_unit` settles it (Ingestor.recover) before it picks
-    if rec.status not in records.RETRYABLE:
+    if rec.status not in RETRYABLE_STATES:
         what = {UnitState.PICKING: "is being picked by a running ingest; wait for it to finish",
                 UnitState.EMPTY: "was already applied: nothing to pick"}.get(rec.status, f"is {rec.status}")
         raise UserError(f"unit {unit_id} ({rec.name}) {what}")

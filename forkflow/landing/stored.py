@@ -16,7 +16,7 @@ from forkflow.landing.journal import Journal, StoreJournal
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.ledger.build import build_ledger
-from forkflow.models import Ledger, Sha
+from forkflow.models import OPEN_STATES, Ledger, Sha
 from forkflow.planning.model import Plan
 from forkflow.store.session import Store
 
@@ -39,7 +39,7 @@ class StoreIngestReader:
     def unfinished_units(self) -> list[records.UnitRecord]:
         with self.store.session_scope() as s:
             records.interrupt_running(s, self.fork_id)
-            return list(records.units(s, self.fork_id, records.OPEN_STATUSES))
+            return list(records.units(s, self.fork_id, OPEN_STATES))
 
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         with self.store.session_scope() as s:

@@ -19,7 +19,7 @@ from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
-from forkflow.models import Disposition, Ledger
+from forkflow.models import RETRYABLE_STATES, Disposition, Ledger
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
@@ -104,7 +104,7 @@ def unit(request: Request, unit_id: RowId) -> Response:
                      "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha,
                      "reasons": dict(u.reasons), "retry_of": u.retry_of, "retried_as": retries},
             "members": members, "runs": runs, "rerun": request.app.state.jobs.get(("unit-rerun", unit_id)),
-            "can_rerun": u.status in landing_records.RETRYABLE}
+            "can_rerun": u.status in RETRYABLE_STATES}
     return page(request, "ingestion_unit.html", data)
 
 
