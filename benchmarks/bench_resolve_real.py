@@ -32,6 +32,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import date
 from pathlib import Path
 
 import pygit2
@@ -46,6 +47,7 @@ from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
 from forkflow.conflicts.resolvers.structural import StructuralResolver  # noqa: E402
+from forkflow.errors import UserError  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
 from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
@@ -71,14 +73,42 @@ class Sample:
     fork: bytes | None
 
 
-def load_picks(path: Path, since: str, until: str, kinds: tuple[str, ...] = ("RESOLVED",)) -> list[dict[str, object]]:
+def read_picks(path: Path) -> list[dict[str, object]]:
+    """Every record of a picks.jsonl; a file that is not one is a UserError naming the line."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        raise UserError(f"cannot read --picks {path}: {e.strerror}; pass the picks.jsonl of shared/realfork")
+    out: list[dict[str, object]] = []
+    for n, line in enumerate(lines, 1):
+        try:
+            p = json.loads(line)
+            ok = isinstance(p, dict) and all(k in p for k in ("kind", "upstream_shas", "fork_commit_date"))
+        except json.JSONDecodeError:
+            ok = False
+        if not ok:
+            raise UserError(f"--picks {path}: line {n} is not a pick record (kind, upstream_shas, "
+                            "fork_commit_date); pass the picks.jsonl of shared/realfork")
+        out.append(p)
+    return out
+
+
+def load_picks(every: list[dict[str, object]], since: str, until: str,
+               kinds: tuple[str, ...] = ("RESOLVED",)) -> list[dict[str, object]]:
     out = []
-    for line in path.read_text().splitlines():
-        p = json.loads(line)
-        date = str(p["fork_commit_date"])[:10]
-        if p["kind"] in kinds and len(p["upstream_shas"]) == 1 and since <= date <= until:
+    for p in every:
+        day = str(p["fork_commit_date"])[:10]
+        if p["kind"] in kinds and len(p["upstream_shas"]) == 1 and since <= day <= until:  # type: ignore[arg-type]
             out.append(p)
     return sorted(out, key=lambda p: str(p["fork_commit_date"]))
+
+
+def _day(value: str, flag: str) -> str:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise UserError(f"{flag} {value!r} is not a date; pass YYYY-MM-DD") from None
+    return value
 
 
 class Placeholders(pygit2.OdbBackend):
@@ -318,11 +348,24 @@ def main() -> int:
     ap.add_argument("--agent-model", default="")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    try:
+        return _run(args)
+    except UserError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     start = time.monotonic()
+    since = args.since if args.since == "0000-00-00" else _day(args.since, "--since")
+    until = _day(args.until, "--until")
+    if since > until:
+        raise UserError(f"--since {since} is after --until {until}; swap them")
+    records = read_picks(args.picks)
     repo = Repo(args.repo)
     picker, holes = open_picker(args.repo)
-    picks = load_picks(args.picks, args.since, args.until)
-    every = load_picks(args.picks, "0000-00-00", args.until, ("RESOLVED", "single"))
+    picks = load_picks(records, since, until)
+    every = load_picks(records, "0000-00-00", until, ("RESOLVED", "single"))
     past = [] if args.no_history else build_history(repo, picker, holes, every, str(picks[-1]["fork_commit_date"]) if picks else "")
     agent = agent_resolver(args)
     total: dict[str, dict[str, Tally]] = {}
