@@ -12,7 +12,7 @@ judgement).
 """
 from __future__ import annotations
 
-import difflib
+from forkflow.conflicts.resolvers.matcher import SequenceMatcher
 import re
 
 TOKEN = re.compile(r"[A-Za-z_]\w*|\S")
@@ -26,7 +26,7 @@ def renaming(base: str, side: str) -> dict[str, str] | None:
     """old name -> new name when the side's change of base is identifier substitutions only."""
     b, s = TOKEN.findall(base), TOKEN.findall(side)
     out: dict[str, str] = {}
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
         if op == "equal":
             continue
         if op != "replace" or i2 - i1 != j2 - j1:
@@ -55,7 +55,7 @@ def _removed_words(mapping: dict[str, str]) -> set[str]:
     out: set[str] = set()
     for old, new in mapping.items():
         a, b = _words(old), _words(new)
-        for op, i1, i2, _, _ in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for op, i1, i2, _, _ in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if op in ("replace", "delete"):
                 out.update(a[i1:i2])
     return out
@@ -82,7 +82,7 @@ def renamed_first(base: str, renamer: str, editor: str, renamer_file: str) -> tu
     it renamed nothing on these terms (compound names, gone from its file, no replaced word left)."""
     b, s = TOKEN.findall(base), TOKEN.findall(renamer)
     mapping: dict[str, str] = {}
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, b, s, autojunk=False).get_opcodes():
         if op != "replace" or i2 - i1 != j2 - j1:
             continue
         for old, new in zip(b[i1:i2], s[j1:j2]):

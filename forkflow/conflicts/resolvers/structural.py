@@ -23,7 +23,7 @@ TableGen, MLIR and other text use a line-and-block model (balanced brackets, who
 """
 from __future__ import annotations
 
-import difflib
+from forkflow.conflicts.resolvers.matcher import SequenceMatcher
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,7 +57,7 @@ class Change:
 
 def changes(base: list[str], side: list[str]) -> list[Change]:
     """The side's edits of base, line by line (whitespace-only line differences count)."""
-    sm = difflib.SequenceMatcher(None, base, side, autojunk=False)
+    sm = SequenceMatcher(None, base, side, autojunk=False)
     return [Change(i1, i2, tuple(side[j1:j2])) for op, i1, i2, j1, j2 in sm.get_opcodes() if op != "equal"]
 
 
@@ -285,7 +285,7 @@ def _holds(side_text: str, other: list[Change], base: list[str], lang: Lang | No
 
 def _edited(line: str, lines: set[str]) -> bool:
     """Whether some line is an edit of `line` (most of its characters kept)."""
-    return any(difflib.SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
+    return any(SequenceMatcher(None, line, x, autojunk=False).ratio() > 0.6 for x in lines)
 
 
 def _moved_with(side_text: str, other_text: str, base_text: str, side_file: list[str], lang: Lang | None) -> bool:
@@ -326,7 +326,7 @@ def origin_regions(case: ConflictCase) -> list[str | None]:
             base += seg.base.splitlines(keepends=True)
             spans.append((start, len(base)))
     origin = (decode(case.origin) or "").splitlines(keepends=True)
-    ops = difflib.SequenceMatcher(None, base, origin, autojunk=False).get_opcodes()
+    ops = SequenceMatcher(None, base, origin, autojunk=False).get_opcodes()
 
     def at(x: int) -> int:  # where base line x (or the end, x == len(base)) sits in the origin
         for tag, i1, i2, j1, j2 in ops:

@@ -8,7 +8,7 @@ whitespace it has on the side whose neighbour precedes it in the result.
 """
 from __future__ import annotations
 
-import difflib
+from forkflow.conflicts.resolvers.matcher import SequenceMatcher
 import re
 from dataclasses import dataclass
 
@@ -39,7 +39,7 @@ Edit = tuple[int, int, int, int]  # base[i1:i2] becomes side[j1:j2]
 
 def align(base: tuple[str, ...], side: tuple[str, ...]) -> tuple[list[Edit], dict[int, int]]:
     """The side's token edits of base, and where each base token it kept is in the side."""
-    sm = difflib.SequenceMatcher(None, base, side, autojunk=False)
+    sm = SequenceMatcher(None, base, side, autojunk=False)
     kept: dict[int, int] = {}
     edits: list[Edit] = []
     for op, i1, i2, j1, j2 in sm.get_opcodes():

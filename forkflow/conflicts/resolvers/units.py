@@ -4,7 +4,7 @@ cases), what they name, and whether two sides' insertions at one place can both 
 """
 from __future__ import annotations
 
-import difflib
+from forkflow.conflicts.resolvers.matcher import SequenceMatcher
 import re
 
 from forkflow.planning.symbols import Lang, parses_cleanly
@@ -192,7 +192,7 @@ def units_clash(ours: list[str], theirs: list[str], lang: Lang | None) -> str | 
     if norm(ours) and norm(theirs) and (set(norm(ours)) <= set(norm(theirs))
                                           or set(norm(theirs)) <= set(norm(ours))):
         return "both sides inserted overlapping lines at one place"
-    if difflib.SequenceMatcher(None, norm(ours), norm(theirs), autojunk=False).ratio() > 0.5:
+    if SequenceMatcher(None, norm(ours), norm(theirs), autojunk=False).ratio() > 0.5:
         return "both sides inserted similar code at one place (two versions of one change?)"
     same = names(ours, lang) & names(theirs, lang)
     if same:
