@@ -312,7 +312,19 @@ def _moved_away(base_text: str, side_text: str, other_text: str, side_file: list
 
 def origin_regions(case: ConflictCase) -> list[str | None]:
     """Each region's lines at the fork point (case.origin), found by aligning the base's lines with
-    the origin's; None where there is no origin."""
+    the origin's; None where there is no origin.  The last case's answer is kept: the structural
+    rules and the region-wise ones (lag, layout) ask for the same case in turn."""
+    if _last_origins and _last_origins[0][0] is case:
+        return list(_last_origins[0][1])
+    out = _origin_regions(case)
+    _last_origins[:] = [(case, out)]
+    return list(out)
+
+
+_last_origins: list[tuple[ConflictCase, list[str | None]]] = []  # the last case, and its answer
+
+
+def _origin_regions(case: ConflictCase) -> list[str | None]:
     regs = regions(case.segments)
     if case.origin is None:
         return [None] * len(regs)
