@@ -235,6 +235,8 @@ class MemoryPicker:
         self._deltas: dict[str, list[tuple[str, Entry | None, Entry | None]]] = {}
         self._paths: dict[str, Sequence[str]] = {}  # sha -> the paths it changes (know_paths)
         self._memory: _MemoryObjects | None = None
+        self._objects: str | None = None  # the objects folder, once known
+        self._folders: set[str] = set()  # its fan-out folders made (or found) so far
         self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
         self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
         self._names: dict[tuple[str, bytes], bool] = {}  # (blob id, name) -> the blob has the name
@@ -280,16 +282,30 @@ class MemoryPicker:
         self._memory.drop(None if len(wanted) == len(objects) else wanted)
 
     def _write_loose(self, oid: pygit2.Oid, kind: int, data: bytes) -> None:
+        """One loose object file, written read-only then renamed in place: four system calls (a
+        path check, a folder made, a chmod per object cost 1.4 ms an object on a real fork).
+        An object already on disk never gets here: libgit2 writes nothing it finds stored."""
         hex_ = str(oid)
-        folder = self._objects_dir() / hex_[:2]
-        path = folder / hex_[2:]
-        if path.exists():
-            return
-        folder.mkdir(exist_ok=True)
-        tmp = folder / f"tmp_obj_forkflow_{os.getpid()}_{hex_[:8]}"
-        tmp.write_bytes(zlib.compress(_OBJECT_TYPES[kind] + b" %d\0" % len(data) + data, 1))
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, path)
+        if self._objects is None:
+            self._objects = str(self._objects_dir())
+        folder = f"{self._objects}/{hex_[:2]}"
+        if hex_[:2] not in self._folders:
+            os.makedirs(folder, exist_ok=True)
+            self._folders.add(hex_[:2])
+        tmp = f"{folder}/tmp_obj_forkflow_{os.getpid()}_{hex_[:8]}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+        try:
+            fd = os.open(tmp, flags, 0o444)
+        except FileExistsError:  # left by a killed run of the same process id
+            os.unlink(tmp)
+            fd = os.open(tmp, flags, 0o444)
+        try:
+            view = memoryview(zlib.compress(_OBJECT_TYPES[kind] + b" %d\0" % len(data) + data, 1))
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, f"{folder}/{hex_[2:]}")
 
     def _objects_dir(self) -> Path:
         gitdir = Path(self.repo.path)
