@@ -318,3 +318,34 @@ def test_pick_blob_held_in_memory_is_read_before_any_flush(fork: ForkBuilder) ->
     assert p.blob(oid) == b"merged in memory\n"
     assert p.repo.odb.read(oid)[1] == b"merged in memory\n"
     assert p.repo.revparse_single(oid[:12]).id == p.repo.get(oid).id  # type: ignore[union-attr]
+
+
+def test_pick_flush_with_roots_writes_loose_objects_git_reads(fork: ForkBuilder) -> None:
+    """A unit's few objects go to loose files: git reads each, they are read-only, and a temporary
+    file a killed run of the same process id left in the way is replaced."""
+    import pygit2
+
+    ups = [fork.upstream_commit({f"n{i}/deep/a.py": f"A = {i}\n"}, f"Add n{i} (#{50 + i})") for i in range(2)]
+    fork.fetch()
+    repo = fork.f.path
+    p = MemoryPicker(repo, batch_writes=True)
+    unit = p.pick_sequence(p.commit_tree(_tip(fork)), ups)
+    blob = str(p.repo.create_blob(b"resolved by hand\n"))
+    tree = p._apply(p.tree(unit.tree), {"n9/deep/r.py": (blob, 0o100644)})
+    assert tree is not None
+    commit = p.write_commit(tree, _tip(fork), b"Cherry-pick 2 upstream\n")
+    folder = repo / ".git/objects" / commit[:2]
+    folder.mkdir(exist_ok=True)
+    stale = folder / f"tmp_obj_forkflow_{os.getpid()}_{commit[:8]}"
+    stale.write_bytes(b"half written")
+    stale.chmod(0o444)
+    before = _loose(repo)
+    p.flush([commit])
+    written = _loose(repo) - before
+    assert {f.parent.name + f.name for f in written} >= {commit, tree, blob}
+    assert not stale.exists()
+    assert all(f.stat().st_mode & 0o777 == 0o444 for f in written)
+    assert run_git("cat-file", "-p", f"{commit}:n9/deep/r.py", cwd=repo) == "resolved by hand\n"
+    assert run_git("show", f"{commit}:n1/deep/a.py", cwd=repo) == "A = 1\n"
+    run_git("fsck", "--connectivity-only", "--no-dangling", cwd=repo)
+    assert {o for o in (commit, tree, blob) if pygit2.Oid(hex=o) in p._memory.objects} == set()  # type: ignore[union-attr]
