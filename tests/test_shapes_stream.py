@@ -59,3 +59,32 @@ def test_shapes_stream_closed_early_stops_and_reaps_git(builder: ForkBuilder, tm
     git.close()
     assert git.rc is not None and git._proc.poll() is not None  # no git process left behind
     git.close()  # twice is harmless
+
+
+def test_parse_reads_lines_that_look_like_headers_inside_hunks_as_lines() -> None:
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+    raw = "\n".join([
+        a,
+        "diff --git a/x.py b/x.py", "index 1..2 100644", "--- a/x.py", "+++ b/x.py",
+        "@@ -1 +1,3 @@", "-def old_name():", "+++ not a header", "+@@ -9 +9 @@ not a hunk",
+        "+def new_name(): return helper_call()", "\\ No newline at end of file",
+        "@@ -10,0 +12 @@", "+--- also a line",
+        'diff --git "a/sp\\303\\251cial.bin" "b/sp\\303\\251cial.bin"', "new file mode 100644",
+        "index 0..3", "Binary files /dev/null and b/sp\u00e9cial.bin differ",
+        b,  # an empty commit's id (git prints none, but another tool may)
+        c,
+        "diff --git a/gone.cpp b/gone.cpp", "deleted file mode 100644", "index 4..0", "--- a/gone.cpp",
+        "+++ /dev/null", "@@ -1,2 +0,0 @@", "-class Removed {", "-};", "",
+    ]).encode()
+    shapes = parse_diff_tree(raw, frozenset({Sha(a), Sha(b), Sha(c)}))
+    x, special = shapes[Sha(a)].files
+    assert x.path == "x.py" and x.hunks is not None and [(h.old_start, h.old_lines, h.new_start, h.new_lines)
+                                                          for h in x.hunks] == [(1, 1, 1, 3), (10, 0, 12, 1)]
+    assert special.path == "sp\u00e9cial.bin" and special.hunks is None and special.added
+    assert shapes[Sha(a)].defines == {"new_name"}
+    assert shapes[Sha(a)].uses == {"header", "helper_call"}
+    assert {"old_name", "new_name", "header", "helper_call"} <= shapes[Sha(a)].mentions
+    assert shapes[Sha(b)].files == ()
+    gone, = shapes[Sha(c)].files
+    assert gone.deleted and not gone.added and gone.hunks is not None and len(gone.hunks) == 1
+    assert shapes[Sha(c)].mentions == {"Removed"} and shapes[Sha(c)].defines == frozenset()

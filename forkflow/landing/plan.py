@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from forkflow.errors import UserError
 from forkflow.landing import records
 from forkflow.git.pick import MemoryPicker, PickStatus
+from forkflow.git.reads import quick_reads
 from forkflow.git.repo import Repo
 from forkflow.landing.settings import IngestSettings
 from forkflow.git.run import run_git_bytes
@@ -220,19 +222,21 @@ def make_plan(repo: Repo, store: Store, ledger: Ledger, settings: IngestSettings
               picker: MemoryPicker | None = None, probe_first: bool = True) -> Plan:
     """Find the dependencies of pending commits, route them into chains and bundles, probe bundles
     so that conflicts (and what depends on them) leave them (see `plan_commits`)."""
-    picker = picker or MemoryPicker(repo.path, batch_writes=True)  # probe trees stay in memory
-    picker.know_fork_point(ledger.fork_point)
-    entries = pending_entries(ledger, until)
-    walk = [e.commit.sha for e in ledger.entries]
-    shapes = load_shapes(repo, store, walk, progress)
-    picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
-    reverts = _revert_targets(picker, ledger, entries)
-    found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries],
-                  fork_changes(repo.path, ledger.fork_point, ledger.fork_tip), reverts)
-    touches = None
-    if any(spec.symbols for spec in settings.chains):  # symbols of whole files: only when a chain names some
-        touches = load_touches(store, TouchReader(repo.path), [e.commit.sha for e in entries], progress)
-    commits = pending_commits(entries, shapes, found, reverts, touches)
-    rules = RoutingRules(settings.chains, settings.pin_files,
-                         max_bundle if max_bundle is not None else settings.max_bundle)
-    return plan_commits(picker, ledger.fork_tip, commits, rules, progress, probe_first)
+    with quick_reads(), ThreadPoolExecutor(1) as pool:  # quick reads: the probe merges the same files often
+        # the fork's own diff is git's work: it runs while the commits' shapes are read and parsed
+        fork = pool.submit(fork_changes, repo.path, ledger.fork_point, ledger.fork_tip)
+        picker = picker or MemoryPicker(repo.path, batch_writes=True)  # probe trees stay in memory
+        picker.know_fork_point(ledger.fork_point)
+        entries = pending_entries(ledger, until)
+        walk = [e.commit.sha for e in ledger.entries]
+        shapes = load_shapes(repo, store, walk, progress)
+        picker.know_paths({e.commit.sha: [f.path for f in shapes[e.commit.sha].files] for e in entries})
+        reverts = _revert_targets(picker, ledger, entries)
+        found = trace([shapes[sha] for sha in walk], [e.commit.sha for e in entries], fork.result(), reverts)
+        touches = None
+        if any(spec.symbols for spec in settings.chains):  # symbols of whole files: only when a chain names some
+            touches = load_touches(store, TouchReader(repo.path), [e.commit.sha for e in entries], progress)
+        commits = pending_commits(entries, shapes, found, reverts, touches)
+        rules = RoutingRules(settings.chains, settings.pin_files,
+                             max_bundle if max_bundle is not None else settings.max_bundle)
+        return plan_commits(picker, ledger.fork_tip, commits, rules, progress, probe_first)

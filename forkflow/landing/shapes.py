@@ -38,9 +38,6 @@ def parse_patch(data: bytes) -> tuple[tuple[Hunk, ...], list[str], list[str]]:
     return tuple(hunks), added, removed
 
 
-_HEX = frozenset(b"0123456789abcdef")
-
-
 def _header_path(rest: bytes) -> str:
     """P of `diff --git a/P b/P` (no renames: both halves name the same path)."""
     if rest.startswith(b'"'):  # C-quoted: take the first quoted name
@@ -52,87 +49,86 @@ def _header_path(rest: bytes) -> str:
     return rest[2:2 + (len(rest) - 5) // 2].decode("utf-8", "surrogateescape")
 
 
-class _Builder:
-    def __init__(self, sha: Sha, names: bool = True) -> None:
-        self.sha = sha
-        self.names = names  # read the names each file defines and uses
-        self.files: list[FileChange] = []
+# each starts with its line's newline: a literal prefix, which `re` looks for fast (a ^ in MULTILINE
+# mode is tried at every position)
+_FILE_LINE = re.compile(rb"\ndiff --git ([^\n]*)")
+_HUNK_LINE = re.compile(rb"\n@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_ADDED = re.compile(rb"\n\+([^\n]*)")
+_REMOVED = re.compile(rb"\n-([^\n]*)")
+_COMMIT_LINE = re.compile(rb"\n([0-9a-f]{40})(?=\n|\Z)")  # but the first line, which no newline precedes
+
+
+class _Names:
+    """The names a commit's files define, use and mention (see `CommitShape`)."""
+
+    def __init__(self) -> None:
         self.defines: set[str] = set()
         self.uses: set[str] = set()
         self.mentions: set[str] = set()
-        self.path = ""
-        self.flags = 0  # 1 added, 2 deleted, 4 binary
-        self.hunks: list[Hunk] = []
-        self.plus: list[bytes] = []
-        self.minus: list[bytes] = []
-        self.open = False
 
-    def close_file(self) -> None:
-        if not self.open:
-            return
-        self.open = False
-        hunks = None if self.flags & 4 else tuple(self.hunks)
-        self.files.append(FileChange(self.path, hunks, bool(self.flags & 1), bool(self.flags & 2)))
-        if self.names and hunks and len(self.plus) + len(self.minus) <= MAX_TEXT_LINES:
-            plus = b"\n".join(self.plus).decode("utf-8", "replace")
-            minus = b"\n".join(self.minus).decode("utf-8", "replace")
-            self.defines |= definitions_in(self.path, plus) - definitions_in(self.path, minus)
-            added, removed = identifiers_in(plus), identifiers_in(minus)
-            if not is_prose(self.path):
-                self.uses |= added - removed
-            self.mentions |= added | removed
+    def add(self, path: str, plus: list[bytes], minus: list[bytes]) -> None:
+        """One file's added and removed lines (without their + and -)."""
+        text_plus = b"\n".join(plus).decode("utf-8", "replace")
+        text_minus = b"\n".join(minus).decode("utf-8", "replace")
+        defined = definitions_in(path, text_plus)
+        # what the removed lines define counts only where it names what the added lines do
+        if defined and any(name in text_minus for name in defined):
+            defined -= definitions_in(path, text_minus)
+        self.defines |= defined
+        added = identifiers_in(text_plus) if plus else set()
+        removed = identifiers_in(text_minus) if minus else set()
+        if not is_prose(path):
+            self.uses |= added - removed
+        self.mentions |= added | removed
 
-    def start_file(self, path: str) -> None:
-        self.close_file()
-        self.open, self.path, self.flags = True, path, 0
-        self.hunks, self.plus, self.minus = [], [], []
 
-    def shape(self) -> CommitShape:
-        self.close_file()
-        return CommitShape(self.sha, tuple(self.files), frozenset(self.defines),
-                           frozenset(self.uses - self.defines), frozenset(self.mentions))
+def _commit_shape(sha: Sha, raw: bytes, start: int, end: int, names: bool) -> CommitShape:
+    """The shape of one commit's patch, `raw[start:end]` (its id line aside): file by file, each
+    file's hunk headers and lines read by regular expressions over the file's text at once."""
+    files: list[FileChange] = []
+    found = _Names() if names else None
+    heads = list(_FILE_LINE.finditer(raw, start, end))
+    for i, head in enumerate(heads):
+        file_end = heads[i + 1].start() if i + 1 < len(heads) else end
+        path = _header_path(head.group(1))
+        body = raw.find(b"\n@@ ", head.end(), file_end)
+        body = file_end if body < 0 else body
+        header = raw[head.end():body]
+        hunks: tuple[Hunk, ...] | None = None
+        if b"\nBinary files" not in header and b"\nGIT binary patch" not in header:
+            hunks = tuple(Hunk(int(os_), int(ol) if ol else 1, int(ns), int(nl) if nl else 1)  # findall: b"" for no group
+                          for os_, ol, ns, nl in _HUNK_LINE.findall(raw, body, file_end))
+        files.append(FileChange(path, hunks, b"\nnew file mode" in header, b"\ndeleted file mode" in header))
+        if found is not None and hunks:
+            plus, minus = _ADDED.findall(raw, body, file_end), _REMOVED.findall(raw, body, file_end)
+            if len(plus) + len(minus) <= MAX_TEXT_LINES:
+                found.add(path, plus, minus)
+    if found is None:
+        return CommitShape(sha, tuple(files))
+    return CommitShape(sha, tuple(files), frozenset(found.defines), frozenset(found.uses - found.defines),
+                       frozenset(found.mentions))
 
 
 def parse_diff_tree(raw: bytes, wanted: frozenset[str], names: bool = True) -> dict[Sha, CommitShape]:
     """Shapes from `git diff-tree --stdin -p -U0` output (each commit's id line, then its patch);
     with `names=False` only the hunks (the names of the fork's whole diff are never used)."""
     out: dict[Sha, CommitShape] = {}
-    b: _Builder | None = None
-    in_hunk = False
-    for line in raw.split(b"\n"):
-        first = line[:1]
-        if in_hunk and first in (b"+", b"-"):
-            assert b is not None
-            (b.plus if first == b"+" else b.minus).append(line[1:])
-            continue
-        if first == b"\\":
-            continue
-        if len(line) == 40 and _HEX.issuperset(line) and line.decode() in wanted:
-            if b is not None:
-                out[b.sha] = b.shape()
-            b, in_hunk = _Builder(Sha(line.decode()), names), False
-        elif b is None:
-            continue
-        elif line.startswith(b"diff --git "):
-            b.start_file(_header_path(line[11:]))
-            in_hunk = False
-        elif line.startswith(b"@@ "):
-            m = _HUNK.match(line)
-            if m is not None:
-                os_, ol, ns, nl = m.groups()
-                b.hunks.append(Hunk(int(os_), 1 if ol is None else int(ol), int(ns), 1 if nl is None else int(nl)))
-                in_hunk = True
-        elif not in_hunk:
-            if line.startswith(b"new file mode"):
-                b.flags |= 1
-            elif line.startswith(b"deleted file mode"):
-                b.flags |= 2
-            elif line.startswith(b"Binary files") or line.startswith(b"GIT binary patch"):
-                b.flags |= 4
-        else:
-            in_hunk = False
-    if b is not None:
-        out[b.sha] = b.shape()
+    ids = _id_lines(raw, wanted)
+    for i, (sha, _, end) in enumerate(ids):
+        out[sha] = _commit_shape(sha, raw, end, ids[i + 1][1] - 1 if i + 1 < len(ids) else len(raw), names)
+    return out
+
+
+def _id_lines(raw: bytes | bytearray, wanted: frozenset[str], pos: int = 0) -> list[tuple[Sha, int, int]]:
+    """(sha, start, end) of each line of `raw` from `pos` on that is the id of a wanted commit."""
+    out = []
+    if pos == 0 and len(raw) >= 40 and raw[40:41] in (b"", b"\n") and (first := raw[:40].decode("ascii", "replace")) \
+            in wanted:
+        out.append((Sha(first), 0, 40))
+    for m in _COMMIT_LINE.finditer(raw, pos):
+        sha = m.group(1).decode()
+        if sha in wanted:
+            out.append((Sha(sha), m.start(1), m.end(1)))
     return out
 
 
@@ -161,21 +157,16 @@ def read_shapes(path: Path | str, shas: Sequence[Sha]) -> dict[Sha, CommitShape]
     return out
 
 
-_COMMIT_LINE = re.compile(rb"^[0-9a-f]{40}$", re.M)
-
-
 def _parse_stream(chunks: Iterable[bytes], wanted: frozenset[str]) -> dict[Sha, CommitShape]:
     """`parse_diff_tree` of a stream, commit by commit as git writes them (each commit's patch is
     whole before it is parsed: the text is cut at the id line of a later one)."""
     out: dict[Sha, CommitShape] = {}
     buf = bytearray()
     for chunk in chunks:
-        start = max(1, len(buf) - 41)  # only the new text (and an id line begun in the last chunk)
+        start = max(0, len(buf) - 41)  # only the new text (and an id line begun in the last chunk)
         buf += chunk
-        cut = 0
-        for m in _COMMIT_LINE.finditer(buf, start):
-            if m.group().decode() in wanted:
-                cut = m.start()
+        ids = _id_lines(buf, wanted, max(start, 1))  # not the one at 0, where the last cut left it
+        cut = ids[-1][1] if ids else 0
         if cut:
             out.update(parse_diff_tree(bytes(buf[:cut]), wanted))
             del buf[:cut]

@@ -1,0 +1,37 @@
+"""libgit2's process-wide object reading settings, for work that reads the same blobs many times.
+
+By default libgit2 hashes every object it reads again to check it against its id (SHA-1 with
+collision detection: half the CPU of an in-memory file merge on a real fork, issue 11) and keeps
+no blob in its object cache (a file that a backlog changes 30 times is inflated from its pack,
+delta chain and all, for each merge that reads it).  git itself checks ids only when objects
+arrive (fetch, fsck), not on every read, and neither setting changes what is read.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pygit2
+from pygit2.enums import ObjectType, Option
+
+BLOB_CACHE_LIMIT = 4 << 20  # blobs up to this size stay in libgit2's cache (256 MiB in all, its default)
+
+_depth = 0
+
+
+@contextmanager
+def quick_reads() -> Iterator[None]:
+    """Within: objects read are not hashed again, and blobs are cached.  Restores libgit2's defaults
+    (hash checks on, no blob cached) when the outermost one ends."""
+    global _depth
+    if _depth == 0:
+        pygit2.option(Option.ENABLE_STRICT_HASH_VERIFICATION, False)
+        pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, BLOB_CACHE_LIMIT)
+    _depth += 1
+    try:
+        yield
+    finally:
+        _depth -= 1
+        if _depth == 0:
+            pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, 0)
+            pygit2.option(Option.ENABLE_STRICT_HASH_VERIFICATION, True)
