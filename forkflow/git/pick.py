@@ -23,6 +23,7 @@ from pathlib import Path
 import pygit2
 
 from forkflow.errors import UserError
+from forkflow.git.reads import cache_blobs
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency, DepKind
 
@@ -34,7 +35,7 @@ pygit2.settings.enable_strict_object_creation(False)
 # blobs (a file's upstream side is the base of the next commit's merge of it) and the same large
 # folders again and again, each a walk down a delta chain of the alternates' packs (0.45 ms a blob).
 CACHE_OBJECT_MAX = 1 << 20
-pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.BLOB, CACHE_OBJECT_MAX)
+cache_blobs(CACHE_OBJECT_MAX)  # and quick_reads (reads.py) comes back to it
 pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, CACHE_OBJECT_MAX)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 LOOSE_MAX = 2000  # a unit's new objects up to this many are written as loose files, more as a pack

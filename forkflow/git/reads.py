@@ -17,21 +17,30 @@ from pygit2.enums import ObjectType, Option
 BLOB_CACHE_LIMIT = 4 << 20  # blobs up to this size stay in libgit2's cache (256 MiB in all, its default)
 
 _depth = 0
+_blob_limit = 0  # the blob cache limit outside quick_reads: libgit2's 0 until `cache_blobs` sets one
+
+
+def cache_blobs(limit: int) -> None:
+    """Keep blobs up to `limit` bytes in libgit2's object cache in this process from now on."""
+    global _blob_limit
+    _blob_limit = limit
+    if _depth == 0:
+        pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, limit)
 
 
 @contextmanager
 def quick_reads() -> Iterator[None]:
-    """Within: objects read are not hashed again, and blobs are cached.  Restores libgit2's defaults
-    (hash checks on, no blob cached) when the outermost one ends."""
+    """Within: objects read are not hashed again, and blobs are cached.  Restores the hash checks
+    and the blob limit before it (`cache_blobs`) when the outermost one ends."""
     global _depth
     if _depth == 0:
         pygit2.option(Option.ENABLE_STRICT_HASH_VERIFICATION, False)
-        pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, BLOB_CACHE_LIMIT)
+        pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, max(BLOB_CACHE_LIMIT, _blob_limit))
     _depth += 1
     try:
         yield
     finally:
         _depth -= 1
         if _depth == 0:
-            pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, 0)
+            pygit2.option(Option.SET_CACHE_OBJECT_LIMIT, ObjectType.BLOB, _blob_limit)
             pygit2.option(Option.ENABLE_STRICT_HASH_VERIFICATION, True)

@@ -21,6 +21,7 @@ from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
 from forkflow.conflicts.learn import learn_ahead
+from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
@@ -213,8 +214,9 @@ class Ingestor:
         ledger = self.load_ledger()
         if self.writes and sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
             learn_ahead(self.repo)  # on the other core while this one plans: the first conflict needs it
-        plan = self.plan(ledger)
-        results = self.ingest_units(plan)
+        with quick_reads():  # the picks read the files they merge again and again, as the plan's probe
+            plan = self.plan(ledger)
+            results = self.ingest_units(plan)
         return self.finish(ledger, plan, results)
 
     def finish(self, ledger: Ledger, plan: Plan, results: Sequence[UnitResult]) -> IngestReport:
