@@ -384,7 +384,9 @@ class StructuralResolver:
             self.name = "tokens"
 
     def propose(self, case: ConflictCase) -> Proposal | None:
-        self.last_reason = (text_declines(case) or unparsed(case)) or ""
+        # the parse check after the regions: most files decline on a region, and parsing both sides
+        # of a large file cost more than all the region rules (1.3 of the resolvers' 3 s on a backlog)
+        self.last_reason = text_declines(case) or ""
         if self.last_reason:
             return None
         lang = language_of(case.path)
@@ -401,6 +403,9 @@ class StructuralResolver:
                 return None
             texts.append(text)
             rules.append(rule)
+        self.last_reason = unparsed(case) or ""
+        if self.last_reason:
+            return None
         merged = fill_regions(case.segments, texts)
         twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
         if twice is not None:
