@@ -18,6 +18,7 @@ from forkflow.conflicts.history import History, learn
 from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
 from forkflow.git.commits import ObjectError, committed_file, parents_of
+from forkflow.git.reads import quick_reads
 from forkflow.git.repo import Repo
 from forkflow.conflicts.bare import bare_case
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
@@ -125,7 +126,8 @@ def _learn_in_child(path: str) -> History:
     if tip is None:
         return History()
     try:
-        return learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+        with quick_reads():  # the child's replays merge files as the parent's picks do
+            return learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
     except (GitError, UserError):
         return History()
 
