@@ -98,7 +98,7 @@ class FakeReader:
         raise AssertionError("recovery reads no ledger")
 
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker, probe_first: bool = True) -> Plan:
+             picker: MemoryPicker) -> Plan:
         raise AssertionError("recovery plans nothing")
 
     def unfinished_units(self) -> list[UnitRecord]:

@@ -137,8 +137,8 @@ class IngestReader(Protocol):
 
     def ledger(self, fork_tip: Sha, upstream_tip: Sha) -> Ledger: ...
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker, probe_first: bool = True) -> Plan:
-        """`forkflow plan`'s plan; without `probe_first`, its first routing (the landing probes)."""
+             picker: MemoryPicker) -> Plan:
+        """`forkflow plan`'s first routing, without its probe: each unit's pick is its probe."""
         ...
     def unfinished_units(self) -> list[records.UnitRecord]:
         """The units a killed run left open (its running runs marked interrupted)."""
@@ -294,8 +294,7 @@ class Ingestor:
     def plan(self, ledger: Ledger) -> Plan:
         self.reporter.phase("planning")
         # no probe ahead: each unit's pick is its probe, conflicts leave it as the landing meets them
-        plan = self.reader.plan(ledger, self.settings, self.options.until, self.options.max_bundle, self.picker,
-                                probe_first=False)
+        plan = self.reader.plan(ledger, self.settings, self.options.until, self.options.max_bundle, self.picker)
         self.reasons.update({sha: why for u in plan.units for sha, why in u.reasons.items()})
         self.deps = dict(plan.dependencies)
         return plan

@@ -32,9 +32,9 @@ class StoreIngestReader:
                             upstream_tip=upstream_tip)
 
     def plan(self, ledger: Ledger, settings: IngestSettings, until: str | None, max_bundle: int | None,
-             picker: MemoryPicker, probe_first: bool = True) -> Plan:
+             picker: MemoryPicker) -> Plan:
         return make_plan(self.repo, self.store, ledger, settings, until=resolve_until(self.repo, ledger, until),
-                         max_bundle=max_bundle, picker=picker, probe_first=probe_first)
+                         max_bundle=max_bundle, picker=picker, probe_first=False)
 
     def unfinished_units(self) -> list[records.UnitRecord]:
         with self.store.session_scope() as s:

@@ -16,19 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from forkflow.conflicts.case import ConflictCase, decode, encode
-from forkflow.conflicts.classify import Region, fill_regions, regions
-from forkflow.conflicts.redefined import redefined
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.classify import Region, regions
 from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.structural import (
     Declined,
     Files,
     merge_region,
+    merged_file,
     origin_regions,
     text_declines,
     unparsed,
 )
-from forkflow.planning.symbols import language_of, parses_cleanly
+from forkflow.planning.symbols import language_of
 
 MAX_REGION_WORDS = 5_000  # word alignment is quadratic in the worst case: larger regions decline
 
@@ -58,10 +58,8 @@ def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
     if why is not None:
         return None, why
     lang = language_of(case.path)
-    ours_file = (decode(case.ours) or "").splitlines()
-    theirs_file = (decode(case.theirs) or "").splitlines()
     origins = origin_regions(case) if declined else [None] * len(regs)
-    files = Files(ours_file, theirs_file)
+    files = Files.of(case)
     texts: list[str] = []
     notes: list[str] = []
     for r, origin, hit in zip(regs, origins, own):
@@ -72,11 +70,5 @@ def settle(case: ConflictCase, rule: RegionRule) -> tuple[Proposal | None, str]:
                 return None, str(hit)
         texts.append(hit[0])
         notes.append(hit[1])
-    merged = fill_regions(case.segments, texts)
-    twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
-    if twice is not None:
-        return None, f"the merge defines {twice} twice (each side added it, in different places)"
-    content = encode(merged)
-    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
-        return None, "the merged file does not parse"
-    return Proposal(content, "; ".join(dict.fromkeys(notes))), ""
+    content, why = merged_file(case, texts, files)
+    return (None, why) if content is None else (Proposal(content, "; ".join(dict.fromkeys(notes))), "")

@@ -69,6 +69,10 @@ class Files:
         self.ours, self.theirs = ours, theirs
         self._used: dict[int, tuple[set[str], set[str]]] = {}
 
+    @classmethod
+    def of(cls, case: ConflictCase) -> Files:
+        return cls((decode(case.ours) or "").splitlines(), (decode(case.theirs) or "").splitlines())
+
     def used(self, side: int) -> tuple[set[str], set[str]]:
         """(words, call forms) of the fork's file (side 0) or upstream's (side 1)."""
         if side not in self._used:
@@ -390,9 +394,7 @@ class StructuralResolver:
         if self.last_reason:
             return None
         lang = language_of(case.path)
-        ours_file = (decode(case.ours) or "").splitlines()
-        theirs_file = (decode(case.theirs) or "").splitlines()
-        files = Files(ours_file, theirs_file)
+        files = Files.of(case)
         texts: list[str] = []
         rules: list[str] = []
         for r, origin in zip(regions(case.segments), origin_regions(case)):
@@ -406,13 +408,18 @@ class StructuralResolver:
         self.last_reason = unparsed(case) or ""
         if self.last_reason:
             return None
-        merged = fill_regions(case.segments, texts)
-        twice = redefined(case.path, merged, "\n".join(ours_file), "\n".join(theirs_file))
-        if twice is not None:
-            self.last_reason = f"the merge defines {twice} twice (each side added it, in different places)"
-            return None
-        content = encode(merged)
-        if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
-            self.last_reason = "the merged file does not parse"
-            return None
-        return Proposal(content, "; ".join(dict.fromkeys(rules)))
+        content, self.last_reason = merged_file(case, texts, files)
+        return None if content is None else Proposal(content, "; ".join(dict.fromkeys(rules)))
+
+
+def merged_file(case: ConflictCase, texts: list[str], files: Files) -> tuple[bytes | None, str]:
+    """The file with `texts` in its conflict regions, or (None, why not): a name each side added in
+    another place is defined twice, or the merge does not parse where the fork's file does."""
+    merged = fill_regions(case.segments, texts)
+    twice = redefined(case.path, merged, "\n".join(files.ours), "\n".join(files.theirs))
+    if twice is not None:
+        return None, f"the merge defines {twice} twice (each side added it, in different places)"
+    content = encode(merged)
+    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
+        return None, "the merged file does not parse"
+    return content, ""
