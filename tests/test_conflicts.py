@@ -101,6 +101,23 @@ def test_conflicts_trivial_whitespace_end_to_end(tmp_path: Path) -> None:
     assert guardrails.check(ws, p.content).ok
 
 
+def test_conflicts_trivial_python_indentation_is_not_whitespace(tmp_path: Path) -> None:
+    # the fork moved `cleanup()` into the `if` block: only whitespace changed, but not the meaning
+    base = "def f(x):\n    if x:\n        run()\n    cleanup()\n    return x\n"
+    ours = "def f(x):\n    if x:\n        run()\n        cleanup()\n    return x\n"
+    theirs = "def f(x):\n    if x:\n        run()\n    cleanup(x)\n    return x\n"
+    c = make_case(tmp_path, base, ours, theirs)
+    assert regions(c.segments)  # git sees a conflict
+    assert TrivialResolver().propose(c) is None  # taking upstream's lines would undo the fork's change
+    p = TrivialResolver().propose(make_case(tmp_path, base, ours, theirs, path="k.cpp"))
+    assert p is not None and p.note == "the fork changed only whitespace"  # elsewhere, indentation is layout
+    from forkflow.conflicts.classify import Region
+    from forkflow.conflicts.resolvers.trivial import resolve_region
+
+    assert resolve_region(Region("x = 1\n", "x  =  1\n", "x = 3\n"), True) == ("x = 3\n", "the fork changed only whitespace")
+    assert resolve_region(Region("x = 1\n", "  x = 1\n", "x = 3\n"), True) is None
+
+
 def test_conflicts_trivial_include_and_import_unions(tmp_path: Path) -> None:
     h_base = "#pragma once\n#include <a>\n#include <b>\nint x;\n"
     c = make_case(tmp_path, h_base, "#pragma once\n#include <a>\n#include <b>\n#include <vector>\nint x;\n",

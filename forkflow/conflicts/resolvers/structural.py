@@ -124,7 +124,7 @@ def merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None 
 def _merge_region(r: Region, lang: Lang | None, files: Files, origin: str | None,
                   by_tokens: bool) -> tuple[str, str]:
     ours_file, theirs_file = files.ours, files.theirs
-    hit = resolve_region(r)
+    hit = resolve_region(r, lang is Lang.PYTHON)
     if hit is not None and not hit[1].startswith("union"):
         return hit
     base, ours, theirs = (r.base.splitlines(keepends=True), r.ours.splitlines(keepends=True),

@@ -8,12 +8,20 @@ from forkflow.conflicts.case import ConflictCase, decode, encode
 from forkflow.conflicts.classify import Region, fill_regions, regions
 from forkflow.conflicts.redefined import redefined
 from forkflow.conflicts.resolvers import Proposal
+from forkflow.planning.symbols import Lang, language_of
 
 _IMPORT = re.compile(r"^\s*(#\s*include\s*[<\"]|import\s+\w|from\s+[\w.]+\s+import\s)")
 
 
 def _ws(text: str) -> str:
     return "".join(text.split())
+
+
+def _ws_indented(text: str) -> str:
+    """`_ws` that keeps each line's indentation: in Python a statement moved into a block (or out
+    of one) changes what the code does, though only whitespace changed."""
+    return "\n".join(f"{len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip())} {_ws(line)}"
+                     for line in text.splitlines() if line.strip())
 
 
 def _lines(text: str) -> list[str]:
@@ -50,15 +58,17 @@ def _import_union(r: Region) -> str | None:
     return "".join(merged)
 
 
-def resolve_region(r: Region) -> tuple[str, str] | None:
-    """(resolved text, which rule) for one region, or None when it is not trivial."""
+def resolve_region(r: Region, indent_matters: bool = False) -> tuple[str, str] | None:
+    """(resolved text, which rule) for one region, or None when it is not trivial.  With
+    `indent_matters` (Python) a change of indentation is not a whitespace-only change."""
     if r.ours == r.theirs:
         return r.ours, "same change on both sides"
-    if _ws(r.ours) == _ws(r.theirs):
+    ws = _ws_indented if indent_matters else _ws
+    if ws(r.ours) == ws(r.theirs):
         return r.theirs, "whitespace-only difference"
-    if _ws(r.base) == _ws(r.ours):
+    if ws(r.base) == ws(r.ours):
         return r.theirs, "the fork changed only whitespace"
-    if _ws(r.base) == _ws(r.theirs):
+    if ws(r.base) == ws(r.theirs):
         return r.ours, "upstream changed only whitespace"
     union = _import_union(r)
     if union is not None:
@@ -78,8 +88,9 @@ class TrivialResolver:
             return None  # CRLF on one side only: "whitespace-only" would mix line endings in one file
         texts: list[str] = []
         rules: list[str] = []
+        python = language_of(case.path) is Lang.PYTHON
         for r in regions(case.segments):
-            hit = resolve_region(r)
+            hit = resolve_region(r, python)
             if hit is None:
                 return None
             texts.append(hit[0])
