@@ -126,6 +126,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     pair = args.pair.resolve()
+    lacking = [name for name in ("upstream.git", "downstream", "fork.git") if not (pair / name).is_dir()]
+    if lacking:
+        raise SystemExit(f"bench_realfork: {pair} is not a realfork pair (no {', '.join(lacking)}); "
+                         "build one with the realfork tools' make_pair.py and cut_missing.py")
     work = Path(tempfile.mkdtemp(prefix="forkflow-bench-realfork-"))
     try:
         for name in ("upstream.git", "downstream", "fork.git"):
