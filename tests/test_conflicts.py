@@ -342,3 +342,28 @@ def test_conflicts_case_rebuilt_from_its_marked_file_has_each_side(case: Conflic
     assert again.segments == case.segments and again.key == case.key
     assert guardrails.check(again, RESOLVED.encode()).ok
     assert case_from_marked(case.upstream_sha, "", case.path, case.kind, "<<<<<<< fork\nx\n", "") is None
+
+
+def test_in_process_diff3_is_git_merge_file_byte_for_byte(tmp_path: Path) -> None:
+    """bare cases merge in process; the regions must be git's, labels and all.  An empty base is
+    left to git: libgit2 writes its `|||||||` line without the label."""
+    import pygit2
+
+    from forkflow.conflicts.classify import BASE_LABEL, OURS_LABEL, THEIRS_LABEL
+    from forkflow.git.pick import MemoryPicker, Side
+
+    lib = pygit2.init_repository(str(tmp_path / "r"))
+    picker = MemoryPicker(tmp_path / "r")
+    labels = (OURS_LABEL, BASE_LABEL, THEIRS_LABEL)
+    cases = [(BASE, OURS, THEIRS), (BASE, OURS + "tail\n", THEIRS.replace("import os", "import sys")),
+             ("a\nb\nc\n", "a\nB\nc", "a\nb2\nc\nd\n"), ("x\n" * 50, "x\n" * 20 + "y\n" + "x\n" * 29, "x\n" * 20 + "z\n" + "x\n" * 29)]
+    for base, ours, theirs in cases:
+        sides = [Side(str(lib.create_blob(x.encode())), 0o100644, "k.py") for x in (base, ours, theirs)]
+        _, want = Repo(tmp_path).merge_file(ours.encode(), base.encode(), theirs.encode(), labels)
+        assert picker.merge_text(sides[0], sides[1], sides[2], labels) == want
+        assert b"<<<<<<< " in want or base == ours
+    empty = Side(str(lib.create_blob(b"")), 0o100644, "k.py")
+    ours, theirs = (Side(str(lib.create_blob(x.encode())), 0o100644, "k.py") for x in (OURS, THEIRS))
+    _, want = Repo(tmp_path).merge_file(OURS.encode(), b"", THEIRS.encode(), labels)
+    assert f"||||||| {BASE_LABEL}\n".encode() in want
+    assert picker.merge_text(empty, ours, theirs, labels) != want  # why bare_case leaves these to git

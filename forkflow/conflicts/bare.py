@@ -44,8 +44,13 @@ def bare_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict
     segments: tuple[Segment, ...] = ()
     key = ""
     if kind.is_text:
-        _, merged = repo.merge_file(ours or b"", base or b"", theirs or b"",
-                                    (OURS_LABEL, BASE_LABEL, THEIRS_LABEL))
+        labels = (OURS_LABEL, BASE_LABEL, THEIRS_LABEL)
+        merged = None
+        if base and ours is not None and theirs is not None:  # libgit2 leaves an empty base unlabelled
+            assert conflict.ours is not None and conflict.theirs is not None
+            merged = picker.merge_text(conflict.base, conflict.ours, conflict.theirs, labels)
+        if merged is None:
+            _, merged = repo.merge_file(ours or b"", base or b"", theirs or b"", labels)
         parsed = parse_marked(merged.decode("utf-8", "surrogateescape"))
         if parsed is not None:
             segments = parsed

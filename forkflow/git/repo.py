@@ -1,4 +1,5 @@
-"""`Repo`: the git operations forkflow needs, each one a call through `run.py`."""
+"""`Repo`: the git operations forkflow needs, each one a call through `run.py`; ref reads and
+compare-and-swap updates through libgit2 where it can (`refs.py`)."""
 from __future__ import annotations
 
 import re
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from forkflow.errors import GitError, UserError
 from forkflow.git.parse import parse_log_z
+from forkflow.git.refs import LibRefs, LockedRef
 from forkflow.git.run import refuse_option_like, run_git, run_git_bytes
 from forkflow.models import Commit, Sha
 
@@ -34,6 +36,18 @@ class Repo:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._refs: LibRefs | None | bool = False  # False: not opened yet
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"path": self.path}  # libgit2's handle stays in its process
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
+    def lib_refs(self) -> LibRefs | None:
+        if self._refs is False:
+            self._refs = LibRefs.open(self.path, self.git_dir)
+        return self._refs if isinstance(self._refs, LibRefs) else None
 
     @classmethod
     def open(cls, path: Path | str) -> Repo:
@@ -224,18 +238,29 @@ class Repo:
 
         `old=None` means the ref must not exist yet.  Returns False when another writer won.
         """
+        refs = self.lib_refs()
+        if refs is not None:
+            try:
+                moved = refs.update(ref, new, old, message)
+            except LockedRef as e:
+                raise self._locked(ref) from e
+            if moved is not None:
+                return moved
         expected = old if old is not None else "0" * 40
         try:
             self.git("update-ref", "-m", message, ref, new, expected)
         except GitError as e:
             if ".lock': File exists" in e.stderr:  # not a lost race: a lock file is in the way
-                lock = self.git_dir / f"{ref}.lock"
-                raise UserError(f"{ref} is locked ({lock} exists: a git command is running on it, or one "
-                                f"was killed); if none is running, delete {lock} and run again") from e
+                raise self._locked(ref) from e
             if "cannot lock ref" in e.stderr or "is at" in e.stderr or "but expected" in e.stderr:
                 return False
             raise
         return True
+
+    def _locked(self, ref: str) -> UserError:
+        lock = self.git_dir / f"{ref}.lock"
+        return UserError(f"{ref} is locked ({lock} exists: a git command is running on it, or one "
+                         f"was killed); if none is running, delete {lock} and run again")
 
     def clear_stale_ref_lock(self, ref: str, stale_after: float = 2.0) -> bool:
         """Remove `ref`'s lock file once it has outlived any git command (a killed `update-ref`
@@ -256,6 +281,9 @@ class Repo:
             time.sleep(0.1)
 
     def read_ref(self, ref: str) -> Sha | None:
+        refs = self.lib_refs()
+        if refs is not None and (found := refs.read(ref)) is not False:
+            return found
         out = self.git("rev-parse", "--verify", "--quiet", ref, check=False).strip()
         return Sha(out) if out else None
 
