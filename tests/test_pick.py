@@ -349,3 +349,35 @@ def test_pick_flush_with_roots_writes_loose_objects_git_reads(fork: ForkBuilder)
     assert run_git("show", f"{commit}:n1/deep/a.py", cwd=repo) == "A = 1\n"
     run_git("fsck", "--connectivity-only", "--no-dangling", cwd=repo)
     assert {o for o in (commit, tree, blob) if pygit2.Oid(hex=o) in p._memory.objects} == set()  # type: ignore[union-attr]
+
+
+def test_pick_trees_written_in_memory_are_gits_byte_for_byte(tmp_path: Path) -> None:
+    """With batch writes the picker hashes trees itself: git's entry order (a folder sorts as if its
+    name ended in "/"), modes, nested folders made and emptied, names that are not UTF-8."""
+    import subprocess
+
+    repo = tmp_path / "r"
+    run_git("init", "-q", str(repo), cwd=tmp_path)
+    names = ["a.txt", "a/x", "a-b", "a0", "ab", "z/deep/er/f", "run.sh", b"caf\xe9".decode("utf-8", "surrogateescape")]
+    for n in names:
+        p = repo / os.fsencode(n).decode("utf-8", "surrogateescape")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(n.encode("utf-8", "surrogateescape") + b"\n")
+    (repo / "run.sh").chmod(0o755)
+    run_git("add", "-A", cwd=repo)
+    base = run_git("write-tree", cwd=repo).strip()
+    picker = MemoryPicker(repo, batch_writes=True)
+    blob = str(picker.repo.create_blob(b"new\n"))
+    updates = {"a/y": (blob, 0o100644), "a.b": (blob, 0o100755), "z/deep/er/f": None, "a-b": None,
+               "n/new/file": (blob, 0o100644), "ab": (blob, 0o100644)}
+    tree = picker.write_overlay(picker.repo.get(base), dict(updates))
+    picker.flush()
+    # git's answer: the same changes through its index
+    for path, entry in updates.items():
+        if entry is None:
+            run_git("rm", "-q", "--cached", path, cwd=repo)
+        else:
+            subprocess.run(["git", "-C", str(repo), "update-index", "--add", "--cacheinfo",
+                            f"{entry[1]:o},{entry[0]},{path}"], check=True)
+    assert tree == run_git("write-tree", cwd=repo).strip()
+    assert run_git("cat-file", "-t", tree, cwd=repo).strip() == "tree"  # on disk after the flush

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import hashlib
 import os
 import re
 import zlib
@@ -28,6 +29,7 @@ from forkflow.models import Sha
 from forkflow.planning.lines import Dependency, DepKind
 
 GITLINK = 0o160000
+TREE_MODE = 0o040000
 # Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
 # referenced object exists (one lookup per tree entry, per write) is pure cost.
 pygit2.settings.enable_strict_object_creation(False)
@@ -110,6 +112,13 @@ class _NeedsMerge(Exception):
 @functools.lru_cache(maxsize=4096)
 def _word(name: bytes) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(name) + rb"(?![A-Za-z0-9_])")
+
+
+def _raw_name(entry: pygit2.Object) -> bytes:
+    """A tree entry's name as stored (not every name is UTF-8)."""
+    raw = entry.raw_name
+    assert raw is not None  # an entry of a tree always has one
+    return raw
 
 
 def _file_entry(tree: pygit2.Tree, path: str) -> Entry | None:
@@ -249,6 +258,13 @@ class MemoryPicker:
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
+
+    def forget_writes(self, over: int = 0) -> None:
+        """Drop the objects written in memory (and the merges that named them) once they hold more
+        than `over` bytes: for a picker whose results are read and never landed."""
+        if self._memory is not None and self._memory.size > over:
+            self._memory.drop()
+            self._merged.clear()
 
     @property
     def pending_writes(self) -> int:
@@ -597,7 +613,7 @@ class MemoryPicker:
         if isinstance(result, str) or not result.automergeable:
             return None
         data = result.contents
-        return str(self.repo.create_blob(data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data)), mode
+        return self._put(3, data.encode("utf-8", "surrogateescape") if isinstance(data, str) else data), mode
 
     # -- the fast path: every path the commit changes is untouched by the fork ------------
     def _changes(self, sha: str) -> list[tuple[str, Entry | None, Entry | None]]:
@@ -683,34 +699,48 @@ class MemoryPicker:
 
     def _apply(self, tree: pygit2.Tree | None, updates: dict[str, Entry | None]) -> str | None:
         """Write the tree with `updates` applied (only the folders on the way are rewritten)."""
-        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        entries: dict[bytes, tuple[bytes, int]] = {} if tree is None else {
+            _raw_name(e): (e.id.raw, e.filemode) for e in tree}
         below: dict[str, dict[str, Entry | None]] = {}
         for path, entry in updates.items():
             head, sep, rest = path.partition("/")
             if sep:
                 below.setdefault(head, {})[rest] = entry
-            elif entry is None:
-                if builder.get(head) is not None:
-                    builder.remove(head)
+                continue
+            name = head.encode("utf-8", "surrogateescape")
+            if entry is None:
+                entries.pop(name, None)
             else:
-                existing = builder.get(head)
-                if existing is not None and existing.filemode == pygit2.enums.FileMode.TREE:
+                existing = entries.get(name)
+                if existing is not None and existing[1] == TREE_MODE:
                     raise _NeedsMerge(path)  # a file where the fork has a folder
-                builder.insert(head, pygit2.Oid(hex=entry[0]), entry[1])
-        for name, sub_updates in below.items():
-            existing = builder.get(name)
-            if existing is not None and existing.filemode != pygit2.enums.FileMode.TREE:
-                raise _NeedsMerge(name)  # a folder where the fork has a file
-            subtree = self.repo.get(existing.id) if existing is not None else None
+                entries[name] = (bytes.fromhex(entry[0]), entry[1])
+        for head, sub_updates in below.items():
+            name = head.encode("utf-8", "surrogateescape")
+            existing = entries.get(name)
+            if existing is not None and existing[1] != TREE_MODE:
+                raise _NeedsMerge(head)  # a folder where the fork has a file
+            subtree = self.repo.get(pygit2.Oid(raw=existing[0])) if existing is not None else None
             oid = self._apply(subtree if isinstance(subtree, pygit2.Tree) else None, sub_updates)
             if oid is None:
-                if existing is not None:
-                    builder.remove(name)
+                entries.pop(name, None)
             else:
-                builder.insert(name, pygit2.Oid(hex=oid), pygit2.enums.FileMode.TREE)
-        if len(builder) == 0:
+                entries[name] = (bytes.fromhex(oid), TREE_MODE)
+        if not entries:
             return None
-        return str(builder.write())
+        # git's order: names as bytes, a folder's as if it ended in "/"
+        order = sorted(entries, key=lambda n: n + b"/" if entries[n][1] == TREE_MODE else n)
+        return self._put(2, b"".join(b"%o %s\0%s" % (entries[n][1], n, entries[n][0]) for n in order))
+
+    def _put(self, kind: int, data: bytes) -> str:
+        """Write an object.  With batch writes it is hashed here and kept in memory: libgit2's own
+        write rescans every pack folder (the alternates' too) for each object it has not seen,
+        which was most of a real fork's ingest's system time (issue 11)."""
+        if self._memory is None:
+            return str(self.repo.odb.write(kind, data))
+        oid = pygit2.Oid(raw=hashlib.sha1(_OBJECT_TYPES[kind] + b" %d\0" % len(data) + data).digest())
+        self._memory.write_cb(oid, data, kind)
+        return str(oid)
 
     def absent_blobs(self, onto_tree: str, sha: str) -> list[tuple[str, str]]:
         """(blob id, path) of the blobs a merge of this pick reads that the object database lacks."""
@@ -799,7 +829,7 @@ class MemoryPicker:
             mode = next(e[1] for e in (current, after, before, ("", 0o100644)) if e is not None)
             if current is not None and after is not None and before is not None and current[1] == before[1]:
                 mode = after[1]
-            out[path] = (str(self.repo.create_blob(content)), mode)
+            out[path] = (self._put(3, content), mode)
         return self._apply(ours, out) or EMPTY_TREE
 
     def blob(self, oid: str) -> bytes:
