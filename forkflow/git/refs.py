@@ -10,11 +10,12 @@ that hook, a symbolic ref, or one libgit2 cannot open goes through the `git` com
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
-
-import pygit2
+from typing import TYPE_CHECKING, Literal
 
 from forkflow.models import Sha
+
+if TYPE_CHECKING:
+    import pygit2
 
 
 class LockedRef(Exception):
@@ -30,6 +31,8 @@ class LibRefs:
     @classmethod
     def open(cls, path: Path, common_dir: Path) -> LibRefs | None:
         """`path`'s refs, `common_dir` its git directory shared by all work trees (hooks live there)."""
+        import pygit2  # not at start-up: `forkflow status` and the like never need it
+
         try:
             lib = pygit2.Repository(str(path))
             configured = lib.config["core.hooksPath"] if "core.hooksPath" in lib.config else None
@@ -51,6 +54,8 @@ class LibRefs:
         when libgit2 cannot say (git is asked instead: a short name, a revision)."""
         if not self._full(ref):
             return False
+        import pygit2
+
         try:
             found = self.lib.references.get(ref)
             if found is None:
@@ -65,6 +70,8 @@ class LibRefs:
         refuses).  LockedRef when a lock file is in the way."""
         if not ref.startswith("refs/"):
             return None
+        import pygit2
+
         try:
             current = self.lib.references.get(ref)
             if old is None:

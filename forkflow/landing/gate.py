@@ -90,7 +90,9 @@ class CommandGate:
             raise
 
     def _log(self, rev: Sha, output: bytes) -> Path | None:
-        if self.log_dir is None:
+        """The command's output, kept in the log folder; a command that printed nothing leaves no
+        log (a file a unit was 131 empty files of a real fork's run)."""
+        if self.log_dir is None or not output:
             return None
         self.log_dir.mkdir(parents=True, exist_ok=True)
         path = self.log_dir / f"l1-{rev[:12]}.log"
