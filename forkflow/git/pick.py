@@ -848,7 +848,15 @@ class MemoryPicker:
                    labels: tuple[str, str, str]) -> bytes | None:
         """`git merge-file -p --diff3 -L ours -L base -L theirs` of three blobs, by libgit2's copy of
         git's xdiff in this process (a `git merge-file` process each cost 1 s of a real ingest);
-        None when libgit2 cannot merge them (a binary side)."""
+        None when libgit2 cannot merge them (a binary side), or when this pygit2's C interface is not
+        the one this was written against: the caller then asks git."""
+        try:
+            return self._merge_text(base, ours, theirs, labels)
+        except (AttributeError, TypeError, ImportError):
+            return None
+
+    def _merge_text(self, base: Side | None, ours: Side, theirs: Side,
+                    labels: tuple[str, str, str]) -> bytes | None:
         from pygit2 import ffi, C  # libgit2's C interface; pygit2 offers no labels or diff3 style
 
         opts = ffi.new("git_merge_file_options *")
