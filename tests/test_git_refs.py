@@ -70,3 +70,19 @@ def test_a_reference_transaction_hook_still_runs(repo: Path) -> None:
     two, one = Sha(_git(repo, "rev-parse", "main")), Sha(_git(repo, "rev-parse", "main~1"))
     assert r.update_ref("refs/heads/main", one, two) is True
     assert "committed" in (repo / "hook.log").read_text()
+
+
+def test_packed_refs_and_a_linked_work_tree(repo: Path, tmp_path: Path) -> None:
+    two, one = Sha(_git(repo, "rev-parse", "main")), Sha(_git(repo, "rev-parse", "main~1"))
+    _git(repo, "update-ref", "refs/forkflow/p", two)
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git/refs/forkflow/p").exists()
+    linked = tmp_path / "linked"
+    _git(repo, "worktree", "add", "-q", "--detach", str(linked), "main")
+    r = Repo(linked)  # a linked work tree moves the shared refs
+    assert r.read_ref("refs/forkflow/p") == two
+    assert r.update_ref("refs/forkflow/p", one, one) is False
+    assert r.update_ref("refs/forkflow/p", one, two) is True
+    assert _git(repo, "rev-parse", "refs/forkflow/p") == one
+    assert r.update_ref("refs/heads/main", one, two) is True  # packed too
+    assert _git(repo, "rev-parse", "main") == one
