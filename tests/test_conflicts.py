@@ -363,7 +363,7 @@ def test_in_process_diff3_is_git_merge_file_byte_for_byte(tmp_path: Path) -> Non
         assert picker.merge_text(sides[0], sides[1], sides[2], labels) == want
         assert b"<<<<<<< " in want or base == ours
     empty = Side(str(lib.create_blob(b"")), 0o100644, "k.py")
-    ours, theirs = (Side(str(lib.create_blob(x.encode())), 0o100644, "k.py") for x in (OURS, THEIRS))
+    fork, upstream = (Side(str(lib.create_blob(x.encode())), 0o100644, "k.py") for x in (OURS, THEIRS))
     _, want = Repo(tmp_path).merge_file(OURS.encode(), b"", THEIRS.encode(), labels)
     assert f"||||||| {BASE_LABEL}\n".encode() in want
-    assert picker.merge_text(empty, ours, theirs, labels) != want  # why bare_case leaves these to git
+    assert picker.merge_text(empty, fork, upstream, labels) != want  # why bare_case leaves these to git

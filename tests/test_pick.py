@@ -356,6 +356,8 @@ def test_pick_trees_written_in_memory_are_gits_byte_for_byte(tmp_path: Path) -> 
     name ended in "/"), modes, nested folders made and emptied, names that are not UTF-8."""
     import subprocess
 
+    import pygit2
+
     repo = tmp_path / "r"
     run_git("init", "-q", str(repo), cwd=tmp_path)
     names = ["a.txt", "a/x", "a-b", "a0", "ab", "z/deep/er/f", "run.sh", b"caf\xe9".decode("utf-8", "surrogateescape")]
@@ -370,7 +372,9 @@ def test_pick_trees_written_in_memory_are_gits_byte_for_byte(tmp_path: Path) -> 
     blob = str(picker.repo.create_blob(b"new\n"))
     updates = {"a/y": (blob, 0o100644), "a.b": (blob, 0o100755), "z/deep/er/f": None, "a-b": None,
                "n/new/file": (blob, 0o100644), "ab": (blob, 0o100644)}
-    tree = picker.write_overlay(picker.repo.get(base), dict(updates))
+    base_tree = picker.repo.get(base)
+    assert isinstance(base_tree, pygit2.Tree)
+    tree = picker.write_overlay(base_tree, dict(updates))
     picker.flush()
     # git's answer: the same changes through its index
     for path, entry in updates.items():
