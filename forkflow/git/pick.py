@@ -24,21 +24,13 @@ from pathlib import Path
 import pygit2
 
 from forkflow.errors import UserError
-from forkflow.git.reads import cache_blobs
+from forkflow.git.reads import settle_for_picks
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency, DepKind
 
 GITLINK = 0o160000
 TREE_MODE = 0o040000
-# Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
-# referenced object exists (one lookup per tree entry, per write) is pure cost.
-pygit2.settings.enable_strict_object_creation(False)
-# libgit2 keeps parsed trees up to 4 KiB and no blobs in its object cache: a pick reads the same
-# blobs (a file's upstream side is the base of the next commit's merge of it) and the same large
-# folders again and again, each a walk down a delta chain of the alternates' packs (0.45 ms a blob).
-CACHE_OBJECT_MAX = 1 << 20
-cache_blobs(CACHE_OBJECT_MAX)  # and quick_reads (reads.py) comes back to it
-pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, CACHE_OBJECT_MAX)
+settle_for_picks()  # libgit2's process settings for picking (reads.py)
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 LOOSE_MAX = 2000  # a unit's new objects up to this many are written as loose files, more as a pack
 KEEP_BYTES = 256 << 20  # objects a flush leaves unwritten stay readable in memory up to this size

@@ -1,4 +1,4 @@
-"""libgit2's process-wide object reading settings, for work that reads the same blobs many times.
+"""libgit2's process-wide object settings, for work that reads the same blobs many times.
 
 By default libgit2 hashes every object it reads again to check it against its id (SHA-1 with
 collision detection: half the CPU of an in-memory file merge on a real fork, issue 11) and keeps
@@ -18,6 +18,22 @@ BLOB_CACHE_LIMIT = 4 << 20  # blobs up to this size stay in libgit2's cache (256
 
 _depth = 0
 _blob_limit = 0  # the blob cache limit outside quick_reads: libgit2's 0 until `cache_blobs` sets one
+
+
+CACHE_OBJECT_MAX = 1 << 20  # blobs and trees up to this size stay cached in a picking process
+
+
+def settle_for_picks() -> None:
+    """The settings of a process that picks (set when `pick.py` is imported).
+
+    Objects forkflow writes are built from objects it just read, so libgit2's re-check that every
+    referenced object exists (one lookup per tree entry, per write) is pure cost.  libgit2 keeps
+    parsed trees up to 4 KiB and no blobs in its object cache: a pick reads the same blobs (a
+    file's upstream side is the base of the next commit's merge of it) and the same large folders
+    again and again, each a walk down a delta chain of the alternates' packs (0.45 ms a blob)."""
+    pygit2.settings.enable_strict_object_creation(False)
+    cache_blobs(CACHE_OBJECT_MAX)  # and quick_reads comes back to it
+    pygit2.settings.cache_object_limit(ObjectType.TREE, CACHE_OBJECT_MAX)
 
 
 def cache_blobs(limit: int) -> None:
