@@ -88,3 +88,22 @@ def test_parse_reads_lines_that_look_like_headers_inside_hunks_as_lines() -> Non
     gone, = shapes[Sha(c)].files
     assert gone.deleted and not gone.added and gone.hunks is not None and len(gone.hunks) == 1
     assert shapes[Sha(c)].mentions == {"Removed"} and shapes[Sha(c)].defines == frozenset()
+
+
+def test_a_commit_read_in_process_has_the_shape_git_diff_tree_gives(builder: ForkBuilder) -> None:
+    """The in-process reader (where git cannot read a commit: blobs a clone lacks) reads each
+    file's patch as the stream does: same hunks, names defined, used and mentioned."""
+    from forkflow.landing.shapes import ShapeReader
+
+    shas = _history(builder)
+    shas.append(builder.upstream_commit({"a.py": "def original():\n    return helper_call(3)\n"}, "Name f (#6)"))
+    shas.append(builder.upstream_commit({"a.py": "def renamed():\n    return helper_call(3)\n",
+                                         "README.md": "Call `renamed`.\n"}, "Rename it (#7)"))
+    streamed = read_shapes(builder.upstream.path, shas)
+    reader = ShapeReader(builder.upstream.path)
+    for sha in shas:
+        here = reader.shape(sha)
+        assert (here.files, here.defines, here.uses, here.mentions) == \
+            (streamed[sha].files, streamed[sha].defines, streamed[sha].uses, streamed[sha].mentions), sha
+    last = streamed[shas[-1]]
+    assert last.mentions == {"original", "renamed"} and last.defines == {"renamed"}

@@ -16,26 +16,8 @@ from forkflow.models import Sha
 from forkflow.planning.lines import CommitShape, FileChange, Hunk
 from forkflow.planning.names import definitions_in, identifiers_in, is_prose
 
-SHAPE_VERSION = 3  # 3: prose files use no names
+SHAPE_VERSION = 4  # 3: prose files use no names; 4: a commit read in-process mentions what it removes too
 MAX_TEXT_LINES = 20_000  # a generated file rewritten wholesale: its names are not read
-_HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.M)
-
-
-def parse_patch(data: bytes) -> tuple[tuple[Hunk, ...], list[str], list[str]]:
-    """Hunks, added lines and removed lines of one file's zero-context patch text."""
-    hunks: list[Hunk] = []
-    added: list[str] = []
-    removed: list[str] = []
-    for m in _HUNK.finditer(data):
-        os_, ol, ns, nl = m.groups()
-        hunks.append(Hunk(int(os_), 1 if ol is None else int(ol), int(ns), 1 if nl is None else int(nl)))
-    if len(data) < 4_000_000:
-        for line in data.split(b"\n"):
-            if line.startswith(b"+") and not line.startswith(b"+++ "):
-                added.append(line[1:].decode("utf-8", "replace"))
-            elif line.startswith(b"-") and not line.startswith(b"--- "):
-                removed.append(line[1:].decode("utf-8", "replace"))
-    return tuple(hunks), added, removed
 
 
 def _header_path(rest: bytes) -> str:
@@ -188,21 +170,20 @@ class ShapeReader:
         patches = self.diffs.commit_patches(sha)
         if patches is None:
             return CommitShape(Sha(sha), ())
-        files, defines, uses, missing = self.changes(patches)
-        return CommitShape(Sha(sha), files, frozenset(defines), frozenset(uses - defines), frozenset(uses),
-                           tuple(missing))
+        files, names, missing = self.changes(patches)
+        return CommitShape(Sha(sha), files, frozenset(names.defines), frozenset(names.uses - names.defines),
+                           frozenset(names.mentions), tuple(missing))
 
     def changes_between(self, old: Sha, new: Sha) -> tuple[FileChange, ...]:
         """The file changes of commit `old` -> commit `new` (none when either is not here)."""
         patches = self.diffs.patches_between(old, new)
         return () if patches is None else self.changes(patches)[0]
 
-    def changes(self, patches: Iterable[FilePatch]) -> tuple[
-            tuple[FileChange, ...], set[str], set[str], list[str]]:
-        """(file changes, names defined, identifiers used, missing blobs) of a diff's files."""
+    def changes(self, patches: Iterable[FilePatch]) -> tuple[tuple[FileChange, ...], _Names, list[str]]:
+        """(file changes, the names they define, use and mention, missing blobs) of a diff's files,
+        each file's text read as `_commit_shape` reads `git diff-tree`'s."""
         files: list[FileChange] = []
-        defines: set[str] = set()
-        uses: set[str] = set()
+        names = _Names()
         missing: list[str] = []
         for p in patches:
             path, added_file, deleted = p.path, p.added, p.deleted
@@ -210,17 +191,19 @@ class ShapeReader:
             if p.data is None:
                 files.append(FileChange(path, None, added_file, deleted))
                 continue
-            hunks, plus, minus = parse_patch(p.data)
+            data = b"\n" + p.data  # the patterns begin at a newline
+            body = data.find(b"\n@@ ")
+            body = len(data) if body < 0 else body
+            hunks = tuple(Hunk(int(os_), int(ol) if ol else 1, int(ns), int(nl) if nl else 1)
+                          for os_, ol, ns, nl in _HUNK_LINE.findall(data, body))
             if b"\0" in p.data[:8000] and not hunks:
                 files.append(FileChange(path, None, added_file, deleted))
                 continue
             files.append(FileChange(path, hunks, added_file, deleted))
-            if len(plus) + len(minus) <= MAX_TEXT_LINES:
-                text_plus, text_minus = "\n".join(plus), "\n".join(minus)
-                defines |= definitions_in(path, text_plus) - definitions_in(path, text_minus)
-                if not is_prose(path):
-                    uses |= identifiers_in(text_plus) - identifiers_in(text_minus)
-        return tuple(files), defines, uses, missing
+            plus, minus = _ADDED.findall(data, body), _REMOVED.findall(data, body)
+            if hunks and len(plus) + len(minus) <= MAX_TEXT_LINES:
+                names.add(path, plus, minus)
+        return tuple(files), names, missing
 
 
 def shape_to_json(s: CommitShape) -> str:
