@@ -6,12 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import select, update
+from typing import Any, cast
+
+from sqlalchemy import CursorResult, Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.models import Sha
 from forkflow.store.schema_ingest import AgentAttemptRow, ConflictRow, ResolutionRow
+from forkflow.store.session import Writer, connection_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,42 +49,51 @@ def lookup_resolution(s: Session, key: str) -> tuple[list[str], str] | None:
     return (list(json.loads(row.regions)), row.source) if row else None
 
 
-def save_resolution(s: Session, key: str, path: str, texts: Sequence[str], source: str) -> None:
+def save_resolution(s: Writer, key: str, path: str, texts: Sequence[str], source: str) -> None:
     """Remember how a conflict was resolved; a person's resolution replaces an automatic one."""
-    row = s.scalar(select(ResolutionRow).where(ResolutionRow.key == key))
+    conn = connection_of(s)
+    row = conn.execute(_FIND_RESOLUTION, {"k": key}).first()
     if row is None:
-        s.add(ResolutionRow(key=key, path=path, regions=json.dumps(list(texts)), source=source))
+        conn.execute(insert(_RESOLUTIONS), {"key": key, "path": path, "regions": json.dumps(list(texts)),
+                                            "source": source})
     elif source == "person" or row.source != "person":
-        row.regions = json.dumps(list(texts))
-        row.source = source
-        row.path = path
+        conn.execute(update(_RESOLUTIONS).where(_RESOLUTIONS.c.id == row.id)
+                     .values(regions=json.dumps(list(texts)), source=source, path=path))
 
 
-def upsert_conflict(s: Session, fid: int, *, upstream_sha: Sha, subject: str, path: str, kind: str,
+def upsert_conflict(s: Writer, fid: int, *, upstream_sha: Sha, subject: str, path: str, kind: str,
                     chain: str, base_sha: Sha, key: str, marked: str, tried: Sequence[str]) -> int:
     """Keep one open record per (upstream commit, path); seeing it again updates it."""
-    row = s.scalar(select(ConflictRow).where(ConflictRow.fork_id == fid,
-                                             ConflictRow.upstream_sha == upstream_sha,
-                                             ConflictRow.path == path))
+    conn = connection_of(s)
+    row = conn.execute(_FIND_CONFLICT, {"fid": fid, "sha": upstream_sha, "p": path}).first()
     now = datetime.now(timezone.utc)
+    values = {"subject": subject, "kind": kind, "chain": chain, "base_sha": base_sha, "key": key, "marked": marked,
+              "tried": json.dumps(list(tried)), "status": "open", "last_seen": now}
     if row is None:
-        row = ConflictRow(fork_id=fid, upstream_sha=upstream_sha, path=path, seen=0, first_seen=now)
-        s.add(row)
-    row.subject, row.kind, row.chain, row.base_sha = subject, kind, chain, base_sha
-    row.key, row.marked, row.tried = key, marked, json.dumps(list(tried))
-    row.status = "open"
-    row.seen = (row.seen or 0) + 1
-    row.last_seen = now
-    s.flush()
-    return row.id
+        result = cast(CursorResult[Any], conn.execute(insert(_CONFLICTS), {
+            **values, "fork_id": fid, "upstream_sha": upstream_sha, "path": path, "seen": 1, "first_seen": now}))
+        assert result.inserted_primary_key is not None
+        return int(result.inserted_primary_key[0])
+    conn.execute(update(_CONFLICTS).where(_CONFLICTS.c.id == row.id).values(**values, seen=(row.seen or 0) + 1))
+    return int(row.id)
 
 
-def close_conflicts(s: Session, fid: int, upstream_shas: Sequence[str]) -> None:
+def close_conflicts(s: Writer, fid: int, upstream_shas: Sequence[str]) -> None:
     """Conflicts of commits that landed are resolved."""
     if upstream_shas:
-        s.execute(update(ConflictRow).where(ConflictRow.fork_id == fid,
-                                            ConflictRow.upstream_sha.in_(list(upstream_shas)))
-                  .values(status="resolved"))
+        connection_of(s).execute(_CLOSE_CONFLICTS, {"fid": fid, "shas": list(upstream_shas)})
+
+
+_CONFLICTS = cast(Table, ConflictRow.__table__)  # a mapped class's table
+_RESOLUTIONS = cast(Table, ResolutionRow.__table__)
+# statements built once (the landing journal runs them for every unit; see Store.connection_scope)
+_FIND_RESOLUTION = select(_RESOLUTIONS.c.id, _RESOLUTIONS.c.source).where(_RESOLUTIONS.c.key == bindparam("k"))
+_FIND_CONFLICT = select(_CONFLICTS.c.id, _CONFLICTS.c.seen).where(
+    _CONFLICTS.c.fork_id == bindparam("fid"), _CONFLICTS.c.upstream_sha == bindparam("sha"),
+    _CONFLICTS.c.path == bindparam("p"))
+_CLOSE_CONFLICTS = (update(_CONFLICTS).where(_CONFLICTS.c.fork_id == bindparam("fid"),
+                                             _CONFLICTS.c.upstream_sha.in_(bindparam("shas", expanding=True)))
+                    .values(status="resolved"))
 
 
 def _info(r: ConflictRow) -> ConflictInfo:

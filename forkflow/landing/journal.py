@@ -68,22 +68,24 @@ def landing_decisions(candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome
 
 
 class StoreJournal:
-    """The journal over forkflow's store, for one fork."""
+    """The journal over forkflow's store, for one fork.  A unit's events are statements on a bare
+    connection (`Store.connection_scope`): a run writes hundreds of them, and a session's
+    transaction cost ten times as much."""
 
     def __init__(self, store: Store, fork_id: int) -> None:
         self.store = store
         self.fork_id = fork_id
 
     def run_started(self, mode: str, base: Sha) -> int:
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             return records.start_run(s, self.fork_id, mode, base)
 
     def run_finished(self, run_id: int) -> None:
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             records.finish_run(s, run_id)
 
     def unit_started(self, run_id: int, unit: UnitStart) -> int:
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             if unit.decisions:
                 ledger_records.record_decisions(s, self.fork_id, unit.decisions)
             return records.add_unit(s, run_id, self.fork_id, unit.kind, unit.name, unit.base, unit.candidate,
@@ -91,12 +93,12 @@ class StoreJournal:
                                     retry_of=unit.retry_of)
 
     def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None:
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             records.set_unit(s, unit_id, UnitState.PASSED if passed else UnitState.FAILED, summary)
 
     def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
                      more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None:
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             if more_members:
                 records.add_members(s, unit_id, more_members, reasons)
             records.set_unit(s, unit_id, status, summary)
@@ -104,7 +106,7 @@ class StoreJournal:
     def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         """The landing's decisions, its conflicts closed, its resolutions kept, the unit `landed`: one transaction."""
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             ledger_records.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
             crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o.picked])
             for case, regions, resolver in used:
@@ -115,13 +117,13 @@ class StoreJournal:
     def decided(self, decisions: Sequence[RecordedDecision]) -> None:
         if not decisions:
             return
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             ledger_records.record_decisions(s, self.fork_id, decisions)
 
     def conflicts_kept(self, conflicts: Sequence[KeptConflict]) -> None:
         if not conflicts:
             return
-        with self.store.session_scope() as s:
+        with self.store.connection_scope() as s:
             for c in conflicts:
                 crecords.upsert_conflict(
                     s, self.fork_id, upstream_sha=c.sha, subject=c.case.subject, path=c.case.path,

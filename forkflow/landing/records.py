@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, delete, insert, select, update
+from sqlalchemy import CursorResult, Table, bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from forkflow.landing.shapes import SHAPE_VERSION, shape_from_json, shape_to_json
@@ -21,6 +21,7 @@ from forkflow.store.schema_ingest import (
     TouchCacheRow,
     UnitMemberRow,
 )
+from forkflow.store.session import Writer, connection_of
 
 
 
@@ -43,16 +44,16 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def start_run(s: Session, fid: int, mode: str, base: Sha) -> int:
-    row = IngestRunRow(fork_id=fid, mode=mode, base_sha=base, status=RunState.RUNNING)
-    s.add(row)
-    s.flush()
-    return row.id
+def start_run(s: Writer, fid: int, mode: str, base: Sha) -> int:
+    result = cast(CursorResult[Any], connection_of(s).execute(_ADD_RUN, {
+        "fork_id": fid, "mode": mode, "base_sha": base, "status": RunState.RUNNING, "started_at": _now()}))
+    assert result.inserted_primary_key is not None
+    return int(result.inserted_primary_key[0])
 
 
-def finish_run(s: Session, run_id: int, status: RunState = RunState.DONE) -> None:
-    s.execute(update(IngestRunRow).where(IngestRunRow.id == run_id)
-              .values(status=status, finished_at=_now()))
+def finish_run(s: Writer, run_id: int, status: RunState = RunState.DONE) -> None:
+    connection_of(s).execute(update(IngestRunRow).where(IngestRunRow.id == run_id)
+                             .values(status=status, finished_at=_now()))
 
 
 def interrupt_running(s: Session, fid: int) -> None:
@@ -61,14 +62,14 @@ def interrupt_running(s: Session, fid: int) -> None:
               .values(status=RunState.INTERRUPTED, finished_at=_now()))
 
 
-def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
+def add_unit(s: Writer, run_id: int, fid: int, kind: str, name: str, base: Sha, candidate: Sha | None,
              status: UnitState, members: Sequence[tuple[Sha, MemberOutcome]], summary: str = "",
              reasons: Mapping[Sha, str] | None = None, retry_of: int | None = None) -> int:
     """A landing unit and its members, each with the routing reason the plan gave it.
 
-    Written as two statements, not through the ORM's unit of work (a run writes hundreds of units)."""
+    Two prepared statements, not the ORM's unit of work (a run writes hundreds of units)."""
     now = _now()
-    result = cast(CursorResult[Any], s.connection().execute(insert(LandingUnitRow), {
+    result = cast(CursorResult[Any], connection_of(s).execute(_ADD_UNIT, {
         "run_id": run_id, "fork_id": fid, "kind": kind, "name": name, "base_sha": base, "candidate_sha": candidate,
         "status": status, "summary": summary, "retry_of": retry_of, "created_at": now, "updated_at": now}))
     key = result.inserted_primary_key
@@ -78,27 +79,41 @@ def add_unit(s: Session, run_id: int, fid: int, kind: str, name: str, base: Sha,
     return unit_id
 
 
-def _insert_members(s: Session, unit_id: int, start: int, members: Sequence[tuple[Sha, MemberOutcome]],
+_UNITS = cast(Table, LandingUnitRow.__table__)  # a mapped class's table
+_MEMBERS = cast(Table, UnitMemberRow.__table__)
+# built once: a statement built per call cost more than its transaction (the landing journal's)
+_ADD_RUN = insert(cast(Table, IngestRunRow.__table__))
+_ADD_UNIT = insert(_UNITS)
+_ADD_MEMBERS = insert(_MEMBERS)
+_LAST_MEMBER = (select(_MEMBERS.c.position).where(_MEMBERS.c.unit_id == bindparam("uid"))
+                .order_by(_MEMBERS.c.position.desc()).limit(1))
+_SET_UNIT = (update(_UNITS).where(_UNITS.c.id == bindparam("uid"))
+             .values(status=bindparam("new_status", type_=_UNITS.c.status.type),
+                     updated_at=bindparam("now", type_=_UNITS.c.updated_at.type)))
+_SET_UNIT_SUMMARY = _SET_UNIT.values(summary=bindparam("new_summary", type_=_UNITS.c.summary.type))
+
+
+def _insert_members(s: Writer, unit_id: int, start: int, members: Sequence[tuple[Sha, MemberOutcome]],
                     reasons: Mapping[Sha, str] | None) -> None:
     if members:
-        s.execute(insert(UnitMemberRow), [
+        connection_of(s).execute(_ADD_MEMBERS, [
             {"unit_id": unit_id, "upstream_sha": sha, "position": start + i, "outcome": outcome,
              "reason": (reasons or {}).get(sha, "")} for i, (sha, outcome) in enumerate(members)])
 
 
-def add_members(s: Session, unit_id: int, members: Sequence[tuple[Sha, MemberOutcome]],
+def add_members(s: Writer, unit_id: int, members: Sequence[tuple[Sha, MemberOutcome]],
                 reasons: Mapping[Sha, str] | None = None) -> None:
     """More members of a stored unit (commits it left out because they wait for one held back)."""
-    last = s.scalar(select(UnitMemberRow.position).where(UnitMemberRow.unit_id == unit_id)
-                    .order_by(UnitMemberRow.position.desc()).limit(1))
+    last = connection_of(s).execute(_LAST_MEMBER, {"uid": unit_id}).scalar()
     _insert_members(s, unit_id, 0 if last is None else last + 1, members, reasons)
 
 
-def set_unit(s: Session, unit_id: int, status: UnitState, summary: str | None = None) -> None:
-    values: dict[str, object] = {"status": status, "updated_at": _now()}
-    if summary is not None:
-        values["summary"] = summary
-    s.execute(update(LandingUnitRow).where(LandingUnitRow.id == unit_id).values(**values))
+def set_unit(s: Writer, unit_id: int, status: UnitState, summary: str | None = None) -> None:
+    if summary is None:
+        connection_of(s).execute(_SET_UNIT, {"uid": unit_id, "new_status": status, "now": _now()})
+    else:
+        connection_of(s).execute(_SET_UNIT_SUMMARY, {"uid": unit_id, "new_status": status, "now": _now(),
+                                                     "new_summary": summary})
 
 
 def _record(s: Session, row: LandingUnitRow) -> UnitRecord:

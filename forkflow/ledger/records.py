@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store.schema import CommitFactRow, DispositionRow, LedgerCacheRow, SnapshotRow
+from forkflow.store.session import Writer, connection_of
 
 
 def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
@@ -45,7 +46,7 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
     row.decided_by = decision.decided_by
 
 
-def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]) -> None:
+def record_decisions(s: Writer, fid: int, decisions: Sequence[RecordedDecision]) -> None:
     """`record_decision` of many commits as one upsert (a run of a real fork records hundreds;
     a read and a write per commit cost 2.6 s of one)."""
     last = {d.sha: d for d in decisions}  # a later decision on the same commit wins
@@ -56,12 +57,15 @@ def record_decisions(s: Session, fid: int, decisions: Sequence[RecordedDecision]
              "fork_shas": json.dumps(list(d.fork_shas)), "decided_at": now, "source": d.source.value,
              "verdict": d.verdict.value if d.verdict else "", "until": d.until, "task": d.task,
              "decided_by": d.decided_by} for sha, d in last.items()]
-    dialect = s.get_bind().dialect.name
+    conn = connection_of(s)
+    dialect = conn.dialect.name
     if dialect not in ("sqlite", "postgresql"):
-        for d in last.values():
-            record_decision(s, fid, d)
+        with Session(bind=conn) as session:  # joins the connection's transaction
+            for d in last.values():
+                record_decision(session, fid, d)
+            session.flush()
         return
-    s.execute(_upsert(dialect), rows)
+    conn.execute(_upsert(dialect), rows)
 
 
 @lru_cache(maxsize=None)
