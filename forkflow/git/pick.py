@@ -225,6 +225,12 @@ class _MemoryObjects(pygit2.OdbBackend):
         return iter(list(self.objects))
 
 
+_Conflicted = tuple[str, str, pygit2.Index] | None  # the last conflicted tree merge, for resolve()
+# ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
+_PathConflicted = tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None
+MAX_AHEAD = 512  # picks made ahead and not taken yet
+
+
 class MemoryPicker:
     """Picks upstream commits onto trees of one repository's object database."""
 
@@ -242,11 +248,12 @@ class MemoryPicker:
         self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
         self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
         self._names: dict[tuple[str, bytes], bool] = {}  # (blob id, name) -> the blob has the name
-        self._conflicted: tuple[str, str, pygit2.Index] | None = None  # the last conflicted merge, for resolve()
-        # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
-        self._path_conflicted: tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None = None
+        self._conflicted: _Conflicted = None  # the last conflicted merge, for resolve()
+        self._path_conflicted: _PathConflicted = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
         self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
+        # (onto tree, sha) -> a pick made ahead (`pick_ahead`) with what `resolve` keeps of it
+        self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -257,6 +264,7 @@ class MemoryPicker:
         if self._memory is not None and self._memory.size > over:
             self._memory.drop()
             self._merged.clear()
+            self._ahead.clear()
 
     @property
     def pending_writes(self) -> int:
@@ -378,6 +386,32 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        ahead = self._ahead.pop((onto_tree, sha), None)
+        if ahead is not None:
+            step, conflicted, path_conflicted = ahead
+            if step.status is PickStatus.CONFLICT:  # what `resolve` reuses of the merge
+                self._conflicted, self._path_conflicted = conflicted, path_conflicted
+            return step
+        return self._pick(onto_tree, sha)
+
+    def pick_ahead(self, onto_tree: str, sha: Sha) -> PickStep:
+        """`pick`, kept for the next `pick` of the same commit onto the same tree: the landing picks
+        what comes next while a unit's L1 runs.  A pick is a function of the tree and the commit
+        (the caches it fills are too), so the kept one is the one `pick` would make; a blob missing
+        is not kept (a fetch may bring it)."""
+        key = (onto_tree, sha)
+        if key in self._ahead:
+            return self._ahead[key][0]
+        step = self._pick(onto_tree, sha)
+        if step.status is not PickStatus.MISSING:
+            if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
+                self._ahead.clear()
+            conflicted = step.status is PickStatus.CONFLICT
+            self._ahead[key] = (step, self._conflicted if conflicted else None,
+                                self._path_conflicted if conflicted else None)
+        return step
+
+    def _pick(self, onto_tree: str, sha: Sha) -> PickStep:
         unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
         if unsafe is not None:  # a checkout of it would fail (or write outside the work tree)
             return PickStep(sha, PickStatus.REFUSED, onto_tree,

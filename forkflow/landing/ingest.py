@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -27,7 +29,7 @@ from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.git.repo import Repo
-from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, Signature, UnitPick
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus, PickStep, Resolutions, Signature, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.classify import decider_of
@@ -38,6 +40,8 @@ from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
 LEARN_AHEAD_MIN = 200  # open commits from which the fork's past resolutions are learnt in a child process
+PICK_AHEAD_MAX = 64  # commits picked ahead while one unit's L1 runs
+PICK_AHEAD_SWITCH_S = 0.0005  # the interpreter's switch interval meanwhile (5 ms by default)
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
 
@@ -199,6 +203,9 @@ class Ingestor:
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
         self._fork_point: Sha | None = None  # the cases' origin (a `git merge-base` per case otherwise)
+        self._coming: list[Sha] = []  # the plan's commits in landing order (see _pick_ahead)
+        self._first = 0  # ... where the unit being landed starts
+        self._next = 0  # ... and the first one after it (after the link, in a chain)
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -304,10 +311,13 @@ class Ingestor:
         if self.options.max_units is not None:
             units = units[: self.options.max_units]
         self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
+        self._coming = [sha for u in units for sha in u.commits]
         out: list[UnitResult] = []
         for unit in units:
             if self._stop:
                 break
+            self._first = self._next
+            self._next += len(unit.commits)
             for r in self.process_unit(unit, plan.base):
                 out.append(r)
                 self.reporter.unit_done(r)
@@ -352,6 +362,7 @@ class Ingestor:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
         for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
+            self._next = self._first + i + 1
             r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
@@ -525,9 +536,8 @@ class Ingestor:
                        + [(s, MemberOutcome.EMPTY) for s in pick.empty] + [(s, MemberOutcome.CONFLICT) for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, UnitState.PICKING, members)
             self._store_conflicts(pick.conflicted, conflict_chain, base)
-            assert self.gate is not None
             self.gate_runs += 1
-            verdict = self.gate.check(candidate, base)
+            verdict = self._gate(candidate, base, pick.tree)
             self.journal.unit_gated(unit_id, verdict.passed, verdict.summary)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
@@ -550,6 +560,46 @@ class Ingestor:
             self.journal.unit_settled(unit_id, UnitState.ABANDONED, "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
+
+    def _gate(self, candidate: Sha, base: Sha, tree: str) -> GateResult:
+        """L1 of a candidate; meanwhile a thread picks the commits that come next onto its tree, as
+        the landing will once it lands (`_pick_ahead`).  The picker is the thread's alone until
+        L1 is done: the gate moves its own work tree and runs a process."""
+        assert self.gate is not None
+        if self.options.mode is not Mode.LAND or self._next >= len(self._coming):
+            return self.gate.check(candidate, base)
+        stop = threading.Event()
+        ahead = threading.Thread(target=self._pick_ahead, args=(tree, stop), name="forkflow-pick-ahead", daemon=True)
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(PICK_AHEAD_SWITCH_S)  # L1's waits give the thread the interpreter, and back at once
+        ahead.start()
+        try:
+            return self.gate.check(candidate, base)
+        finally:
+            stop.set()
+            ahead.join()
+            sys.setswitchinterval(interval)
+
+    def _pick_ahead(self, tree: str, stop: threading.Event) -> None:
+        """Pick the commits of the units to come onto `tree` as the landing would if this unit lands
+        and no conflict gets resolved (`MemoryPicker.pick_ahead` keeps each pick); a wrong guess
+        costs only the picks made.  Reads the run's state, changes none of it."""
+        out = set(self.held)
+        try:
+            for sha in self._coming[self._next:self._next + PICK_AHEAD_MAX]:
+                if stop.is_set():
+                    return
+                blocking = [d for d in self.deps.get(sha, ()) if d.on in out]
+                if self.picker.waits_for(blocking, tree, sha) is not None:
+                    out.add(sha)
+                    continue
+                step = self.picker.pick_ahead(tree, sha)
+                if step.status is PickStatus.APPLIED:
+                    tree = step.tree
+                elif step.status is not PickStatus.EMPTY:
+                    out.add(sha)
+        except Exception:  # noqa: BLE001 - a guess; the landing's own pick says what is wrong
+            return
 
     def _not_picked(self, shas: Sequence[Sha], base: Sha) -> tuple[Sequence[Sha], list[Sha]]:
         """`shas` less those the fork branch picked (or skipped) since this run last saw it.
