@@ -39,7 +39,7 @@ from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
-LEARN_AHEAD_MIN = 200  # open commits from which the fork's past resolutions are learnt in a child process
+LEARN_AHEAD_MIN = 200  # upstream commits behind from which the fork's past resolutions are learnt in a child
 PICK_AHEAD_MAX = 64  # commits picked ahead while one unit's L1 runs
 PICK_AHEAD_SWITCH_S = 0.0005  # the interpreter's switch interval meanwhile (5 ms by default)
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
@@ -216,15 +216,25 @@ class Ingestor:
 
     # -- steps ---------------------------------------------------------------
     def run(self) -> IngestReport:
+        if self.writes and self._behind() >= LEARN_AHEAD_MIN:
+            # on the other core while this one reads the ledger and plans: the first conflict needs it
+            # (started after the ledger, it learnt while the plan's `git diff-tree` wanted that core)
+            learn_ahead(self.repo)
         if self.writes:
             self.recover()
         ledger = self.load_ledger()
-        if self.writes and sum(1 for e in ledger.entries if e.disposition in OPEN_DISPOSITIONS) >= LEARN_AHEAD_MIN:
-            learn_ahead(self.repo)  # on the other core while this one plans: the first conflict needs it
         with quick_reads():  # the picks read the files they merge again and again, as the plan's probe
             plan = self.plan(ledger)
             results = self.ingest_units(plan)
         return self.finish(ledger, plan, results)
+
+    def _behind(self) -> int:
+        """How many upstream commits the fork branch lacks (picked ones too: what the ledger reads)."""
+        try:
+            out = self.repo.git("rev-list", "--count", f"{self.config.fork_ref}..{self.config.upstream_ref}", check=False)
+            return int(out.strip() or 0)
+        except (GitError, ValueError):
+            return 0  # the ledger says what is wrong with the refs
 
     def finish(self, ledger: Ledger, plan: Plan, results: Sequence[UnitResult]) -> IngestReport:
         """Move the ingestion point, push when asked, close the run; the report of it all."""
