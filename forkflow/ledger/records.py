@@ -72,10 +72,14 @@ def record_decisions(s: Writer, fid: int, decisions: Sequence[RecordedDecision])
 def _upsert(dialect: str) -> Any:
     """The decisions' upsert on the table, built once and run with many rows (executemany): a
     statement with the rows as values was compiled again at each call, 2 ms of each landed unit."""
-    from sqlalchemy.dialects import postgresql, sqlite
-
     table: Table = DispositionRow.__table__  # type: ignore[assignment]  # a mapped class's table
-    upsert = (sqlite.insert if dialect == "sqlite" else postgresql.insert)(table)
+    upsert: Any
+    if dialect == "sqlite":  # only the dialect in use (PostgreSQL's imports its drivers' modules: 35 ms)
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        upsert = sqlite_insert(table)
+    else:
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+        upsert = postgresql_insert(table)
     kept = ("fork_id", "upstream_sha", "id")
     return upsert.on_conflict_do_update(index_elements=["fork_id", "upstream_sha"],
                                         set_={c.name: upsert.excluded[c.name] for c in table.columns if c.name not in kept})
