@@ -576,8 +576,8 @@ class Ingestor:
         the landing will once it lands (`_pick_ahead`).  The picker is the thread's alone until
         L1 is done: the gate moves its own work tree and runs a process."""
         assert self.gate is not None
-        if self.options.mode is not Mode.LAND or self._next >= len(self._coming):
-            return self.gate.check(candidate, base)
+        if self.options.mode is not Mode.LAND or self.reviewer is not None or self._next >= len(self._coming):
+            return self.gate.check(candidate, base)  # the candidate does not become the branch's tip
         stop = threading.Event()
         ahead = threading.Thread(target=self._pick_ahead, args=(tree, stop), name="forkflow-pick-ahead", daemon=True)
         interval = sys.getswitchinterval()
