@@ -117,6 +117,12 @@ class Store:
         store.migrate(create=create)
         return store
 
+    def _error(self, e: OperationalError) -> UserError | StoreError:
+        """What a transaction's failure tells the user: the store is locked, or what went wrong."""
+        if _is_locked(e):
+            return locked_error(self.url)
+        return StoreError(f"store error on {redact(self.url)}: {scrub(str(e.orig), self.url)}")
+
     @contextmanager
     def connection_scope(self) -> Iterator[Connection]:
         """One transaction on a bare connection, for writes that are statements only (no ORM rows):
@@ -126,9 +132,7 @@ class Store:
             with self.engine.begin() as conn:
                 yield conn
         except OperationalError as e:
-            if _is_locked(e):
-                raise locked_error(self.url) from e
-            raise StoreError(f"store error on {redact(self.url)}: {scrub(str(e.orig), self.url)}") from e
+            raise self._error(e) from e
 
     @contextmanager
     def session_scope(self) -> Iterator[Session]:
@@ -139,9 +143,7 @@ class Store:
             session.commit()
         except OperationalError as e:
             session.rollback()
-            if _is_locked(e):
-                raise locked_error(self.url) from e
-            raise StoreError(f"store error on {redact(self.url)}: {scrub(str(e.orig), self.url)}") from e
+            raise self._error(e) from e
         except BaseException:
             session.rollback()
             raise
