@@ -48,6 +48,12 @@ class _Names:
         self.uses: set[str] = set()
         self.mentions: set[str] = set()
 
+    def read(self, path: str, raw: bytes, body: int, end: int) -> None:
+        """The names of one file's patch lines, `raw[body:end]`, unless the file is rewritten wholesale."""
+        plus, minus = _ADDED.findall(raw, body, end), _REMOVED.findall(raw, body, end)
+        if len(plus) + len(minus) <= MAX_TEXT_LINES:
+            self.add(path, plus, minus)
+
     def add(self, path: str, plus: list[bytes], minus: list[bytes]) -> None:
         """One file's added and removed lines (without their + and -)."""
         text_plus = b"\n".join(plus).decode("utf-8", "replace")
@@ -64,6 +70,12 @@ class _Names:
         self.mentions |= added | removed
 
 
+def _hunks(raw: bytes, body: int, end: int) -> tuple[Hunk, ...]:
+    """The hunk headers of one file's patch, `raw[body:end]`."""
+    return tuple(Hunk(int(os_), int(ol) if ol else 1, int(ns), int(nl) if nl else 1)  # findall: b"" for no group
+                 for os_, ol, ns, nl in _HUNK_LINE.findall(raw, body, end))
+
+
 def _commit_shape(sha: Sha, raw: bytes, start: int, end: int, names: bool) -> CommitShape:
     """The shape of one commit's patch, `raw[start:end]` (its id line aside): file by file, each
     file's hunk headers and lines read by regular expressions over the file's text at once."""
@@ -78,13 +90,10 @@ def _commit_shape(sha: Sha, raw: bytes, start: int, end: int, names: bool) -> Co
         header = raw[head.end():body]
         hunks: tuple[Hunk, ...] | None = None
         if b"\nBinary files" not in header and b"\nGIT binary patch" not in header:
-            hunks = tuple(Hunk(int(os_), int(ol) if ol else 1, int(ns), int(nl) if nl else 1)  # findall: b"" for no group
-                          for os_, ol, ns, nl in _HUNK_LINE.findall(raw, body, file_end))
+            hunks = _hunks(raw, body, file_end)
         files.append(FileChange(path, hunks, b"\nnew file mode" in header, b"\ndeleted file mode" in header))
         if found is not None and hunks:
-            plus, minus = _ADDED.findall(raw, body, file_end), _REMOVED.findall(raw, body, file_end)
-            if len(plus) + len(minus) <= MAX_TEXT_LINES:
-                found.add(path, plus, minus)
+            found.read(path, raw, body, file_end)
     if found is None:
         return CommitShape(sha, tuple(files))
     return CommitShape(sha, tuple(files), frozenset(found.defines), frozenset(found.uses - found.defines),
@@ -194,15 +203,13 @@ class ShapeReader:
             data = b"\n" + p.data  # the patterns begin at a newline
             body = data.find(b"\n@@ ")
             body = len(data) if body < 0 else body
-            hunks = tuple(Hunk(int(os_), int(ol) if ol else 1, int(ns), int(nl) if nl else 1)
-                          for os_, ol, ns, nl in _HUNK_LINE.findall(data, body))
+            hunks = _hunks(data, body, len(data))
             if b"\0" in p.data[:8000] and not hunks:
                 files.append(FileChange(path, None, added_file, deleted))
                 continue
             files.append(FileChange(path, hunks, added_file, deleted))
-            plus, minus = _ADDED.findall(data, body), _REMOVED.findall(data, body)
-            if hunks and len(plus) + len(minus) <= MAX_TEXT_LINES:
-                names.add(path, plus, minus)
+            if hunks:
+                names.read(path, data, body, len(data))
         return tuple(files), names, missing
 
 
