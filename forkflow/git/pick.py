@@ -16,6 +16,7 @@ import functools
 import hashlib
 import os
 import re
+import threading
 import zlib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -943,10 +944,12 @@ class MemoryPicker:
                       resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
                       stop_on_conflict: bool = False,
                       depends: Mapping[Sha, Sequence[Dependency]] | None = None,
-                      held_before: Collection[Sha] = ()) -> UnitPick:
+                      held_before: Collection[Sha] = (), ahead: threading.Event | None = None) -> UnitPick:
         """Pick commits in order onto a tree; conflicted ones are resolved or left out, and so is
         every later one that depends on one left out (here or in `held_before`), naming what it
-        waits for (see `waits_for`)."""
+        waits for (see `waits_for`).  With `ahead`, each pick is one made ahead (`pick_ahead`), and
+        the sequence stops where the event is set."""
+        pick = self.pick if ahead is None else self.pick_ahead
         tree = base_tree
         applied: list[Sha] = []
         empty: list[Sha] = []
@@ -955,13 +958,15 @@ class MemoryPicker:
         held: dict[Sha, Dependency] = {}
         out: set[Sha] = set(held_before)
         for sha in shas:
+            if ahead is not None and ahead.is_set():
+                break
             blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
             hard = self.waits_for(blocking, tree, sha)
             if hard is not None:
                 held[sha] = hard
                 out.add(sha)
                 continue
-            step = self.pick(tree, sha)
+            step = pick(tree, sha)
             if blocking and step.status in (PickStatus.CONFLICT, PickStatus.MISSING, PickStatus.REFUSED):
                 held[sha] = blocking[0]  # its conflict is what it waits for
                 out.add(sha)

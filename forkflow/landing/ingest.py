@@ -29,7 +29,7 @@ from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.git.repo import Repo
-from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus, PickStep, Resolutions, Signature, UnitPick
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, Signature, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.classify import decider_of
@@ -594,20 +594,9 @@ class Ingestor:
         """Pick the commits of the units to come onto `tree` as the landing would if this unit lands
         and no conflict gets resolved (`MemoryPicker.pick_ahead` keeps each pick); a wrong guess
         costs only the picks made.  Reads the run's state, changes none of it."""
-        out = set(self.held)
         try:
-            for sha in self._coming[self._next:self._next + PICK_AHEAD_MAX]:
-                if stop.is_set():
-                    return
-                blocking = [d for d in self.deps.get(sha, ()) if d.on in out]
-                if self.picker.waits_for(blocking, tree, sha) is not None:
-                    out.add(sha)
-                    continue
-                step = self.picker.pick_ahead(tree, sha)
-                if step.status is PickStatus.APPLIED:
-                    tree = step.tree
-                elif step.status is not PickStatus.EMPTY:
-                    out.add(sha)
+            self.picker.pick_sequence(tree, self._coming[self._next:self._next + PICK_AHEAD_MAX], depends=self.deps,
+                                      held_before=set(self.held), ahead=stop)
         except Exception:  # noqa: BLE001 - a guess; the landing's own pick says what is wrong
             return
 
