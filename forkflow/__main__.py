@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from forkflow.cli.main import run
+from forkflow.cli.entry import run
 
 run()

@@ -7,7 +7,6 @@ is what the fork's engineers made of it; `history.learn` remembers it region by 
 from __future__ import annotations
 
 import atexit
-import os
 import pickle
 import re
 import subprocess
@@ -16,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from forkflow.conflicts.ahead import spawn_learner, take_early
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
 from forkflow.config import DEFAULT_MARKERS
@@ -88,9 +88,6 @@ def fork_history(repo: Repo) -> History:
     checked-out fork branch that name the upstream commit they pick (`(cherry picked from commit
     X)`, `Upstream-Commit: X`, the other markers of DEFAULT_MARKERS), replayed in memory once per
     process and repository (learn_from_picks); the branch moving as units land does not relearn."""
-    tip = repo.resolve("HEAD")
-    if tip is None:
-        return History()
     cache = str(repo.path)  # once per run: what the run lands itself, forkflow records
     ahead = _AHEAD.pop(cache, None)
     if ahead is not None and cache not in _HISTORIES:
@@ -101,6 +98,9 @@ def fork_history(repo: Repo) -> History:
         except Exception:  # noqa: BLE001 - the child died or its answer did not come back: learn here
             pass
     if cache not in _HISTORIES:
+        tip = repo.resolve("HEAD")  # only here: a git process each conflict was a tenth of the resolvers' time
+        if tip is None:
+            return History()
         _HISTORIES.clear()
         try:
             _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
@@ -120,19 +120,11 @@ def learn_ahead(repo: Repo) -> bool:
     cache = str(repo.path)
     if cache in _HISTORIES or cache in _AHEAD:
         return False
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
-    try:
-        proc = subprocess.Popen([sys.executable, "-c", _CHILD, cache], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-    except OSError:
+    proc = take_early(repo.path) or spawn_learner(cache)  # the program's entry may have started it
+    if proc is None:
         return False
     _AHEAD[cache] = _Child(proc)
     return True
-
-
-_CHILD = "import sys; from forkflow.conflicts.learn import _child_main; _child_main(sys.argv[1])"
 
 
 class _Child:

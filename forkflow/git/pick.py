@@ -172,6 +172,7 @@ class _MemoryObjects(pygit2.OdbBackend):
         super().__init__()
         self.objects: dict[pygit2.Oid, tuple[int, bytes]] = {}
         self.size = 0  # bytes held
+        self.log: list[pygit2.Oid] | None = None  # when a list, each object written is also named here
 
     def drop(self, oids: Sequence[pygit2.Oid] | None = None) -> None:
         """Forget `oids` (all objects when None)."""
@@ -218,6 +219,8 @@ class _MemoryObjects(pygit2.OdbBackend):
         if oid not in self.objects:
             self.objects[oid] = (kind, bytes(data))
             self.size += len(data)
+            if self.log is not None:
+                self.log.append(oid)
 
     def refresh_cb(self) -> None:
         pass
@@ -230,6 +233,7 @@ _Conflicted = tuple[str, str, pygit2.Index] | None  # the last conflicted tree m
 # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
 _PathConflicted = tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None
 MAX_AHEAD = 512  # picks made ahead and not taken yet
+MAX_ADOPTED = 4096  # ... and picks another picker made ahead (a child goes on along the whole backlog)
 
 
 class MemoryPicker:
@@ -255,6 +259,8 @@ class MemoryPicker:
         self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
         # (onto tree, sha) -> a pick made ahead (`pick_ahead`) with what `resolve` keeps of it
         self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
+        self.on_kept: Callable[[str, Sha, PickStep, _PathConflicted], None] | None = None  # each pick kept ahead
+        self._inbox: Callable[[], None] | None = None  # takes in picks made ahead elsewhere (`adopt`)
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -387,6 +393,8 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
+        if self._inbox is not None:
+            self._inbox()
         ahead = self._ahead.pop((onto_tree, sha), None)
         if ahead is not None:
             step, conflicted, path_conflicted = ahead
@@ -410,7 +418,35 @@ class MemoryPicker:
             conflicted = step.status is PickStatus.CONFLICT
             self._ahead[key] = (step, self._conflicted if conflicted else None,
                                 self._path_conflicted if conflicted else None)
+            if self.on_kept is not None:
+                self.on_kept(onto_tree, sha, step, self._path_conflicted if conflicted else None)
         return step
+
+    def adopt(self, onto_tree: str, sha: Sha, step: PickStep, path_conflicted: _PathConflicted,
+              objects: Sequence[tuple[bytes, int, bytes]]) -> None:
+        """A pick made ahead by another picker of this repository (`forkflow.git.ahead`), with the
+        objects it wrote (raw id, type, data): kept as `pick_ahead` keeps its own."""
+        if self._memory is None:
+            return
+        for raw, kind, data in objects:
+            self._memory.write_cb(pygit2.Oid(raw=raw), data, kind)
+        while len(self._ahead) >= MAX_ADOPTED:  # the oldest first: the ones the landing went past
+            del self._ahead[next(iter(self._ahead))]
+        self._ahead.setdefault((onto_tree, sha), (step, None, path_conflicted))
+
+    def knowledge(self, tree: str) -> tuple[frozenset[str], dict[str, Sequence[str]], dict[str, int]]:
+        """What this picker knows that shapes its picks (the fork point's files, the paths each commit
+        changes, the file names of the first tree it picked onto: `tree` when none yet), for
+        another picker of the same repository to pick as this one would (`learn`)."""
+        root = self.repo.get(tree)
+        if not self._basenames and isinstance(root, pygit2.Tree):
+            self._index_names(root)
+        return self._old_paths, dict(self._paths), dict(self._basenames)
+
+    def learn(self, knowledge: tuple[frozenset[str], dict[str, Sequence[str]], dict[str, int]]) -> None:
+        self._old_paths, paths, basenames = knowledge
+        self._paths.update(paths)
+        self._basenames.update(basenames)
 
     def _pick(self, onto_tree: str, sha: Sha) -> PickStep:
         unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
@@ -944,11 +980,13 @@ class MemoryPicker:
                       resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
                       stop_on_conflict: bool = False,
                       depends: Mapping[Sha, Sequence[Dependency]] | None = None,
-                      held_before: Collection[Sha] = (), ahead: threading.Event | None = None) -> UnitPick:
+                      held_before: Collection[Sha] = (), ahead: threading.Event | None = None,
+                      visit: Callable[[int, str], None] | None = None) -> UnitPick:
         """Pick commits in order onto a tree; conflicted ones are resolved or left out, and so is
         every later one that depends on one left out (here or in `held_before`), naming what it
         waits for (see `waits_for`).  With `ahead`, each pick is one made ahead (`pick_ahead`), and
-        the sequence stops where the event is set."""
+        the sequence stops where the event is set; `visit(i, tree)` is told the tree each `shas[i]`
+        comes onto."""
         pick = self.pick if ahead is None else self.pick_ahead
         tree = base_tree
         applied: list[Sha] = []
@@ -957,9 +995,11 @@ class MemoryPicker:
         resolved: dict[Sha, Resolutions] = {}
         held: dict[Sha, Dependency] = {}
         out: set[Sha] = set(held_before)
-        for sha in shas:
+        for i, sha in enumerate(shas):
             if ahead is not None and ahead.is_set():
                 break
+            if visit is not None:
+                visit(i, tree)
             blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
             hard = self.waits_for(blocking, tree, sha)
             if hard is not None:

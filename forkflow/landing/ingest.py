@@ -22,7 +22,9 @@ from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
+from forkflow.conflicts.ahead import LEARN_AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
+from forkflow.git.ahead import AheadPicks
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
@@ -39,8 +41,8 @@ from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
-LEARN_AHEAD_MIN = 200  # upstream commits behind from which the fork's past resolutions are learnt in a child
 PICK_AHEAD_MAX = 64  # commits picked ahead while one unit's L1 runs
+AHEAD_CHILD_MIN = 200  # commits to land from which a child process picks ahead (a thread below)
 PICK_AHEAD_SWITCH_S = 0.0005  # the interpreter's switch interval meanwhile (5 ms by default)
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
@@ -206,6 +208,7 @@ class Ingestor:
         self._coming: list[Sha] = []  # the plan's commits in landing order (see _pick_ahead)
         self._first = 0  # ... where the unit being landed starts
         self._next = 0  # ... and the first one after it (after the link, in a chain)
+        self._child: AheadPicks | None = None  # a child process picking ahead (forkflow.git.ahead)
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -216,9 +219,10 @@ class Ingestor:
 
     # -- steps ---------------------------------------------------------------
     def run(self) -> IngestReport:
-        if self.writes and self._behind() >= LEARN_AHEAD_MIN:
+        if self.writes and (early_started(self.repo.path) or self._behind() >= LEARN_AHEAD_MIN):
             # on the other core while this one reads the ledger and plans: the first conflict needs it
-            # (started after the ledger, it learnt while the plan's `git diff-tree` wanted that core)
+            # (started after the ledger, it learnt while the plan's `git diff-tree` wanted that core;
+            # the program's entry starts it before its imports, see forkflow.cli.entry)
             learn_ahead(self.repo)
         if self.writes:
             self.recover()
@@ -322,16 +326,30 @@ class Ingestor:
             units = units[: self.options.max_units]
         self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
         self._coming = [sha for u in units for sha in u.commits]
+        if self._picks_ahead() and len(self._coming) >= AHEAD_CHILD_MIN:
+            tree = self.picker.commit_tree(plan.base)
+            self._child = AheadPicks.start(self.picker, self.repo.path, self._coming, self.deps, tree)
+            if self._child is not None:
+                self._child.steer(tree, 0, self.held)
         out: list[UnitResult] = []
-        for unit in units:
-            if self._stop:
-                break
-            self._first = self._next
-            self._next += len(unit.commits)
-            for r in self.process_unit(unit, plan.base):
-                out.append(r)
-                self.reporter.unit_done(r)
+        try:
+            for unit in units:
+                if self._stop:
+                    break
+                self._first = self._next
+                self._next += len(unit.commits)
+                for r in self.process_unit(unit, plan.base):
+                    out.append(r)
+                    self.reporter.unit_done(r)
+        finally:
+            if self._child is not None:
+                self._child.close()
+                self._child = None
         return out
+
+    def _picks_ahead(self) -> bool:
+        """Whether the landing picks ahead: only where a candidate that passes L1 becomes the tip."""
+        return self.options.mode is Mode.LAND and self.reviewer is None and self.gate is not None
 
     def advance_point(self) -> Sha | None:
         """Move the recorded ingestion point; only when the decided prefix moved since this run last
@@ -576,8 +594,11 @@ class Ingestor:
         the landing will once it lands (`_pick_ahead`).  The picker is the thread's alone until
         L1 is done: the gate moves its own work tree and runs a process."""
         assert self.gate is not None
-        if self.options.mode is not Mode.LAND or self.reviewer is not None or self._next >= len(self._coming):
+        if not self._picks_ahead() or self._next >= len(self._coming):
             return self.gate.check(candidate, base)  # the candidate does not become the branch's tip
+        if self._child is not None:  # a child picks ahead on the other core: tell it where the landing is
+            self._child.steer(tree, self._next, self.held)
+            return self.gate.check(candidate, base)
         stop = threading.Event()
         ahead = threading.Thread(target=self._pick_ahead, args=(tree, stop), name="forkflow-pick-ahead", daemon=True)
         interval = sys.getswitchinterval()

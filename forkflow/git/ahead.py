@@ -1,0 +1,181 @@
+"""Picks made ahead by a child process while the landing runs (issue 11: ingest speed).
+
+The landing is one unit after another: pick, L1, land.  A thread picking the next units while a
+unit's L1 runs shares the interpreter with the landing, and can only guess while L1 runs.  This
+child picks on the other core the whole time: the plan's commits in landing order, onto the tree
+each will come onto if every unit lands and no conflict gets resolved (`pick_sequence` with its
+waits and held commits), and sends each pick with the objects it wrote.  The landing steers it
+at each L1 with the candidate's tree, where the landing is; the child goes on where that is on
+its own way, and starts again from there where it is not (a resolved conflict, a unit that did
+not land).  A pick is a function of the tree and the commit, so a pick taken from the child is
+the one the landing would make (the child learns what shapes the landing's picks first:
+`MemoryPicker.knowledge`); a pick it has not made yet the landing makes itself, never waiting.
+
+The child is a fresh interpreter importing only the picker; it reads the repository and writes
+nothing to it (its objects stay in memory until the landing takes them).  Whatever goes wrong
+with it (it cannot start, it dies, it answers late), the landing picks as it would without it.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
+from forkflow.models import Sha
+from forkflow.planning.lines import Dependency
+
+MEMORY = 256 << 20  # bytes of picks the child keeps before it forgets them (and makes them again if asked)
+_CHILD = "from forkflow.git.ahead import _child_main; _child_main()"
+
+
+class AheadPicks:
+    """The landing's side: starts the child, steers it, and hands its picks to the landing's picker."""
+
+    def __init__(self, picker: MemoryPicker, proc: subprocess.Popen[bytes]) -> None:
+        self.picker = picker
+        self.proc = proc
+        self._in: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._steered: tuple[str, int] | None = None
+        self._reader = threading.Thread(target=self._read, name="forkflow-ahead-reader", daemon=True)
+        self._reader.start()
+        picker._inbox = self._take
+        atexit.register(self.close)
+
+    @classmethod
+    def start(cls, picker: MemoryPicker, path: Path | str, coming: Sequence[Sha],
+              depends: Mapping[Sha, Sequence[Dependency]], tree: str) -> AheadPicks | None:
+        """A child picking `coming` (the plan's commits in landing order) in the repository at
+        `path`, as `picker` would; None where it cannot start."""
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
+        try:
+            proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env)
+            assert proc.stdin is not None
+            pickle.dump((str(path), list(coming), dict(depends), picker.knowledge(tree)), proc.stdin,
+                        protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.flush()
+        except (OSError, ValueError, pickle.PicklingError):
+            return None
+        return cls(picker, proc)
+
+    def steer(self, tree: str, at: int, held: Collection[Sha]) -> None:
+        """The landing is at `coming[at]`, onto `tree`, with `held` held back."""
+        if self._steered == (tree, at) or self.proc.stdin is None:
+            return
+        self._steered = (tree, at)
+        try:
+            pickle.dump(("go", tree, at, frozenset(held)), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (OSError, ValueError):  # the child is gone: the landing picks by itself
+            pass
+
+    def _read(self) -> None:
+        """The child's picks, as they come (on this thread: the landing takes them in `_take`)."""
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            try:
+                msg = pickle.load(out)  # our own child's answer, not a stranger's
+            except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+                return
+            self._in.put(msg)
+
+    def _take(self) -> None:
+        """Hand the picks that came to the landing's picker (on the landing's thread)."""
+        while True:
+            try:
+                tree, sha, step, by_path, objects = self._in.get_nowait()
+            except queue.Empty:
+                return
+            self.picker.adopt(tree, sha, step, by_path, objects)
+
+    def close(self) -> None:
+        atexit.unregister(self.close)
+        if self.picker._inbox == self._take:
+            self.picker._inbox = None
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+
+def _child_main() -> None:
+    """The child: picks along the landing's way until its standard input closes."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    path, coming, depends, knowledge = pickle.load(stdin)
+    picker = MemoryPicker(path, batch_writes=True)
+    picker.learn(knowledge)
+    memory = picker._memory
+    assert memory is not None
+    memory.log = []
+    lock = threading.Lock()
+    way: dict[tuple[str, int], None] = {}  # (tree, i) the current sequence came through
+    latest: list[tuple[str, int, frozenset[Sha]] | None] = [None]
+    moved = threading.Event()  # a steer off the current way: stop the sequence
+    wake = threading.Event()
+
+    def send(tree: str, sha: Sha, step: PickStep, by_path: Any) -> None:
+        objects = [(oid.raw, *memory.objects[oid]) for oid in memory.log or () if oid in memory.objects]
+        memory.log = []
+        _write(stdout, (tree, sha, step, by_path, objects))
+
+    picker.on_kept = send
+
+    def listen() -> None:
+        while True:
+            try:
+                msg = pickle.load(stdin)
+            except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+                msg = None
+            with lock:
+                if msg is not None and (msg[1], msg[2]) in way:
+                    continue  # where this child's way goes already
+                latest[0] = None if msg is None else (msg[1], msg[2], msg[3])
+                moved.set()
+                wake.set()
+            if msg is None:
+                return
+
+    threading.Thread(target=listen, daemon=True).start()
+    while True:
+        wake.wait()
+        with lock:
+            go = latest[0]
+            wake.clear()
+            moved.clear()
+            if go is None:
+                return
+            way.clear()
+        tree, at, held = go
+        if memory.size > MEMORY:
+            picker.forget_writes()
+        try:
+            picker.pick_sequence(tree, coming[at:], depends=depends, held_before=held, ahead=moved,
+                                 visit=lambda i, t: way.__setitem__((t, at + i), None))
+        except BrokenPipeError:
+            return
+        except Exception:  # noqa: BLE001 - a guess: the landing's own pick says what is wrong
+            pass
+
+
+def _write(out: IO[bytes], msg: tuple[Any, ...]) -> None:
+    pickle.dump(msg, out, protocol=pickle.HIGHEST_PROTOCOL)
+    out.flush()
+
+
+__all__ = ["AheadPicks", "PickStatus"]

@@ -1,0 +1,174 @@
+"""Picks made ahead by a child process while the landing runs (forkflow.git.ahead; issue 11)."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from forkflow import wiring
+from forkflow.cli import entry
+from forkflow.config import render_config
+from forkflow.conflicts import ahead as early, learn
+from forkflow.context import open_context
+from forkflow.git.pick import MemoryPicker, PickStep
+from forkflow.landing import ingest
+from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
+from forkflow.models import GateResult, Sha
+from forkflow.testing.gitrepo import ForkBuilder
+
+from tests.test_ingest_journal import FakeJournal
+
+
+class ChildGate:
+    """Waits (up to 10 s) until the landing's child has sent its pick onto the candidate, then fails
+    the first candidate when asked to; counts the picks the landing made itself."""
+
+    def __init__(self, fail_first: bool, kill_child: bool = False) -> None:
+        self.fail_first = fail_first
+        self.kill_child = kill_child
+        self.checks = 0
+        self.ingestor: Ingestor | None = None
+        self.own_picks: list[Sha] = []
+
+    def watch(self, ingestor: Ingestor) -> None:
+        self.ingestor = ingestor
+        picker = ingestor.picker
+        made = picker._pick
+
+        def counted(onto_tree: str, sha: Sha) -> PickStep:
+            if threading.current_thread() is threading.main_thread():
+                self.own_picks.append(sha)
+            return made(onto_tree, sha)
+        picker._pick = counted  # type: ignore[method-assign]
+
+    def check(self, rev: Sha, base: Sha) -> GateResult:
+        self.checks += 1
+        assert self.ingestor is not None and self.ingestor._child is not None  # the child, not the thread
+        child = self.ingestor._child
+        if self.kill_child:
+            child.proc.kill()
+            child.proc.wait()
+        elif self.ingestor._next < len(self.ingestor._coming):  # wait for the child's pick onto this candidate
+            picker = self.ingestor.picker
+            tree = picker.commit_tree(rev)
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                child._take()
+                if any(onto == tree for onto, _ in picker._ahead):
+                    break
+                time.sleep(0.01)
+        passed = not (self.fail_first and self.checks == 1)
+        return GateResult(passed, "passed" if passed else "failed")
+
+
+def _chain_of_three(builder: ForkBuilder) -> tuple[Path, Sha]:
+    builder.upstream_commit({"lib/a.py": "a = 1\n", "lib/b.py": "b = 1\n", "lib/c.py": "c = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    tip = Sha(builder.fork_commit({"d.py": "d = 1\n"}, "[fork] ours"))
+    builder.upstream_commit({"lib/a.py": "a = 2\n"}, "Change a (#2)")
+    builder.upstream_commit({"lib/b.py": "b = 2\n"}, "Change b (#3)")
+    builder.upstream_commit({"lib/c.py": "c = 2\n"}, "Change c (#4)")
+    builder.fetch()
+    fork = builder.f.path
+    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
+                                        + '\n[[ingest.chain]]\nname = "lib"\npaths = ["lib/**"]\n')
+    return fork, tip
+
+
+def _run(fork: Path, gate: ChildGate, monkeypatch: pytest.MonkeyPatch) -> list[ingest.UnitResult]:
+    monkeypatch.setattr(ingest, "AHEAD_CHILD_MIN", 1)  # a child for three commits, as for 800
+    ingestor = wiring.ingestor(open_context(fork), IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
+    gate.watch(ingestor)
+    report = ingestor.run()
+    assert ingestor._child is None  # stopped when the landing ends
+    return list(report.results)
+
+
+def test_the_landing_takes_the_childs_picks(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork, tip = _chain_of_three(builder)
+    gate = ChildGate(fail_first=False)
+    results = _run(fork, gate, monkeypatch)
+    assert [r.status for r in results] == [UnitStatus.LANDED] * 3
+    assert len(gate.own_picks) < 3  # links 2 and 3 came from the child (link 1 maybe, before it had any)
+    head = results[2].fork_sha
+    assert head is not None
+    assert [builder.f.git("show", f"{head}:lib/{n}.py") for n in "abc"] == ["a = 2\n", "b = 2\n", "c = 2\n"]
+    assert builder.f.git("rev-list", "--count", f"{tip}..{head}").strip() == "3"
+    assert builder.f.git("fsck", "--connectivity-only", "--no-dangling").strip() == ""  # every object written
+
+
+def test_a_guess_of_the_child_never_lands(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Link 1 fails L1: the child had picked link 2 onto link 1's candidate; link 2 lands on the
+    branch as it was, picked again."""
+    fork, tip = _chain_of_three(builder)
+    results = _run(fork, ChildGate(fail_first=True), monkeypatch)
+    assert [r.status for r in results] == [UnitStatus.FAILED, UnitStatus.LANDED, UnitStatus.LANDED]
+    landed = results[1].fork_sha
+    assert landed is not None
+    assert builder.f.git("rev-parse", f"{landed}^").strip() == tip
+    assert builder.f.git("show", f"{landed}:lib/a.py") == "a = 1\n"
+    assert builder.f.git("show", f"{landed}:lib/b.py") == "b = 2\n"
+
+
+def test_the_landing_goes_on_when_the_child_dies(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    fork, _ = _chain_of_three(builder)
+    gate = ChildGate(fail_first=False, kill_child=True)
+    results = _run(fork, gate, monkeypatch)
+    assert [r.status for r in results] == [UnitStatus.LANDED] * 3
+    head = results[2].fork_sha
+    assert head is not None
+    assert builder.f.git("show", f"{head}:lib/c.py") == "c = 2\n"
+
+
+def test_a_picker_that_learns_another_picks_as_it_does(builder: ForkBuilder) -> None:
+    fork, tip = _chain_of_three(builder)
+    first = MemoryPicker(fork, batch_writes=True)
+    tree = first.commit_tree(tip)
+    second = MemoryPicker(fork, batch_writes=True)
+    second.learn(first.knowledge(tree))
+    assert second.knowledge(tree) == first.knowledge(tree)
+    assert first._basenames and first._basenames == second._basenames
+
+
+def _far_behind(builder: ForkBuilder) -> Path:
+    builder.upstream_commit({"a.py": "a = 0\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"d.py": "d = 1\n"}, "[fork] ours")
+    for i in range(3):
+        builder.upstream_commit({"a.py": f"a = {i + 1}\n"}, f"Change a (#{i + 2})")
+    builder.fetch()
+    fork = builder.f.path
+    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main"))
+    return fork
+
+
+def test_the_entry_starts_learning_before_the_imports(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`forkflow ingest` on a fork at least LEARN_AHEAD_MIN upstream commits behind: the child starts
+    in the program's entry, and the ingest takes it instead of starting one."""
+    fork = _far_behind(builder)
+    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 3)
+    entry._learn_early(["ingest", "--dry-run", "--repo", str(fork)])  # writes nothing: learns nothing ahead
+    entry._learn_early(["ingest", "--land", "--repo", str(fork / "nowhere")])  # no such folder
+    entry._learn_early(["status", "--repo", str(fork)])
+    assert not early.early_started(fork)
+    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 4)
+    entry._learn_early(["ingest", "--land", "--repo", str(fork)])  # 3 behind
+    assert not early.early_started(fork)
+    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 3)
+    entry._learn_early(["ingest", f"--repo={fork}", "--land"])
+    assert early.early_started(fork) and not early.early_started(fork / "lib")
+    learn._HISTORIES.clear()
+    repo = open_context(fork).repo
+    assert learn.learn_ahead(repo) is True
+    assert not early.early_started(fork)  # taken
+    assert len(learn.fork_history(repo)) == 0  # the child's answer: this fork picked nothing by hand
+    learn._HISTORIES.clear()
+
+
+def test_the_entry_says_nothing_about_a_folder_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "forkflow.toml").write_text("[fork\n")  # not TOML, and no repository
+    entry._learn_early(["ingest", "--land", "--repo", str(tmp_path)])
+    entry._learn_early(["ingest", "--land", "--repo"])  # the option's value missing
+    assert not early.early_started(tmp_path)
