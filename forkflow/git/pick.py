@@ -261,6 +261,7 @@ class MemoryPicker:
         self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
         self.on_kept: Callable[[str, Sha, PickStep, _PathConflicted], None] | None = None  # each pick kept ahead
         self._inbox: Callable[[], None] | None = None  # takes in picks made ahead elsewhere (`adopt`)
+        self.missed_ahead = False  # a pick was not among those made ahead elsewhere (its taker resets this)
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -396,6 +397,7 @@ class MemoryPicker:
         if self._inbox is not None:
             self._inbox()
         ahead = self._ahead.pop((onto_tree, sha), None)
+        self.missed_ahead |= ahead is None and self._inbox is not None
         if ahead is not None:
             step, conflicted, path_conflicted = ahead
             if step.status is PickStatus.CONFLICT:  # what `resolve` reuses of the merge

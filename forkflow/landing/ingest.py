@@ -208,6 +208,7 @@ class Ingestor:
         self._coming: list[Sha] = []  # the plan's commits in landing order (see _pick_ahead)
         self._first = 0  # ... where the unit being landed starts
         self._next = 0  # ... and the first one after it (after the link, in a chain)
+        self._at = 0  # ... and where the unit (or the link) being landed starts
         self._child: AheadPicks | None = None  # a child process picking ahead (forkflow.git.ahead)
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
@@ -336,7 +337,7 @@ class Ingestor:
             for unit in units:
                 if self._stop:
                     break
-                self._first = self._next
+                self._first = self._at = self._next
                 self._next += len(unit.commits)
                 for r in self.process_unit(unit, plan.base):
                     out.append(r)
@@ -390,7 +391,7 @@ class Ingestor:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
         for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
-            self._next = self._first + i + 1
+            self._at, self._next = self._first + i, self._first + i + 1
             r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
@@ -543,6 +544,9 @@ class Ingestor:
             if not shas:
                 return self._picked_elsewhere(name, unit, base, elsewhere)
             base_tree = self.picker.commit_tree(base)
+            if self._child is not None and self.picker.missed_ahead:  # the child is behind, or went another way
+                self.picker.missed_ahead = False
+                self._child.steer(base_tree, self._at, self.held)
             pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
                                              depends=self.deps, held_before=set(self.held))
             conflicted = tuple(step.sha for step in pick.conflicted)
