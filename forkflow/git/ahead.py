@@ -32,6 +32,7 @@ from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency
 
+LEAD = 48  # commits the child picks beyond the landing's place: a guess is wasted work where the landing turns
 MEMORY = 256 << 20  # bytes of picks the child keeps before it forgets them (and makes them again if asked)
 _CHILD = "from forkflow.git.ahead import _child_main; _child_main()"
 
@@ -44,6 +45,7 @@ class AheadPicks:
         self.proc = proc
         self._in: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._steered: tuple[str, int] | None = None
+        self._told = -1
         self._reader = threading.Thread(target=self._read, name="forkflow-ahead-reader", daemon=True)
         self._reader.start()
         picker._inbox = self._take
@@ -77,6 +79,17 @@ class AheadPicks:
             pickle.dump(("go", tree, at, frozenset(held)), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             self.proc.stdin.flush()
         except (OSError, ValueError):  # the child is gone: the landing picks by itself
+            pass
+
+    def tell(self, at: int) -> None:
+        """The landing has come to `coming[at]` (the child waits where it is LEAD commits ahead)."""
+        if at <= self._told or self.proc.stdin is None:
+            return
+        self._told = at
+        try:
+            pickle.dump(("at", at), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+        except (OSError, ValueError):
             pass
 
     def _read(self) -> None:
@@ -123,8 +136,9 @@ def _child_main() -> None:
     memory = picker._memory
     assert memory is not None
     memory.log = []
-    lock = threading.Lock()
+    lock = threading.Condition()
     way: dict[tuple[str, int], None] = {}  # (tree, i) the current sequence came through
+    landing = [0]  # where the landing is in `coming`
     latest: list[tuple[str, int, frozenset[Sha]] | None] = [None]
     moved = threading.Event()  # a steer off the current way: stop the sequence
     wake = threading.Event()
@@ -143,11 +157,15 @@ def _child_main() -> None:
             except (EOFError, OSError, ValueError, pickle.UnpicklingError):
                 msg = None
             with lock:
-                if msg is not None and (msg[1], msg[2]) in way:
+                if msg is not None:
+                    landing[0] = max(landing[0], msg[-1] if msg[0] == "at" else msg[2])
+                    lock.notify_all()
+                if msg is not None and (msg[0] == "at" or (msg[1], msg[2]) in way):
                     continue  # where this child's way goes already
                 latest[0] = None if msg is None else (msg[1], msg[2], msg[3])
                 moved.set()
                 wake.set()
+                lock.notify_all()
             if msg is None:
                 return
 
@@ -164,9 +182,14 @@ def _child_main() -> None:
         tree, at, held = go
         if memory.size > MEMORY:
             picker.forget_writes()
+
+        def visit(i: int, t: str, at: int = at) -> None:
+            way[(t, at + i)] = None
+            with lock:  # no further than LEAD ahead of the landing, until it moves or turns
+                while at + i > landing[0] + LEAD and not moved.is_set():
+                    lock.wait(0.5)
         try:
-            picker.pick_sequence(tree, coming[at:], depends=depends, held_before=held, ahead=moved,
-                                 visit=lambda i, t: way.__setitem__((t, at + i), None))
+            picker.pick_sequence(tree, coming[at:], depends=depends, held_before=held, ahead=moved, visit=visit)
         except BrokenPipeError:
             return
         except Exception:  # noqa: BLE001 - a guess: the landing's own pick says what is wrong

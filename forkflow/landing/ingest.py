@@ -547,6 +547,8 @@ class Ingestor:
             if self._child is not None and self.picker.missed_ahead:  # the child is behind, or went another way
                 self.picker.missed_ahead = False
                 self._child.steer(base_tree, self._at, self.held)
+            elif self._child is not None:
+                self._child.tell(self._at)
             pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
                                              depends=self.deps, held_before=set(self.held))
             conflicted = tuple(step.sha for step in pick.conflicted)
