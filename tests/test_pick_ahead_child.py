@@ -10,7 +10,8 @@ import pytest
 from forkflow import wiring
 from forkflow.cli import entry
 from forkflow.config import render_config
-from forkflow.conflicts import ahead as early, learn
+from forkflow import children
+from forkflow.conflicts import learn
 from forkflow.context import open_context
 from forkflow.git.pick import MemoryPicker, PickStep
 from forkflow.landing import ingest
@@ -78,7 +79,7 @@ def _chain_of_three(builder: ForkBuilder) -> tuple[Path, Sha]:
 
 
 def _run(fork: Path, gate: ChildGate, monkeypatch: pytest.MonkeyPatch) -> list[ingest.UnitResult]:
-    monkeypatch.setattr(ingest, "AHEAD_CHILD_MIN", 1)  # a child for three commits, as for 800
+    monkeypatch.setattr(ingest, "AHEAD_MIN", 1)  # a child for three commits, as for 800
     ingestor = wiring.ingestor(open_context(fork), IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
     gate.watch(ingestor)
     report = ingestor.run()
@@ -145,24 +146,25 @@ def _far_behind(builder: ForkBuilder) -> Path:
 
 
 def test_the_entry_starts_learning_before_the_imports(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`forkflow ingest` on a fork at least LEARN_AHEAD_MIN upstream commits behind: the child starts
-    in the program's entry, and the ingest takes it instead of starting one."""
+    """`forkflow ingest` on a fork at least AHEAD_MIN upstream commits behind: the learning child
+    starts in the program's entry, and the ingest takes it instead of starting one."""
     fork = _far_behind(builder)
-    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 3)
-    entry._learn_early(["ingest", "--dry-run", "--repo", str(fork)])  # writes nothing: learns nothing ahead
+    monkeypatch.setattr(children, "AHEAD_MIN", 3)
+    entry._learn_early(["ingest", "--dry-run", "--repo", str(fork)])  # writes nothing: no child
     entry._learn_early(["ingest", "--land", "--repo", str(fork / "nowhere")])  # no such folder
     entry._learn_early(["status", "--repo", str(fork)])
-    assert not early.early_started(fork)
-    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 4)
+    assert not children._early
+    monkeypatch.setattr(children, "AHEAD_MIN", 4)
     entry._learn_early(["ingest", "--land", "--repo", str(fork)])  # 3 behind
-    assert not early.early_started(fork)
-    monkeypatch.setattr(early, "LEARN_AHEAD_MIN", 3)
+    assert not children._early
+    monkeypatch.setattr(children, "AHEAD_MIN", 3)
     entry._learn_early(["ingest", f"--repo={fork}", "--land"])
-    assert early.early_started(fork) and not early.early_started(fork / "lib")
+    assert children.early_started("learn", fork) and not children.early_started("learn", fork / "lib")
+    assert list(children._early) == ["learn"]  # the picking child starts with the landing
     learn._HISTORIES.clear()
     repo = open_context(fork).repo
     assert learn.learn_ahead(repo) is True
-    assert not early.early_started(fork)  # taken
+    assert not children.early_started("learn", fork)  # taken
     assert len(learn.fork_history(repo)) == 0  # the child's answer: this fork picked nothing by hand
     learn._HISTORIES.clear()
 
@@ -171,4 +173,4 @@ def test_the_entry_says_nothing_about_a_folder_it_cannot_read(tmp_path: Path) ->
     (tmp_path / "forkflow.toml").write_text("[fork\n")  # not TOML, and no repository
     entry._learn_early(["ingest", "--land", "--repo", str(tmp_path)])
     entry._learn_early(["ingest", "--land", "--repo"])  # the option's value missing
-    assert not early.early_started(tmp_path)
+    assert not children._early

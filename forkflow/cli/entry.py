@@ -1,9 +1,9 @@
 """The `forkflow` program's entry: what can start before the command line's imports.
 
 Importing the command line (Typer, SQLAlchemy, libgit2, the resolvers) takes about a second on one
-core while the other idles.  A writing `forkflow ingest` on a fork far behind its upstream wants
-the fork's past resolutions learnt in a child process (`forkflow.conflicts.ahead`); started here,
-the child learns during those imports instead of competing with the plan's `git diff-tree`.
+core while the other idles.  A writing `forkflow ingest` on a fork far behind its upstream hands
+work to child processes (`forkflow.children`); started here, the learning child learns during
+those imports instead of competing with the plan's `git diff-tree`.
 
 Only the standard library, the configuration's reader and git's runner are imported first; any
 doubt (no repository, no forkflow.toml, a bad one, an unknown option) starts nothing, and the
@@ -26,8 +26,10 @@ def run() -> None:
 
 
 def _learn_early(args: list[str]) -> None:
-    """Start the learning child when `args` are a writing ingest whose fork lacks at least
-    LEARN_AHEAD_MIN upstream commits (what `Ingestor.run` checks)."""
+    """Start the learning child of a writing ingest whose fork lacks at least AHEAD_MIN upstream
+    commits (what `Ingestor.run` checks).  Not the picking child (`forkflow.git.ahead`): started
+    here too, its imports and the learning child's slowed the command line's, and the landing
+    gained nothing (2026-04-01, alternating runs)."""
     if not args or args[0] != "ingest" or any(a in ("--dry-run", "--help", "-h") for a in args):
         return
     folder = "."
@@ -36,8 +38,8 @@ def _learn_early(args: list[str]) -> None:
             folder = args[i + 1]
         elif a.startswith("--repo="):
             folder = a.split("=", 1)[1]
+    from forkflow.children import AHEAD_MIN, LEARN_CHILD, start_early
     from forkflow.config import find_config, load_config
-    from forkflow.conflicts.ahead import LEARN_AHEAD_MIN, start_early
     from forkflow.git.run import run_git
 
     if not Path(folder).is_dir():
@@ -48,5 +50,6 @@ def _learn_early(args: list[str]) -> None:
         return
     config = load_config(found)
     behind = run_git("rev-list", "--count", f"{config.fork_ref}..{config.upstream_ref}", cwd=top, check=False).strip()
-    if behind.isdigit() and int(behind) >= LEARN_AHEAD_MIN:
-        start_early(top)
+    if not behind.isdigit() or int(behind) < AHEAD_MIN:
+        return
+    start_early("learn", top, LEARN_CHILD, top)

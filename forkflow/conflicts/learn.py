@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from forkflow.conflicts.ahead import spawn_learner, take_early
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
+from forkflow.children import LEARN_CHILD, python_child, take_early
 from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
 from forkflow.git.commits import ObjectError, committed_file, parents_of
@@ -120,7 +120,7 @@ def learn_ahead(repo: Repo) -> bool:
     cache = str(repo.path)
     if cache in _HISTORIES or cache in _AHEAD:
         return False
-    proc = take_early(repo.path) or spawn_learner(cache)  # the program's entry may have started it
+    proc = take_early("learn", repo.path) or python_child(LEARN_CHILD, cache)  # the entry's, if it started one
     if proc is None:
         return False
     _AHEAD[cache] = _Child(proc)

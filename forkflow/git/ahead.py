@@ -18,7 +18,6 @@ with it (it cannot start, it dies, it answers late), the landing picks as it wou
 from __future__ import annotations
 
 import atexit
-import os
 import pickle
 import queue
 import subprocess
@@ -28,13 +27,13 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from forkflow.children import PICKS_CHILD, python_child
 from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency
 
 LEAD = 48  # commits the child picks beyond the landing's place: a guess is wasted work where the landing turns
 MEMORY = 256 << 20  # bytes of picks the child keeps before it forgets them (and makes them again if asked)
-_CHILD = "from forkflow.git.ahead import _child_main; _child_main()"
 
 
 class AheadPicks:
@@ -56,17 +55,16 @@ class AheadPicks:
               depends: Mapping[Sha, Sequence[Dependency]], tree: str) -> AheadPicks | None:
         """A child picking `coming` (the plan's commits in landing order) in the repository at
         `path`, as `picker` would; None where it cannot start."""
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            [package_root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]))
+        proc = python_child(PICKS_CHILD, stdin=subprocess.PIPE)
+        if proc is None or proc.stdin is None:
+            return None
         try:
-            proc = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.DEVNULL, env=env)
-            assert proc.stdin is not None
             pickle.dump((str(path), list(coming), dict(depends), picker.knowledge(tree)), proc.stdin,
                         protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.flush()
         except (OSError, ValueError, pickle.PicklingError):
+            proc.kill()
+            proc.wait()
             return None
         return cls(picker, proc)
 

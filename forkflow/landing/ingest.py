@@ -22,7 +22,7 @@ from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
-from forkflow.conflicts.ahead import LEARN_AHEAD_MIN, early_started
+from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.git.ahead import AheadPicks
 from forkflow.git.reads import quick_reads
@@ -42,7 +42,6 @@ from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
 PICK_AHEAD_MAX = 64  # commits picked ahead while one unit's L1 runs
-AHEAD_CHILD_MIN = 200  # commits to land from which a child process picks ahead (a thread below)
 PICK_AHEAD_SWITCH_S = 0.0005  # the interpreter's switch interval meanwhile (5 ms by default)
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
@@ -220,7 +219,7 @@ class Ingestor:
 
     # -- steps ---------------------------------------------------------------
     def run(self) -> IngestReport:
-        if self.writes and (early_started(self.repo.path) or self._behind() >= LEARN_AHEAD_MIN):
+        if self.writes and (early_started("learn", self.repo.path) or self._behind() >= AHEAD_MIN):
             # on the other core while this one reads the ledger and plans: the first conflict needs it
             # (started after the ledger, it learnt while the plan's `git diff-tree` wanted that core;
             # the program's entry starts it before its imports, see forkflow.cli.entry)
@@ -327,7 +326,7 @@ class Ingestor:
             units = units[: self.options.max_units]
         self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
         self._coming = [sha for u in units for sha in u.commits]
-        if self._picks_ahead() and len(self._coming) >= AHEAD_CHILD_MIN:
+        if self._picks_ahead() and len(self._coming) >= AHEAD_MIN:
             tree = self.picker.commit_tree(plan.base)
             self._child = AheadPicks.start(self.picker, self.repo.path, self._coming, self.deps, tree)
             if self._child is not None:
