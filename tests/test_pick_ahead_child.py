@@ -1,4 +1,5 @@
-"""Picks made ahead by a child process while the landing runs (forkflow.git.ahead; issue 11)."""
+"""Picks (and resolutions) made ahead by a child process while the landing runs (forkflow.landing.ahead;
+issue 11), and the learning child the program's entry starts."""
 from __future__ import annotations
 
 import threading
@@ -12,6 +13,11 @@ from forkflow.cli import entry
 from forkflow.config import render_config
 from forkflow import children
 from forkflow.conflicts import learn
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.classify import ConflictKind
+from forkflow.conflicts.engine import CaseResolution, pure_run, resolve_case
+from forkflow.conflicts.resolvers import Proposal
+from forkflow.conflicts.resolvers.trivial import TrivialResolver
 from forkflow.context import open_context
 from forkflow.git.pick import MemoryPicker, PickStep
 from forkflow.landing import ingest
@@ -174,3 +180,71 @@ def test_the_entry_says_nothing_about_a_folder_it_cannot_read(tmp_path: Path) ->
     entry._learn_early(["ingest", "--land", "--repo", str(tmp_path)])
     entry._learn_early(["ingest", "--land", "--repo"])  # the option's value missing
     assert not children._early
+
+
+class ResolvedGate(ChildGate):
+    """Waits (up to 10 s) until the child has answered for a conflict, at the first L1."""
+
+    def check(self, rev: Sha, base: Sha) -> GateResult:
+        self.checks += 1
+        assert self.ingestor is not None and self.ingestor._child is not None
+        child = self.ingestor._child
+        deadline = time.monotonic() + 10
+        while self.checks == 1 and not child._outcomes and time.monotonic() < deadline:
+            child._take()
+            time.sleep(0.01)
+        return GateResult(True, "passed")
+
+
+def test_the_landing_takes_the_childs_resolutions(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork re-spaced a line that upstream commit U then changes: the child picking ahead meets
+    U's conflict and the trivial resolver settles it there; the landing uses that answer (its own
+    trivial resolver is never asked) and U lands resolved by it."""
+    builder.upstream_commit({"k.py": "A = 1\nx = 1\nB = 2\n", "lib/a.py": "a = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"k.py": "A = 1\nx  =  1\nB = 2\n"}, "[fork] spacing")
+    builder.upstream_commit({"lib/a.py": "a = 2\n"}, "Change a (#2)")
+    u = builder.upstream_commit({"k.py": "A = 1\nx = 100\nB = 2\n"}, "Tune x (#3)")
+    builder.fetch()
+    fork = builder.f.path
+    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
+                                        + '\n[[ingest.chain]]\nname = "all"\npaths = ["**"]\n')
+    asked: list[str] = []
+    monkeypatch.setattr(TrivialResolver, "propose", lambda self, case: asked.append(case.path))  # this process's
+    monkeypatch.setattr(ingest, "AHEAD_MIN", 1)
+    gate = ResolvedGate(fail_first=False)
+    ingestor = wiring.ingestor(open_context(fork), IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
+    gate.watch(ingestor)
+    results = ingestor.run().results
+    assert [r.status for r in results] == [UnitStatus.LANDED, UnitStatus.LANDED]
+    assert results[1].picked == (u,) and list(results[1].resolved_by.values()) == ["trivial"]
+    assert asked == []  # the child's answer, not this process's resolver
+    head = results[1].fork_sha
+    assert head is not None
+    assert builder.f.git("show", f"{head}:k.py") == "A = 1\nx = 100\nB = 2\n"  # the fork only re-spaced it
+
+
+class Named:
+    def __init__(self, name: str, content: bytes | None) -> None:
+        self.name, self.content, self.asked = name, content, 0
+
+    def propose(self, case: ConflictCase) -> Proposal | None:
+        self.asked += 1
+        return None if self.content is None else Proposal(self.content, "by " + self.name)
+
+
+def test_an_answer_from_elsewhere_stands_for_the_resolvers_it_names() -> None:
+    case = ConflictCase(Sha("u" * 40), "s", "s", "k.txt", ConflictKind.CONTENT, b"a\n", b"b\n", b"c\n")
+    chain = [Named("recorded", None), Named("trivial", None), Named("structural", None), Named("agent", None)]
+    assert pure_run(chain) == ("trivial", "structural")
+    assert pure_run([Named("recorded", None), Named("agent", None)]) == ()
+    settled = CaseResolution(True, b"b\n", "structural", (), ("trivial: no proposal", "structural: merged"))
+    out = resolve_case(case, chain, (("trivial", "structural"), settled))
+    assert out.resolved and out.content == b"b\n" and out.resolver == "structural"
+    assert out.tried == ("recorded: no proposal", "trivial: no proposal", "structural: merged")
+    assert [r.asked for r in chain] == [1, 0, 0, 0]  # asked: recorded only
+    declined = CaseResolution(False, tried=("trivial: no proposal", "structural: no proposal"))
+    out = resolve_case(case, chain, (("trivial", "structural"), declined))
+    assert not out.resolved and out.tried[-1] == "agent: no proposal" and [r.asked for r in chain] == [2, 0, 0, 1]
+    out = resolve_case(case, chain, (("structural", "lag"), settled))  # names not in the chain: asked here
+    assert [r.asked for r in chain] == [3, 1, 1, 2]

@@ -426,7 +426,7 @@ class MemoryPicker:
 
     def adopt(self, onto_tree: str, sha: Sha, step: PickStep, path_conflicted: _PathConflicted,
               objects: Sequence[tuple[bytes, int, bytes]]) -> None:
-        """A pick made ahead by another picker of this repository (`forkflow.git.ahead`), with the
+        """A pick made ahead by another picker of this repository (`forkflow.landing.ahead`), with the
         objects it wrote (raw id, type, data): kept as `pick_ahead` keeps its own."""
         if self._memory is None:
             return

@@ -17,14 +17,14 @@ from typing import Protocol
 
 from forkflow.config import Config
 from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.engine import resolve_case
+from forkflow.conflicts.engine import pure_run, resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
-from forkflow.git.ahead import AheadPicks
+from forkflow.landing.ahead import AheadPicks
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
@@ -208,7 +208,7 @@ class Ingestor:
         self._first = 0  # ... where the unit being landed starts
         self._next = 0  # ... and the first one after it (after the link, in a chain)
         self._at = 0  # ... and where the unit (or the link) being landed starts
-        self._child: AheadPicks | None = None  # a child process picking ahead (forkflow.git.ahead)
+        self._child: AheadPicks | None = None  # a child process picking ahead (forkflow.landing.ahead)
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -328,7 +328,8 @@ class Ingestor:
         self._coming = [sha for u in units for sha in u.commits]
         if self._picks_ahead() and len(self._coming) >= AHEAD_MIN:
             tree = self.picker.commit_tree(plan.base)
-            self._child = AheadPicks.start(self.picker, self.repo.path, self._coming, self.deps, tree)
+            self._child = AheadPicks.start(self.picker, self.repo.path, self._coming, self.deps, tree,
+                                           pure_run(self.resolvers), self._fork_point)
             if self._child is not None:
                 self._child.steer(tree, 0, self.held)
         out: list[UnitResult] = []
@@ -733,13 +734,16 @@ class Ingestor:
         out: dict[str, bytes | None] = {}
         used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
         unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
+        ahead = self._child.outcomes(onto_tree, step.sha) if self._child is not None else {}
+        pure = pure_run(self.resolvers)
         for conflict in step.conflicts:
             try:
                 case = build_case(self.repo, self.picker, step.sha, conflict, fork_point=self._fork_point)
             except MissingBlob as e:  # kept for a person, with the reason; the rest goes on
                 self.notes.append(f"{step.sha[:12]}: conflict in {conflict.path} kept unresolved: {e}")
                 return None
-            outcome = resolve_case(case, self.resolvers)
+            known = ahead.get(conflict.path)  # what the child picking ahead made of this very case
+            outcome = resolve_case(case, self.resolvers, (pure, known) if known is not None else None)
             if outcome.resolved:
                 out[case.path] = outcome.content
                 used.append((case, outcome.regions, outcome.resolver))

@@ -1,19 +1,24 @@
-"""Picks made ahead by a child process while the landing runs (issue 11: ingest speed).
+"""Picks and resolutions made ahead by a child process while the landing runs (issue 11: speed).
 
-The landing is one unit after another: pick, L1, land.  A thread picking the next units while a
-unit's L1 runs shares the interpreter with the landing, and can only guess while L1 runs.  This
-child picks on the other core the whole time: the plan's commits in landing order, onto the tree
-each will come onto if every unit lands and no conflict gets resolved (`pick_sequence` with its
-waits and held commits), and sends each pick with the objects it wrote.  The landing steers it
-at each L1 with the candidate's tree, where the landing is; the child goes on where that is on
-its own way, and starts again from there where it is not (a resolved conflict, a unit that did
-not land).  A pick is a function of the tree and the commit, so a pick taken from the child is
-the one the landing would make (the child learns what shapes the landing's picks first:
-`MemoryPicker.knowledge`); a pick it has not made yet the landing makes itself, never waiting.
+The landing is one unit after another: pick, resolve, L1, land.  A thread picking the next units
+while a unit's L1 ran shared the interpreter with the landing, and could only guess while L1 ran.
+This child works on the other core the whole time: it picks the plan's commits in landing order
+onto the tree each will come onto if every unit lands (`pick_sequence` with its waits and held
+commits), asks the resolvers that read nothing but the case (`engine.PURE`: trivial, structural,
+lag, layout) about each conflict as `Ingestor._resolve` would, goes on with what they settle, and
+sends each pick with the objects it wrote and each answer.  The landing steers it with the tree
+where the landing is at each L1 (and where it missed a pick), and tells it where it is at each
+unit: the child stays LEAD commits ahead at most, goes on where the landing comes its way, and
+starts again from where it is where not (a conflict only the fork's own past resolutions settle,
+a unit that did not land).  A pick is a function of the tree and the commit, an answer one of the
+case, so what the landing takes from the child is what it would have made itself (the child
+learns first what shapes the landing's picks: `MemoryPicker.knowledge`); a pick the child has not
+made the landing makes itself, and it waits only for an answer the child is at work on.
 
-The child is a fresh interpreter importing only the picker; it reads the repository and writes
-nothing to it (its objects stay in memory until the landing takes them).  Whatever goes wrong
-with it (it cannot start, it dies, it answers late), the landing picks as it would without it.
+The child is a fresh interpreter importing only the picker and those resolvers; it reads the
+repository and writes nothing to it (its objects stay in memory until the landing takes them).
+Whatever goes wrong with it (it cannot start, it dies, it answers late), the landing picks and
+resolves as it would without it.
 """
 from __future__ import annotations
 
@@ -28,11 +33,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from forkflow.children import PICKS_CHILD, python_child
+from forkflow.conflicts.bare import bare_case
+from forkflow.conflicts.engine import CaseResolution, pure_resolvers, resolve_case
 from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
+from forkflow.git.repo import Repo
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency
 
 LEAD = 48  # commits the child picks beyond the landing's place: a guess is wasted work where the landing turns
+WAIT_S = 30.0  # the longest wait for one answer the child is at work on (its resolvers take milliseconds)
 MEMORY = 256 << 20  # bytes of picks the child keeps before it forgets them (and makes them again if asked)
 
 
@@ -45,6 +54,9 @@ class AheadPicks:
         self._in: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         self._steered: tuple[str, int] | None = None
         self._told = -1
+        self._resolving: set[tuple[str, str]] = set()  # (tree, commit) whose conflicts the child is resolving
+        self._outcomes: dict[tuple[str, str], dict[str, CaseResolution]] = {}  # ... and what it made of them
+        self._alive = True
         self._reader = threading.Thread(target=self._read, name="forkflow-ahead-reader", daemon=True)
         self._reader.start()
         picker._inbox = self._take
@@ -52,15 +64,18 @@ class AheadPicks:
 
     @classmethod
     def start(cls, picker: MemoryPicker, path: Path | str, coming: Sequence[Sha],
-              depends: Mapping[Sha, Sequence[Dependency]], tree: str) -> AheadPicks | None:
+              depends: Mapping[Sha, Sequence[Dependency]], tree: str, resolving: tuple[str, ...] = (),
+              fork_point: Sha | None = None) -> AheadPicks | None:
         """A child picking `coming` (the plan's commits in landing order) in the repository at
-        `path`, as `picker` would; None where it cannot start."""
+        `path`, as `picker` would, and trying the resolvers named in `resolving` (each in
+        `engine.PURE`) on the conflicts it meets, as `Ingestor._resolve` would (the cases' origin
+        at `fork_point`); None where it cannot start."""
         proc = python_child(PICKS_CHILD, stdin=subprocess.PIPE)
         if proc is None or proc.stdin is None:
             return None
         try:
-            pickle.dump((str(path), list(coming), dict(depends), picker.knowledge(tree)), proc.stdin,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((str(path), list(coming), dict(depends), picker.knowledge(tree), resolving, fork_point),
+                        proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.flush()
         except (OSError, ValueError, pickle.PicklingError):
             proc.kill()
@@ -98,17 +113,41 @@ class AheadPicks:
             try:
                 msg = pickle.load(out)  # our own child's answer, not a stranger's
             except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+                self._in.put(("gone",))
                 return
             self._in.put(msg)
 
     def _take(self) -> None:
-        """Hand the picks that came to the landing's picker (on the landing's thread)."""
+        """Hand what came to the landing (on its thread): picks to its picker, the rest kept here."""
         while True:
             try:
-                tree, sha, step, by_path, objects = self._in.get_nowait()
+                msg = self._in.get_nowait()
             except queue.Empty:
                 return
-            self.picker.adopt(tree, sha, step, by_path, objects)
+            self._handle(msg)
+
+    def _handle(self, msg: tuple[Any, ...]) -> None:
+        if msg[0] == "pick":
+            self.picker.adopt(*msg[1:])
+        elif msg[0] == "resolving":
+            self._resolving.add((msg[1], msg[2]))
+        elif msg[0] == "resolved":
+            self._resolving.discard((msg[1], msg[2]))
+            self._outcomes[(msg[1], msg[2])] = msg[3]
+        else:
+            self._alive = False
+
+    def outcomes(self, tree: str, sha: Sha) -> dict[str, CaseResolution]:
+        """What the child's resolvers made of the conflicts of `sha` picked onto `tree`, by path: at
+        once when it has answered, after it has when it is at work on them, else nothing."""
+        key = (tree, sha)
+        self._take()
+        while key in self._resolving and key not in self._outcomes and self._alive:
+            try:
+                self._handle(self._in.get(timeout=WAIT_S))
+            except queue.Empty:  # stuck: the landing resolves by itself
+                break
+        return self._outcomes.pop(key, {})
 
     def close(self) -> None:
         atexit.unregister(self.close)
@@ -128,9 +167,11 @@ class AheadPicks:
 def _child_main() -> None:
     """The child: picks along the landing's way until its standard input closes."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    path, coming, depends, knowledge = pickle.load(stdin)
+    path, coming, depends, knowledge, resolving, fork_point = pickle.load(stdin)
     picker = MemoryPicker(path, batch_writes=True)
     picker.learn(knowledge)
+    repo = Repo(Path(path))
+    resolvers = pure_resolvers(resolving)
     memory = picker._memory
     assert memory is not None
     memory.log = []
@@ -144,7 +185,22 @@ def _child_main() -> None:
     def send(tree: str, sha: Sha, step: PickStep, by_path: Any) -> None:
         objects = [(oid.raw, *memory.objects[oid]) for oid in memory.log or () if oid in memory.objects]
         memory.log = []
-        _write(stdout, (tree, sha, step, by_path, objects))
+        _write(stdout, ("pick", tree, sha, step, by_path, objects))
+
+    def resolve(step: PickStep, tree: str) -> dict[str, bytes | None] | None:
+        """`Ingestor._resolve` by the resolvers named in `resolving` alone (the landing asks the rest)."""
+        _write(stdout, ("resolving", tree, step.sha))
+        outcomes: dict[str, CaseResolution] = {}
+        try:
+            for conflict in step.conflicts:
+                case = bare_case(repo, picker, step.sha, conflict, fork_point)
+                outcomes[conflict.path] = resolve_case(case, resolvers)
+        except Exception:  # noqa: BLE001 - a blob missing, say: the landing asks these itself
+            pass
+        _write(stdout, ("resolved", tree, step.sha, outcomes))
+        if len(outcomes) < len(step.conflicts) or not all(o.resolved for o in outcomes.values()):
+            return None
+        return {path: o.content for path, o in outcomes.items()}
 
     picker.on_kept = send
 
@@ -187,7 +243,8 @@ def _child_main() -> None:
                 while at + i > landing[0] + LEAD and not moved.is_set():
                     lock.wait(0.5)
         try:
-            picker.pick_sequence(tree, coming[at:], depends=depends, held_before=held, ahead=moved, visit=visit)
+            picker.pick_sequence(tree, coming[at:], resolve=resolve if resolvers else None, depends=depends,
+                                 held_before=held, ahead=moved, visit=visit)
         except BrokenPipeError:
             return
         except Exception:  # noqa: BLE001 - a guess: the landing's own pick says what is wrong
