@@ -150,18 +150,26 @@ class FailFirstGate:
         return GateResult(self.checks > 1, "passed" if self.checks > 1 else "failed")
 
 
-def test_ingest_picks_ahead_during_l1_and_never_lands_a_guess(builder: ForkBuilder) -> None:
-    """While a chain link's L1 runs, the next link is picked onto its candidate; the link fails, so
-    the next one lands on the branch as it was, picked again (issue 11: the landing's speed)."""
-    builder.upstream_commit({"lib/a.py": "a = 1\n", "lib/b.py": "b = 1\n"}, "Initial (#1)")
+def lib_chain(builder: ForkBuilder, links: int) -> tuple[Path, Sha]:
+    """A fork (its tip returned) behind `links` upstream commits, each changing one file of lib/,
+    which forkflow.toml declares a chain: each commit a link of its own."""
+    names = "abcdefgh"[:links]
+    builder.upstream_commit({f"lib/{n}.py": f"{n} = 1\n" for n in names}, "Initial (#1)")
     builder.branch_fork()
-    tip = Sha(builder.fork_commit({"c.py": "c = 1\n"}, "[fork] ours"))
-    builder.upstream_commit({"lib/a.py": "a = 2\n"}, "Change a (#2)")
-    builder.upstream_commit({"lib/b.py": "b = 2\n"}, "Change b (#3)")
+    tip = Sha(builder.fork_commit({"fork.py": "f = 1\n"}, "[fork] ours"))
+    for i, n in enumerate(names):
+        builder.upstream_commit({f"lib/{n}.py": f"{n} = 2\n"}, f"Change {n} (#{i + 2})")
     builder.fetch()
     fork = builder.f.path
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
                                         + '\n[[ingest.chain]]\nname = "lib"\npaths = ["lib/**"]\n')
+    return fork, tip
+
+
+def test_ingest_picks_ahead_during_l1_and_never_lands_a_guess(builder: ForkBuilder) -> None:
+    """While a chain link's L1 runs, the next link is picked onto its candidate; the link fails, so
+    the next one lands on the branch as it was, picked again (issue 11: the landing's speed)."""
+    fork, tip = lib_chain(builder, 2)
     ctx = open_context(fork)
     gate = FailFirstGate()
     ingestor = wiring.ingestor(ctx, IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())

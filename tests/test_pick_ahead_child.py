@@ -25,7 +25,7 @@ from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.models import GateResult, Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
-from tests.test_ingest_journal import FakeJournal
+from tests.test_ingest_journal import FakeJournal, lib_chain
 
 
 class ChildGate:
@@ -70,20 +70,6 @@ class ChildGate:
         return GateResult(passed, "passed" if passed else "failed")
 
 
-def _chain_of_three(builder: ForkBuilder) -> tuple[Path, Sha]:
-    builder.upstream_commit({"lib/a.py": "a = 1\n", "lib/b.py": "b = 1\n", "lib/c.py": "c = 1\n"}, "Initial (#1)")
-    builder.branch_fork()
-    tip = Sha(builder.fork_commit({"d.py": "d = 1\n"}, "[fork] ours"))
-    builder.upstream_commit({"lib/a.py": "a = 2\n"}, "Change a (#2)")
-    builder.upstream_commit({"lib/b.py": "b = 2\n"}, "Change b (#3)")
-    builder.upstream_commit({"lib/c.py": "c = 2\n"}, "Change c (#4)")
-    builder.fetch()
-    fork = builder.f.path
-    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
-                                        + '\n[[ingest.chain]]\nname = "lib"\npaths = ["lib/**"]\n')
-    return fork, tip
-
-
 def _run(fork: Path, gate: ChildGate, monkeypatch: pytest.MonkeyPatch) -> list[ingest.UnitResult]:
     monkeypatch.setattr(ingest, "AHEAD_MIN", 1)  # a child for three commits, as for 800
     ingestor = wiring.ingestor(open_context(fork), IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
@@ -94,7 +80,7 @@ def _run(fork: Path, gate: ChildGate, monkeypatch: pytest.MonkeyPatch) -> list[i
 
 
 def test_the_landing_takes_the_childs_picks(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
-    fork, tip = _chain_of_three(builder)
+    fork, tip = lib_chain(builder, 3)
     gate = ChildGate(fail_first=False)
     results = _run(fork, gate, monkeypatch)
     assert [r.status for r in results] == [UnitStatus.LANDED] * 3
@@ -109,7 +95,7 @@ def test_the_landing_takes_the_childs_picks(builder: ForkBuilder, monkeypatch: p
 def test_a_guess_of_the_child_never_lands(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
     """Link 1 fails L1: the child had picked link 2 onto link 1's candidate; link 2 lands on the
     branch as it was, picked again."""
-    fork, tip = _chain_of_three(builder)
+    fork, tip = lib_chain(builder, 3)
     results = _run(fork, ChildGate(fail_first=True), monkeypatch)
     assert [r.status for r in results] == [UnitStatus.FAILED, UnitStatus.LANDED, UnitStatus.LANDED]
     landed = results[1].fork_sha
@@ -120,7 +106,7 @@ def test_a_guess_of_the_child_never_lands(builder: ForkBuilder, monkeypatch: pyt
 
 
 def test_the_landing_goes_on_when_the_child_dies(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
-    fork, _ = _chain_of_three(builder)
+    fork, _ = lib_chain(builder, 3)
     gate = ChildGate(fail_first=False, kill_child=True)
     results = _run(fork, gate, monkeypatch)
     assert [r.status for r in results] == [UnitStatus.LANDED] * 3
@@ -130,7 +116,7 @@ def test_the_landing_goes_on_when_the_child_dies(builder: ForkBuilder, monkeypat
 
 
 def test_a_picker_that_learns_another_picks_as_it_does(builder: ForkBuilder) -> None:
-    fork, tip = _chain_of_three(builder)
+    fork, tip = lib_chain(builder, 3)
     first = MemoryPicker(fork, batch_writes=True)
     tree = first.commit_tree(tip)
     second = MemoryPicker(fork, batch_writes=True)
