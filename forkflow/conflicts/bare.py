@@ -31,10 +31,10 @@ def _content(picker: MemoryPicker, side: Side | None) -> bytes | None:
 
 
 def bare_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,
-              fork_point: Sha | None = None) -> ConflictCase:
-    """Contents of each side, the kind of conflict and, for text, git's diff3 regions and the path
-    at the fork point (`fork_point`, else where the checked-out fork branch and the upstream commit
-    meet)."""
+              fork_point: Sha | None = None, origin: bool = True) -> ConflictCase:
+    """Contents of each side, the kind of conflict and, for text, git's diff3 regions and (unless
+    `origin` is False) the path at the fork point (`fork_point`, else where the checked-out fork
+    branch and the upstream commit meet)."""
     base, ours, theirs = (_content(picker, s) for s in (conflict.base, conflict.ours, conflict.theirs))
     binary = any(x is not None and b"\0" in x[:8000] for x in (base, ours, theirs))
     b, o, t = ((s.mode, s.path) if s else None for s in (conflict.base, conflict.ours, conflict.theirs))
@@ -57,7 +57,7 @@ def bare_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict
             key = conflict_key(parsed)
     case = ConflictCase(sha, message.split("\n", 1)[0], message, conflict.path, kind, base, ours, theirs,
                         segments, key)
-    if segments:
+    if segments and origin:
         point = fork_point or repo.merge_base("HEAD", sha)
         case = replace(case, origin=file_at(picker, point, conflict.path) if point else None)
     return case

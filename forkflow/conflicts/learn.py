@@ -38,8 +38,11 @@ class Settled:
     fork: bytes | None
 
 
-def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: Sha) -> Iterator[Settled]:
-    """The conflicts of picking `upstream_sha` onto `fork_sha`'s parent, each with the fork's file.
+def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: Sha,
+                origin: bool = True) -> Iterator[Settled]:
+    """The conflicts of picking `upstream_sha` onto `fork_sha`'s parent, each with the fork's file;
+    with `origin` False, the cases lack the path at the fork point (what learning does not read:
+    a `git merge-base` each was most of a real fork's learning).
 
     Raises ObjectError when an object is missing (a partial clone, a snapshot without big blobs)."""
     parents = parents_of(picker, fork_sha, strict=True)
@@ -48,10 +51,10 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
     step = picker.pick(picker.commit_tree(parents[0]), upstream_sha)
     if step.status is not PickStatus.CONFLICT:
         return
-    point = repo.merge_base(parents[0], upstream_sha)
+    point = repo.merge_base(parents[0], upstream_sha) if origin else None
     for c in step.conflicts:
         try:
-            case = bare_case(repo, picker, upstream_sha, c, fork_point=point)
+            case = bare_case(repo, picker, upstream_sha, c, fork_point=point, origin=origin)
         except MissingBlob:  # a side the clone lacks: nothing to learn from this file
             continue
         path = c.ours.path if c.ours is not None else c.path
@@ -69,7 +72,7 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
     skipped: list[str] = []
     for upstream_sha, fork_sha in picks:
         try:
-            for s in replay_pick(repo, picker, upstream_sha, fork_sha):
+            for s in replay_pick(repo, picker, upstream_sha, fork_sha, origin=False):  # history reads no origin
                 learn(history, s.case, s.fork, fork_sha[:10])
         except (ObjectError, KeyError, UserError) as e:  # a marker naming a commit not here
             skipped.append(f"{fork_sha[:10]}: {e}")
