@@ -35,7 +35,7 @@ from typing import IO, Any
 from forkflow.children import PICKS_CHILD, python_child
 from forkflow.conflicts.bare import bare_case
 from forkflow.conflicts.engine import CaseResolution, pure_resolvers, resolve_case
-from forkflow.git.pick import MemoryPicker, PickStatus, PickStep
+from forkflow.git.pick import MemoryPicker, PickStep
 from forkflow.git.repo import Repo
 from forkflow.models import Sha
 from forkflow.planning.lines import Dependency
@@ -255,5 +255,3 @@ def _write(out: IO[bytes], msg: tuple[Any, ...]) -> None:
     pickle.dump(msg, out, protocol=pickle.HIGHEST_PROTOCOL)
     out.flush()
 
-
-__all__ = ["AheadPicks", "PickStatus"]
