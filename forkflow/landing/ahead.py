@@ -74,9 +74,7 @@ class AheadPicks:
         if proc is None or proc.stdin is None:
             return None
         try:
-            pickle.dump((str(path), list(coming), dict(depends), picker.knowledge(tree), resolving, fork_point),
-                        proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            proc.stdin.flush()
+            _write(proc.stdin, (str(path), list(coming), dict(depends), picker.knowledge(tree), resolving, fork_point))
         except (OSError, ValueError, pickle.PicklingError):
             proc.kill()
             proc.wait()
@@ -88,21 +86,20 @@ class AheadPicks:
         if self._steered == (tree, at) or self.proc.stdin is None:
             return
         self._steered = (tree, at)
-        try:
-            pickle.dump(("go", tree, at, frozenset(held)), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.proc.stdin.flush()
-        except (OSError, ValueError):  # the child is gone: the landing picks by itself
-            pass
+        self._send(("go", tree, at, frozenset(held)))
 
     def tell(self, at: int) -> None:
         """The landing has come to `coming[at]` (the child waits where it is LEAD commits ahead)."""
         if at <= self._told or self.proc.stdin is None:
             return
         self._told = at
+        self._send(("at", at))
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        assert self.proc.stdin is not None
         try:
-            pickle.dump(("at", at), self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            self.proc.stdin.flush()
-        except (OSError, ValueError):
+            _write(self.proc.stdin, msg)
+        except (OSError, ValueError):  # the child is gone: the landing picks by itself
             pass
 
     def _read(self) -> None:
