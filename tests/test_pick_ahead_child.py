@@ -234,3 +234,46 @@ def test_an_answer_from_elsewhere_stands_for_the_resolvers_it_names() -> None:
     assert not out.resolved and out.tried[-1] == "agent: no proposal" and [r.asked for r in chain] == [2, 0, 0, 1]
     out = resolve_case(case, chain, (("structural", "lag"), settled))  # names not in the chain: asked here
     assert [r.asked for r in chain] == [3, 1, 1, 2]
+
+
+_SLOW_CHILD = """
+import pickle, sys, time
+from forkflow.git.pick import PickStatus, PickStep
+out = sys.stdout.buffer
+tree, sha = sys.argv[1], sys.argv[2]
+pickle.dump(("picking", tree, sha), out); out.flush()
+time.sleep(0.5)
+pickle.dump(("pick", tree, sha, PickStep(sha, PickStatus.EMPTY, tree), None, []), out); out.flush()
+sys.stdin.buffer.read()
+"""
+
+
+def test_the_landing_waits_for_the_pick_the_child_is_making(builder: ForkBuilder) -> None:
+    """A pick the child said it is making is waited for (the landing making it too was the same work
+    twice); another pick is not."""
+    import subprocess
+
+    from forkflow.landing.ahead import AheadPicks
+
+    fork = _far_behind(builder)
+    picker = MemoryPicker(fork, batch_writes=True)
+    tree = picker.commit_tree(builder.f.head())
+    sha = Sha("1" * 40)
+    proc = children.python_child(_SLOW_CHILD, tree, sha, stdin=subprocess.PIPE)
+    assert proc is not None
+    ahead = AheadPicks(picker, proc)
+    try:
+        deadline = time.monotonic() + 10
+        while ahead._picking is None and time.monotonic() < deadline:  # the child has begun
+            ahead._take()
+            time.sleep(0.01)
+        assert ahead._picking == (tree, sha)
+        started = time.monotonic()
+        ahead._take(tree, Sha("2" * 40))  # not the one it is making: no wait
+        assert time.monotonic() - started < 0.3
+        ahead._take(tree, sha)
+        assert ahead._picking is None
+        assert picker.pick(tree, sha).status.value == "empty"  # the child's, taken: no pick made here
+        assert not picker.missed_ahead
+    finally:
+        ahead.close()

@@ -260,7 +260,9 @@ class MemoryPicker:
         # (onto tree, sha) -> a pick made ahead (`pick_ahead`) with what `resolve` keeps of it
         self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
         self.on_kept: Callable[[str, Sha, PickStep, _PathConflicted], None] | None = None  # each pick kept ahead
-        self._inbox: Callable[[], None] | None = None  # takes in picks made ahead elsewhere (`adopt`)
+        # takes in picks made ahead elsewhere (`adopt`), given the pick about to be made
+        self._inbox: Callable[[str, Sha], None] | None = None
+        self.on_picking: Callable[[str, Sha], None] | None = None  # each pick ahead, as it starts
         self.missed_ahead = False  # a pick was not among those made ahead elsewhere (its taker resets this)
         if batch_writes:
             self._memory = _MemoryObjects()
@@ -395,7 +397,7 @@ class MemoryPicker:
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
         if self._inbox is not None:
-            self._inbox()
+            self._inbox(onto_tree, sha)
         ahead = self._ahead.pop((onto_tree, sha), None)
         self.missed_ahead |= ahead is None and self._inbox is not None
         if ahead is not None:
@@ -413,6 +415,8 @@ class MemoryPicker:
         key = (onto_tree, sha)
         if key in self._ahead:
             return self._ahead[key][0]
+        if self.on_picking is not None:
+            self.on_picking(onto_tree, sha)
         step = self._pick(onto_tree, sha)
         if step.status is not PickStatus.MISSING:
             if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
