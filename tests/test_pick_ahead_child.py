@@ -240,10 +240,14 @@ _SLOW_CHILD = """
 import pickle, sys, time
 from forkflow.git.pick import PickStatus, PickStep
 out = sys.stdout.buffer
-tree, sha = sys.argv[1], sys.argv[2]
+tree, sha, kept = sys.argv[1], sys.argv[2], sys.argv[3] == "kept"
 pickle.dump(("picking", tree, sha), out); out.flush()
 time.sleep(0.5)
-pickle.dump(("pick", tree, sha, PickStep(sha, PickStatus.EMPTY, tree), None, []), out); out.flush()
+if kept:
+    pickle.dump(("pick", tree, sha, PickStep(sha, PickStatus.EMPTY, tree), None, []), out)
+else:  # a blob missing, say: nothing kept
+    pickle.dump(("picking", None, None), out)
+out.flush()
 sys.stdin.buffer.read()
 """
 
@@ -253,27 +257,32 @@ def test_the_landing_waits_for_the_pick_the_child_is_making(builder: ForkBuilder
     twice); another pick is not."""
     import subprocess
 
-    from forkflow.landing.ahead import AheadPicks
+    from forkflow.landing.ahead import WAIT_PICK_S, AheadPicks
 
     fork = _far_behind(builder)
     picker = MemoryPicker(fork, batch_writes=True)
     tree = picker.commit_tree(builder.f.head())
     sha = Sha("1" * 40)
-    proc = children.python_child(_SLOW_CHILD, tree, sha, stdin=subprocess.PIPE)
-    assert proc is not None
-    ahead = AheadPicks(picker, proc)
-    try:
-        deadline = time.monotonic() + 10
-        while ahead._picking is None and time.monotonic() < deadline:  # the child has begun
-            ahead._take()
-            time.sleep(0.01)
-        assert ahead._picking == (tree, sha)
-        started = time.monotonic()
-        ahead._take(tree, Sha("2" * 40))  # not the one it is making: no wait
-        assert time.monotonic() - started < 0.3
-        ahead._take(tree, sha)
-        assert ahead._picking is None
-        assert picker.pick(tree, sha).status.value == "empty"  # the child's, taken: no pick made here
-        assert not picker.missed_ahead
-    finally:
-        ahead.close()
+    for kept in (True, False):
+        proc = children.python_child(_SLOW_CHILD, tree, sha, "kept" if kept else "none", stdin=subprocess.PIPE)
+        assert proc is not None
+        ahead = AheadPicks(picker, proc)
+        try:
+            deadline = time.monotonic() + 10
+            while ahead._picking is None and time.monotonic() < deadline:  # the child has begun
+                ahead._take()
+                time.sleep(0.01)
+            assert ahead._picking == (tree, sha)
+            started = time.monotonic()
+            ahead._take(tree, Sha("2" * 40))  # not the one it is making: no wait
+            assert time.monotonic() - started < 0.3
+            ahead._take(tree, sha)
+            assert ahead._picking is None
+            assert time.monotonic() - started < WAIT_PICK_S  # the answer ended the wait, not the clock
+            if kept:
+                assert picker.pick(tree, sha).status.value == "empty"  # the child's, taken: none made here
+                assert not picker.missed_ahead
+            else:
+                assert (tree, sha) not in picker._ahead  # nothing kept: the landing picks it itself
+        finally:
+            ahead.close()

@@ -262,7 +262,8 @@ class MemoryPicker:
         self.on_kept: Callable[[str, Sha, PickStep, _PathConflicted], None] | None = None  # each pick kept ahead
         # takes in picks made ahead elsewhere (`adopt`), given the pick about to be made
         self._inbox: Callable[[str, Sha], None] | None = None
-        self.on_picking: Callable[[str, Sha], None] | None = None  # each pick ahead, as it starts
+        # each pick ahead as it starts, and (None, None) when one ends with nothing kept
+        self.on_picking: Callable[[str | None, Sha | None], None] | None = None
         self.missed_ahead = False  # a pick was not among those made ahead elsewhere (its taker resets this)
         if batch_writes:
             self._memory = _MemoryObjects()
@@ -417,15 +418,21 @@ class MemoryPicker:
             return self._ahead[key][0]
         if self.on_picking is not None:
             self.on_picking(onto_tree, sha)
-        step = self._pick(onto_tree, sha)
-        if step.status is not PickStatus.MISSING:
-            if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
-                self._ahead.clear()
-            conflicted = step.status is PickStatus.CONFLICT
-            self._ahead[key] = (step, self._conflicted if conflicted else None,
-                                self._path_conflicted if conflicted else None)
-            if self.on_kept is not None:
-                self.on_kept(onto_tree, sha, step, self._path_conflicted if conflicted else None)
+        kept = False
+        try:
+            step = self._pick(onto_tree, sha)
+            if step.status is not PickStatus.MISSING:
+                if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
+                    self._ahead.clear()
+                conflicted = step.status is PickStatus.CONFLICT
+                self._ahead[key] = (step, self._conflicted if conflicted else None,
+                                    self._path_conflicted if conflicted else None)
+                if self.on_kept is not None:
+                    self.on_kept(onto_tree, sha, step, self._path_conflicted if conflicted else None)
+                    kept = True
+        finally:
+            if self.on_picking is not None and not kept:
+                self.on_picking(None, None)  # nothing comes of it: nobody is to wait for it
         return step
 
     def adopt(self, onto_tree: str, sha: Sha, step: PickStep, path_conflicted: _PathConflicted,

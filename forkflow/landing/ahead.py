@@ -134,8 +134,8 @@ class AheadPicks:
                 return
 
     def _handle(self, msg: tuple[Any, ...]) -> None:
-        if msg[0] == "picking":
-            self._picking = (msg[1], msg[2])
+        if msg[0] == "picking":  # (None, None): the pick it was making came to nothing kept
+            self._picking = None if msg[1] is None else (msg[1], msg[2])
         elif msg[0] == "pick":
             if self._picking == (msg[1], msg[2]):
                 self._picking = None
