@@ -420,3 +420,34 @@ def test_pick_ahead_keeps_no_missing_blob(fork: ForkBuilder) -> None:
     assert p.pick_ahead(tree, u).status is PickStatus.MISSING
     obj.write_bytes(data)  # fetched meanwhile: the landing's own pick reads it
     assert p.pick(tree, u).status is PickStatus.CONFLICT
+
+
+def test_a_waiting_pick_conflicts_where_it_takes_held_lines_and_merges_nothing_else(fork: ForkBuilder) -> None:
+    """A commit that edits lines a held-back (conflicting) commit wrote conflicts in that file: it
+    waits, told by merging that file alone; where that file merges, the whole pick decides."""
+    from forkflow.planning.lines import Dependency, DepKind
+
+    held = fork.upstream_commit({"k.py": "def f():\n    return 2\n\n\ndef g():\n    return 2\n"}, "f 2 (#8)")
+    waits = fork.upstream_commit({"k.py": "def f():\n    return 3\n\n\ndef g():\n    return 2\n",
+                                  "doc.txt": "a\nb\nC\n"}, "f 3, doc (#9)")
+    clean = fork.upstream_commit({"doc.txt": "A\nb\nC\n"}, "doc again (#10)")
+    fork.fetch()
+    p = MemoryPicker(fork.f.path)
+    tree = p.commit_tree(_tip(fork))
+    assert p.pick(tree, held).status is PickStatus.CONFLICT
+    merged: list[str] = []
+    made = p._merge_contents
+
+    def counted(path: str, *rest: object) -> object:
+        merged.append(path)
+        return made(path, *rest)  # type: ignore[arg-type]
+    p._merge_contents = counted  # type: ignore[method-assign,assignment]
+    on_lines = Dependency(held, DepKind.LINES, "k.py:2")
+    assert p.conflicts_where(tree, waits, [on_lines])
+    assert merged == ["k.py"]  # doc.txt never merged
+    assert not p.conflicts_where(tree, waits, [Dependency(held, DepKind.SYMBOL, "f (k.py)")])  # lines only
+    assert not p.conflicts_where(tree, clean, [Dependency(waits, DepKind.FILE, "doc.txt")])  # merges: the pick says
+    run = p.pick_sequence(tree, [held, waits, clean], depends={waits: (on_lines,)})
+    assert [s.sha for s in run.conflicted] == [held]
+    assert run.held == {waits: on_lines}
+    assert run.applied == (clean,)

@@ -967,6 +967,34 @@ class MemoryPicker:
                 return d
         return None
 
+    def conflicts_where(self, tree_id: str, sha: Sha, blocking: Sequence[Dependency]) -> bool:
+        """Whether picking `sha` onto the tree conflicts in a file whose lines (or whole) it takes
+        from a commit held back, told by merging that file alone: the pick of a commit that waits
+        conflicts there nearly always (2026-04-01: 315 of 334), and it waits whatever its other
+        files do, so they need no merge (a conflicting pick merged five files on average).  Only a
+        content conflict of a file all three sides have counts (the one the whole pick would find
+        there, renames or not); False says nothing: the caller picks."""
+        wanted = {d.where.rsplit(":", 1)[0] if d.kind is DepKind.LINES else d.where
+                  for d in blocking if d.kind in (DepKind.LINES, DepKind.FILE)}
+        if not wanted:
+            return False
+        tree = self.repo.get(tree_id)
+        if not isinstance(tree, pygit2.Tree):
+            return False
+        for path, before, after in self._changes(sha):
+            if path not in wanted or before is None or after is None:
+                continue
+            current = _entry(tree, path)
+            if current is None or GITLINK in (before[1], current[1], after[1]) \
+                    or len({before[0], current[0], after[0]}) < 3 or len({before[1], current[1], after[1]}) > 1:
+                continue  # no content merge, or not one that only a content conflict stops
+            try:
+                if self._merge_path(path, before, current, after) is None:
+                    return True
+            except (_NeedsMerge, KeyError, pygit2.GitError):
+                continue  # the whole pick says
+        return False
+
     def _has_name(self, tree_id: str, d: Dependency, where: str) -> bool:
         tree = self.repo.get(tree_id)
         if not isinstance(tree, pygit2.Tree):
@@ -1017,6 +1045,10 @@ class MemoryPicker:
             hard = self.waits_for(blocking, tree, sha)
             if hard is not None:
                 held[sha] = hard
+                out.add(sha)
+                continue
+            if blocking and self.conflicts_where(tree, sha, blocking):
+                held[sha] = blocking[0]  # its conflict is what it waits for (no need to merge the rest)
                 out.add(sha)
                 continue
             step = pick(tree, sha)
