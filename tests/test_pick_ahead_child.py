@@ -125,6 +125,39 @@ def test_a_picker_that_learns_another_picks_as_it_does(builder: ForkBuilder) -> 
     assert first._basenames and first._basenames == second._basenames
 
 
+def test_a_picker_told_the_names_another_read_waits_as_it_does_without_reading(builder: ForkBuilder) -> None:
+    """Whether a blob holds a name is a function of the blob: the names the child read in blobs
+    (`names_read`) spare the landing the reads, and give the same waits."""
+    from forkflow.planning.lines import Dependency, DepKind
+
+    builder.upstream_commit({"lib/a.py": "a = 0\n"}, "Initial (#1)")
+    builder.branch_fork()
+    fork = builder.f.path
+    tip = builder.f.head()
+    defines = builder.upstream_commit({"lib/a.py": "a = 0\n\ndef brand_new():\n    return 1\n"}, "Add (#2)")
+    uses = builder.upstream_commit({"lib/b.py": "from lib.a import brand_new\n"}, "Use (#3)")
+    builder.fetch()
+    on_name = Dependency(defines, DepKind.SYMBOL, "brand_new (lib/a.py)")
+    first, second = (MemoryPicker(fork, batch_writes=True) for _ in range(2))
+    first.names_read = []
+    tree = first.commit_tree(tip)
+    assert first.waits_for([on_name], tree, uses) == on_name  # the fork has no brand_new yet
+    assert first.names_read and not any(has for _, has in first.names_read)
+    second.know_names(first.names_read)
+    asked: list[str] = []
+    read = second.repo.get
+
+    def get(oid: str) -> object:
+        asked.append(str(oid))
+        return read(oid)
+    second.repo.get = get  # type: ignore[method-assign,assignment]
+    assert second.waits_for([on_name], tree, uses) == on_name
+    assert not {blob for (blob, _), _ in first.names_read} & set(asked)  # no blob read again
+    applied = first.pick(tree, defines)
+    assert applied.status.value == "applied"
+    assert first.waits_for([on_name], applied.tree, uses) is None  # the name is there once picked
+
+
 def _far_behind(builder: ForkBuilder) -> Path:
     builder.upstream_commit({"a.py": "a = 0\n"}, "Initial (#1)")
     builder.branch_fork()

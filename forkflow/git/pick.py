@@ -253,6 +253,7 @@ class MemoryPicker:
         self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
         self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
         self._names: dict[tuple[str, bytes], bool] = {}  # (blob id, name) -> the blob has the name
+        self.names_read: list[tuple[tuple[str, bytes], bool]] | None = None  # when a list, each one read too
         self._conflicted: _Conflicted = None  # the last conflicted merge, for resolve()
         self._path_conflicted: _PathConflicted = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
@@ -446,6 +447,11 @@ class MemoryPicker:
         while len(self._ahead) >= MAX_ADOPTED:  # the oldest first: the ones the landing went past
             del self._ahead[next(iter(self._ahead))]
         self._ahead.setdefault((onto_tree, sha), (step, None, path_conflicted))
+
+    def know_names(self, found: Sequence[tuple[tuple[str, bytes], bool]]) -> None:
+        """Whether blobs hold names, as another picker of this repository read them (`names_read`):
+        a function of the blob, so the waits told from them are the ones read here."""
+        self._names.update(found)
 
     def knowledge(self, tree: str) -> tuple[frozenset[str], dict[str, Sequence[str]], dict[str, int]]:
         """What this picker knows that shapes its picks (the fork point's files, the paths each commit
@@ -1013,6 +1019,8 @@ class MemoryPicker:
                     self._names[key] = name in data and word.search(data) is not None
                 except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
                     self._names[key] = False
+                if self.names_read is not None:
+                    self.names_read.append((key, self._names[key]))
             if self._names[key]:
                 return True
         return False

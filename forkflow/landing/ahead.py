@@ -140,6 +140,8 @@ class AheadPicks:
             if self._picking == (msg[1], msg[2]):
                 self._picking = None
             self.picker.adopt(*msg[1:])
+        elif msg[0] == "names":
+            self.picker.know_names(msg[1])
         elif msg[0] == "resolving":
             self._resolving.add((msg[1], msg[2]))
         elif msg[0] == "resolved":
@@ -193,9 +195,14 @@ def _child_main() -> None:
     moved = threading.Event()  # a steer off the current way: stop the sequence
     wake = threading.Event()
 
+    picker.names_read = []
+
     def send(tree: str, sha: Sha, step: PickStep, by_path: Any) -> None:
         objects = [(oid.raw, *memory.objects[oid]) for oid in memory.log or () if oid in memory.objects]
         memory.log = []
+        if picker.names_read:  # the names it looked for in blobs (the waits of the commits so far)
+            _write(stdout, ("names", picker.names_read))
+            picker.names_read = []
         _write(stdout, ("pick", tree, sha, step, by_path, objects))
 
     def resolve(step: PickStep, tree: str) -> dict[str, bytes | None] | None:
