@@ -47,8 +47,8 @@ class StoreIngestReader:
             crecords.close_conflicts(s, self.fork_id, sorted(open_ & settled))
 
     def lookup_resolution(self, key: str) -> tuple[list[str], str] | None:
-        with self.store.session_scope() as s:
-            return crecords.lookup_resolution(s, key)
+        with self.store.connection_scope() as conn:
+            return crecords.lookup_resolution(conn, key)
 
     def log_attempt(self, attempt: Attempt) -> None:
         with self.store.session_scope() as s:
