@@ -2,6 +2,7 @@
 issue 11), and the learning child the program's entry starts."""
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -20,7 +21,7 @@ from forkflow.conflicts.resolvers import Proposal
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
 from forkflow.context import open_context
 from forkflow.git.pick import MemoryPicker, PickStep
-from forkflow.landing import ingest
+from forkflow.landing import ahead, ingest
 from forkflow.landing.ingest import IngestOptions, Ingestor, Mode, UnitStatus
 from forkflow.models import GateResult, Sha
 from forkflow.testing.gitrepo import ForkBuilder
@@ -38,6 +39,7 @@ class ChildGate:
         self.checks = 0
         self.ingestor: Ingestor | None = None
         self.own_picks: list[Sha] = []
+        self.made: object = None  # the child's process, as the first check saw it
 
     def watch(self, ingestor: Ingestor) -> None:
         self.ingestor = ingestor
@@ -54,6 +56,7 @@ class ChildGate:
         self.checks += 1
         assert self.ingestor is not None and self.ingestor._child is not None  # the child, not the thread
         child = self.ingestor._child
+        self.made = self.made or child.proc
         if self.kill_child:
             child.proc.kill()
             child.proc.wait()
@@ -79,10 +82,15 @@ def _run(fork: Path, gate: ChildGate, monkeypatch: pytest.MonkeyPatch) -> list[i
     return list(report.results)
 
 
-def test_the_landing_takes_the_childs_picks(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("made_by", ["fork", "a fresh interpreter"])
+def test_the_landing_takes_the_childs_picks(builder: ForkBuilder, monkeypatch: pytest.MonkeyPatch,
+                                           made_by: str) -> None:
     fork, tip = lib_chain(builder, 3)
     gate = ChildGate(fail_first=False)
+    if made_by != "fork":  # where there is no fork() (or another thread runs): the child's own interpreter
+        monkeypatch.setattr(ahead, "_fork", lambda *args: None)
     results = _run(fork, gate, monkeypatch)
+    assert isinstance(gate.made, ahead._Forked) == (made_by == "fork")
     assert [r.status for r in results] == [UnitStatus.LANDED] * 3
     assert len(gate.own_picks) < 3  # links 2 and 3 came from the child (link 1 maybe, before it had any)
     head = results[2].fork_sha
@@ -229,7 +237,14 @@ def test_the_landing_takes_the_childs_resolutions(builder: ForkBuilder, monkeypa
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
                                         + '\n[[ingest.chain]]\nname = "all"\npaths = ["**"]\n')
     asked: list[str] = []
-    monkeypatch.setattr(TrivialResolver, "propose", lambda self, case: asked.append(case.path))  # this process's
+    parent, real = os.getpid(), TrivialResolver.propose
+
+    def propose(self: TrivialResolver, case: ConflictCase) -> Proposal | None:
+        if os.getpid() != parent:  # the child (a fork of this process) asks the real one
+            return real(self, case)
+        asked.append(case.path)  # this process's
+        return None
+    monkeypatch.setattr(TrivialResolver, "propose", propose)
     monkeypatch.setattr(ingest, "AHEAD_MIN", 1)
     gate = ResolvedGate(fail_first=False)
     ingestor = wiring.ingestor(open_context(fork), IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
