@@ -334,3 +334,26 @@ def test_the_landing_waits_for_the_pick_the_child_is_making(builder: ForkBuilder
                 assert (tree, sha) not in picker._ahead  # nothing kept: the landing picks it itself
         finally:
             ahead.close()
+
+
+def test_a_forked_child_holds_none_of_the_landings_locks(builder: ForkBuilder) -> None:
+    """The ingest lock is a flock, held while any copy of its descriptor is open: the forked child
+    closes its copy, so the lock goes with the landing (SIGKILL included), not with the child."""
+    from forkflow.landing.ahead import _fork
+    from forkflow.landing.lock import ingest_lock, is_ingest_running
+
+    fork = _far_behind(builder)
+    repo = open_context(fork).repo
+    picker = MemoryPicker(fork, batch_writes=True)
+    with ingest_lock(repo):
+        child = _fork(picker, fork, [], {}, (), None)
+        assert child is not None
+        assert is_ingest_running(repo)
+    try:
+        assert not is_ingest_running(repo)  # the landing let go: the lock is free, the child alive
+        assert child.poll() is None
+        held = [os.readlink(f"/proc/{child.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{child.pid}/fd")]
+        assert not [t for t in held if t.endswith(".lock")]
+    finally:
+        child.kill()
+        child.wait()

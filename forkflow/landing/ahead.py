@@ -217,7 +217,7 @@ def _fork(picker: MemoryPicker, path: Path | str, coming: Sequence[Sha], depends
     """The child as a fork of this process where there is fork() and no other thread runs: it has
     the modules and the picker's caches already (a fresh interpreter took 0.35 s of CPU to import
     them, while the landing picked alone), and it never returns into this program (os._exit)."""
-    if not hasattr(os, "fork") or threading.active_count() > 1:
+    if not hasattr(os, "fork") or threading.active_count() > 1 or not os.path.isdir(_OWN_FDS):
         return None
     down_r, down_w = os.pipe()
     up_r, up_w = os.pipe()
@@ -232,6 +232,7 @@ def _fork(picker: MemoryPicker, path: Path | str, coming: Sequence[Sha], depends
         try:
             os.close(down_w)
             os.close(up_r)
+            _let_go(keep={down_r, up_w})
             picker.on_kept = picker.on_picking = picker._inbox = None  # the landing's hooks are not the child's
             with os.fdopen(down_r, "rb") as stdin, os.fdopen(up_w, "wb") as stdout:
                 _pick_ahead(stdin, stdout, picker, str(path), coming, depends, resolving, fork_point)
@@ -242,6 +243,30 @@ def _fork(picker: MemoryPicker, path: Path | str, coming: Sequence[Sha], depends
     os.close(down_r)
     os.close(up_w)
     return _Forked(pid, os.fdopen(down_w, "wb"), os.fdopen(up_r, "rb"))
+
+
+_OWN_FDS = "/proc/self/fd"  # where a process sees its descriptors (Linux): the fork needs it (_let_go)
+
+
+def _let_go(keep: set[int]) -> None:
+    """In the forked child: close what would make it hold what the landing holds (a flock on
+    forkflow's lock files, a connection to the store's server).  A flock lasts while any copy of
+    its descriptor is open, so a landing killed with SIGKILL would leave the ingest lock held until
+    the child noticed; closed here, the OS frees it with the landing, as before the child was a
+    fork.  Pipes, the repository's files (libgit2 reads its packs through them) and 0-2 stay."""
+    for name in os.listdir(_OWN_FDS):
+        fd = int(name)
+        if fd < 3 or fd in keep:
+            continue
+        try:
+            target = os.readlink(f"{_OWN_FDS}/{fd}")
+        except OSError:  # the listing's own descriptor, closed by now
+            continue
+        if target.endswith(".lock") or target.startswith("socket:"):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def _child_main() -> None:
