@@ -47,7 +47,7 @@ class AttemptInfo:
 def lookup_resolution(s: Writer, key: str) -> tuple[list[str], str] | None:
     """A prepared statement (the landing asks once per conflicted file; an ORM query was ten times
     the cost of the lookup itself)."""
-    row = connection_of(s).execute(_LOOKUP_RESOLUTION, {"k": key}).first()
+    row = connection_of(s).execute(_FIND_RESOLUTION, {"k": key}).first()
     return (list(json.loads(row.regions)), row.source) if row else None
 
 
@@ -89,8 +89,8 @@ def close_conflicts(s: Writer, fid: int, upstream_shas: Sequence[str]) -> None:
 _CONFLICTS = cast(Table, ConflictRow.__table__)  # a mapped class's table
 _RESOLUTIONS = cast(Table, ResolutionRow.__table__)
 # statements built once (the landing journal runs them for every unit; see Store.connection_scope)
-_LOOKUP_RESOLUTION = select(_RESOLUTIONS.c.regions, _RESOLUTIONS.c.source).where(_RESOLUTIONS.c.key == bindparam("k"))
-_FIND_RESOLUTION = select(_RESOLUTIONS.c.id, _RESOLUTIONS.c.source).where(_RESOLUTIONS.c.key == bindparam("k"))
+_FIND_RESOLUTION = select(_RESOLUTIONS.c.id, _RESOLUTIONS.c.regions, _RESOLUTIONS.c.source).where(
+    _RESOLUTIONS.c.key == bindparam("k"))
 _FIND_CONFLICT = select(_CONFLICTS.c.id, _CONFLICTS.c.seen).where(
     _CONFLICTS.c.fork_id == bindparam("fid"), _CONFLICTS.c.upstream_sha == bindparam("sha"),
     _CONFLICTS.c.path == bindparam("p"))

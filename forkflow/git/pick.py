@@ -428,9 +428,9 @@ class MemoryPicker:
                 conflicted = step.status is PickStatus.CONFLICT
                 self._ahead[key] = (step, self._conflicted if conflicted else None,
                                     self._path_conflicted if conflicted else None)
+                kept = True
                 if self.on_kept is not None:
                     self.on_kept(onto_tree, sha, step, self._path_conflicted if conflicted else None)
-                    kept = True
         finally:
             if self.on_picking is not None and not kept:
                 self.on_picking(None, None)  # nothing comes of it: nobody is to wait for it
