@@ -3,7 +3,7 @@ large inputs.
 
     python benchmarks/attack_suite.py [--postgres URL] [--skip-tests]
 
-1. Every test marked `security` (tests/test_security.py) runs under pytest; an attack "holds"
+1. Every test marked `security` under tests/ runs under pytest; an attack "holds"
    when its test passes.  The PostgreSQL ones need --postgres (or FORKFLOW_TEST_POSTGRES) and
    are counted as skipped without it.
 2. The large-input cases run again in child processes whose peak resident memory (ru_maxrss)
@@ -36,7 +36,7 @@ def run_tests(postgres: str | None) -> tuple[int, int, int, list[str]]:
     if postgres:
         env["FORKFLOW_TEST_POSTGRES"] = postgres
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "security", "-p", "no:cacheprovider",
-                    f"--junitxml={report}", str(ROOT / "tests" / "test_security.py")],
+                    f"--junitxml={report}", str(ROOT / "tests")],
                    cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     import xml.etree.ElementTree as ET
 
