@@ -558,12 +558,14 @@ def test_agent_resolution_waits_for_a_person_before_l1_runs_it(cli, builder: For
     assert c["proposal_waiting"] and "agent proposal waits" in cli("conflicts", repo=fork).out
     shown = cli("conflicts", "show", str(c["id"]), repo=fork).out
     assert "forkflow conflicts approve" in shown and "__import__('os')" in shown  # the code to read
-    r = cli("conflicts", "approve", str(c["id"]), repo=fork)
+    digest = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()["proposal"]["hash"]
+    assert f"--proposal {digest}" in shown
+    r = cli("conflicts", "approve", str(c["id"]), "--proposal", digest, repo=fork)
     assert r.rc == 0, r.err
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["landed"]
     assert mark.exists()  # L1 ran it, after the approval
-    r = cli("conflicts", "approve", str(c["id"]), repo=fork)
+    r = cli("conflicts", "approve", str(c["id"]), "--proposal", digest, repo=fork)
     assert r.rc == 1 and "resolved" in r.err
 
 
@@ -590,7 +592,8 @@ def test_dashboard_approval_needs_the_token(cli, builder: ForkBuilder, tmp_path:
         assert client.post(url).status_code == 403
         assert client.post(url, headers={"X-Forkflow-Token": "wrong-token-123"}).status_code == 403
         assert not mark.exists() and cli("conflicts", "--json", repo=fork).json()["conflicts"]
-        r = client.post(url, headers={"X-Forkflow-Token": token})
+        digest = client.get(f"/api/ingestion/conflicts/{c['id']}").json()["proposal"]["hash"]
+        r = client.post(url, headers={"X-Forkflow-Token": token}, json={"proposal": digest})
         assert r.status_code == 200 and r.json()["state"] == "approved"
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["landed"] and mark.exists()

@@ -177,10 +177,13 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     c, x = _get_conflict(repo, store, cid)
     with c.store.session_scope() as s:
         attempts = [a for a in crecords.attempts(s, c.fork_id, x.upstream_sha) if a.path == x.path]
+    waiting = _waiting_proposal(c, x)
     if json_out:
         print_json(_conflict_json(x) | {"agent_attempts": [
             {"backend": a.backend, "outcome": a.outcome, "reason": a.reason, "duration_ms": a.duration_ms}
-            for a in attempts]})
+            for a in attempts]} | {"proposal": None if waiting is None else {
+                "attempt_id": waiting.attempt_id, "hash": waiting.digest, "backend": waiting.backend,
+                "content": waiting.content}})
         return 0
     console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]")
     console.print(f"upstream {x.upstream_sha}  {escape(x.subject)}")
@@ -195,12 +198,12 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     if x.marked:
         console.rule("conflicted file (fork | base | upstream)")
         console.out(x.marked, highlight=False)
-    waiting = _waiting_proposal(c, x)
     if waiting is not None:
-        console.rule(f"agent proposal ({escape(waiting.backend)}): read it before approving")
+        console.rule(f"agent proposal #{waiting.attempt_id} ({escape(waiting.backend)}), hash {waiting.digest}: "
+                     "read it before approving")
         console.out(waiting.content, highlight=False)
         console.print(f"approve it (the next `forkflow ingest` picks it and runs L1): "
-                      f"forkflow conflicts approve {x.id}")
+                      f"forkflow conflicts approve {x.id} --proposal {waiting.digest}", soft_wrap=True)
     if has_file_resolution(x):
         console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
     else:
@@ -254,14 +257,17 @@ def _user() -> str:
 @conflicts_app.command("approve")
 def conflicts_approve(
     cid: Annotated[int, typer.Argument(help="Conflict id.")],
+    proposal: Annotated[str | None, typer.Option(
+        "--proposal", help="The proposal's hash, as `forkflow conflicts show ID` prints it.")] = None,
     repo: RepoOpt = Path("."), store: StoreOpt = None,
 ) -> int:
     """Approve the agent's proposal for a conflict (read it in `forkflow conflicts show ID`); the
     next `forkflow ingest` picks with it and runs L1."""
     c = open_context(repo, store)
     with c.store.session_scope() as s:
-        x, _ = approval.approve(s, c.fork_id, cid, f"{_user()} (cli)")
-    console.print(f"approved; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
+        x, p = approval.approve(s, c.fork_id, cid, f"{_user()} (cli)", proposal)
+    console.print(f"approved proposal {p.digest}; `forkflow ingest --land` will use it for "
+                  f"{short(x.upstream_sha)} {escape(x.path)}")
     return 0
 
 

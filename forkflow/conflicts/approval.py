@@ -1,11 +1,17 @@
 """Agent-made code needs a person: an agent's resolution that passed the guardrails is kept as a
-proposal, and only a person's approval (`forkflow conflicts approve ID`, or the dashboard's
-token-checked button) records it; the next `forkflow ingest` then picks with it and runs L1.
+proposal, and only a person's approval (`forkflow conflicts approve ID --proposal HASH`, or the
+dashboard's token-checked button) records it; the next `forkflow ingest` then picks with it and runs L1.
+
+An approval names what the person read: `conflicts show` and the dashboard print the proposal's
+hash (its path and exact bytes), and approving refuses when the waiting proposal's hash is another
+one (a cron `ingest` between reading and approving used to swap in a newer answer, which was
+recorded in the person's name).
 
 `[ingest.agent] autoland = true` skips the wait (docs/security.md says what that risks).
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -20,6 +26,7 @@ from forkflow.store.schema_ingest import AgentAttemptRow
 
 PROPOSED = "proposed"  # the attempt outcome of a guardrail-approved answer that waits for a person
 APPROVED = "agent-approved"  # that attempt's outcome once approved, and the recorded resolution's source
+HASH_LEN = 12  # hex digits of sha256 a person reads and types back
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +34,14 @@ class Proposal:
     attempt_id: int
     backend: str
     content: str  # the whole resolved file the agent proposed
+    digest: str  # proposal_hash(path, content): what an approval must name
+
+
+def proposal_hash(path: str, content: str) -> str:
+    """The short hash that binds an approval to a proposal: sha256 of the path and exact bytes.  [pure]"""
+    h = hashlib.sha256(path.encode("utf-8", "surrogateescape") + b"\0")
+    h.update(content.encode("utf-8", "surrogateescape"))
+    return h.hexdigest()[:HASH_LEN]
 
 
 def proposal(s: Session, fid: int, x: crecords.ConflictInfo) -> Proposal | None:
@@ -35,14 +50,18 @@ def proposal(s: Session, fid: int, x: crecords.ConflictInfo) -> Proposal | None:
                    .where(AgentAttemptRow.fork_id == fid, AgentAttemptRow.upstream_sha == x.upstream_sha,
                           AgentAttemptRow.path == x.path, AgentAttemptRow.outcome == PROPOSED)
                    .order_by(AgentAttemptRow.id.desc()).limit(1))
-    return Proposal(row.id, row.backend, row.response) if row is not None else None
+    if row is None:
+        return None
+    return Proposal(row.id, row.backend, row.response, proposal_hash(x.path, row.response))
 
 
-def approve(s: Session, fid: int, cid: int, by: str) -> tuple[crecords.ConflictInfo, Proposal]:
+def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple[crecords.ConflictInfo, Proposal]:
     """Record the waiting agent proposal of conflict `cid` as its resolution, approved by `by`.
 
-    The proposal passes the guardrails again (on the stored conflict) before it is recorded; the
-    next `forkflow ingest` uses it like any recorded resolution, and L1 runs on the result."""
+    `shown` is the hash of the proposal the person read (`conflicts show`); a waiting proposal
+    with another hash is refused, nothing recorded.  The proposal passes the guardrails again (on
+    the stored conflict) before it is recorded; the next `forkflow ingest` uses it like any
+    recorded resolution, and L1 runs on the result."""
     x = crecords.conflict(s, fid, cid)
     if x is None:
         raise UserError(f"no conflict with id {cid}; list them with `forkflow conflicts --all`")
@@ -52,6 +71,12 @@ def approve(s: Session, fid: int, cid: int, by: str) -> tuple[crecords.ConflictI
     if p is None:
         raise UserError(f"conflict {cid} has no agent proposal waiting for approval; settle it with "
                         f"`forkflow conflicts resolve {cid} --file FILE`")
+    given = (shown or "").strip().lower()
+    if not given:
+        raise UserError(f"approving needs the hash of the proposal you read: run `forkflow conflicts show {cid}`, "
+                        f"then `forkflow conflicts approve {cid} --proposal HASH` with the hash it prints")
+    if given != p.digest:
+        raise UserError(f"the proposal changed since you read it; run `forkflow conflicts show {cid}` again")
     case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
     verdict = guardrails.check(case, p.content.encode("utf-8", "surrogateescape")) if case else None
     if verdict is None or not verdict.ok:

@@ -2,7 +2,7 @@
 landed or waiting, and the conflicts kept for a person.
 
 Two actions, re-running a unit (`forkflow ingest --unit ID` in the background) and approving an
-agent's proposal for a conflict (`forkflow conflicts approve ID`), need the operator's token,
+agent's proposal for a conflict (`forkflow conflicts approve ID --proposal HASH`), need the operator's token,
 are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
@@ -121,7 +121,8 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
     data = {"conflict": _conflict_doc(c, full=True), "settle": _settle(c, src),
             "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
                           "duration_ms": a.duration_ms} for a in tried],
-            "proposal": None if waiting is None else {"backend": waiting.backend, "content": waiting.content},
+            "proposal": None if waiting is None else {"attempt_id": waiting.attempt_id, "hash": waiting.digest,
+                                                      "backend": waiting.backend, "content": waiting.content},
             "can_approve": waiting is not None and request.app.state.token is not None}
     return page(request, "ingestion_conflict.html", data)
 
@@ -130,12 +131,13 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
 @router.post("/api/ingestion/conflicts/{conflict_id}/approve", name="conflict-approve")
 async def approve_conflict(request: Request, conflict_id: RowId) -> Response:
     """Approve the agent's proposal for a conflict (token-checked, logged); the next ingest picks
-    with it and runs L1 (conflicts/approval.py)."""
-    await action_form(request, "conflict-approve", f"conflict {conflict_id}")
-    return await run_in_threadpool(_approve, request, conflict_id)
+    with it and runs L1 (conflicts/approval.py).  The form's `proposal` field is the hash of the
+    proposal the page showed: a proposal replaced since is refused."""
+    form = await action_form(request, "conflict-approve", f"conflict {conflict_id}")
+    return await run_in_threadpool(_approve, request, conflict_id, form.get("proposal"))
 
 
-def _approve(request: Request, conflict_id: int) -> Response:
+def _approve(request: Request, conflict_id: int, shown: str | None) -> Response:
     target = f"conflict {conflict_id}"
     src: Source = request.app.state.source
     client = request.client.host if request.client else "?"
@@ -144,11 +146,11 @@ def _approve(request: Request, conflict_id: int) -> Response:
             fid = src.fork(s)
             if fid is None:
                 raise UserError(f"no conflict {conflict_id}")
-            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}")
+            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}", shown)
     except UserError as e:
         record(request, "conflict-approve", target, f"refused: {e}")
         raise Unavailable(str(e)) from None
-    record(request, "conflict-approve", target, "approved", attempt=p.attempt_id, path=x.path)
+    record(request, "conflict-approve", target, "approved", attempt=p.attempt_id, proposal=p.digest, path=x.path)
     href = f"/ingestion/conflicts/{conflict_id}"
     return action_done(request, href, {"conflict_id": conflict_id, "state": "approved", "href": href})
 
