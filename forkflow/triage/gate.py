@@ -5,8 +5,11 @@
 
 It validates L1 at `rev` with `--changed-from base` selection (tests chosen by what the unit
 changed).  `passed` when every selected suite ran whole and passed, or when every failure is
-triaged as not this unit's (already red on the base: BROKEN_TRUNK, or FLAKY): a red trunk must
-not block units that did not cause it.  To tell, the base is validated too when it has no
+triaged as not this unit's: already red on the base the same way (BROKEN_TRUNK), or classed
+FLAKY or INFRA *and* passed when run again on the same candidate.  A red trunk must not block
+units that did not cause it; a class read from a failure's text is evidence, never a verdict
+(a real failure that prints "Address already in use" is still a failure), and a rerun where the
+test was skipped or did not run is no pass.  To tell, the base is validated too when it has no
 finished L1 run.  `infra` when the runner failed rather than the code, so the caller can retry
 instead of blaming the unit.
 Bad configuration (a suite command that does not exist...) raises UserError as usual.
@@ -14,12 +17,20 @@ It takes collaborators, not a `Context`: `forkflow.wiring.tier_gate(ctx)` builds
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from forkflow.config import Config, config_error
 from forkflow.models import GateResult, Sha
+from forkflow.tiers.reports import TestOutcome
 from forkflow.tiers.selection import matches
 from forkflow.tiers.tiers import RunStatus, Tier
-from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, validate
-from forkflow.triage.triage import Triager, blocking_failures, failures_of_run
+from forkflow.tiers.validate import Reporter, ValidateRequest, Validator, rerun_tests, validate
+from forkflow.triage.models import Classification, Diagnosis
+from forkflow.triage.triage import Triager, failures_of_run, triage_run
+
+# classes that come from a guess (a failure's text, passes on earlier reruns): they let a unit
+# land only once the very tests pass again on the very candidate
+CONFIRM = (Classification.FLAKY, Classification.INFRA)
 
 
 def untested_paths(config: Config) -> tuple[str, ...]:
@@ -75,9 +86,49 @@ class TierGate:
         if not has_base:
             validate(self.validator, ValidateRequest(Tier.L1, base, suites=suites, runner=self.runner,
                                                trigger="gate-base"), self.reporter)
-        blocking = blocking_failures(self.triager, run_id)
+        verdicts = self.triager.journal.stored_verdicts(run_id)
+        if verdicts is None:
+            verdicts = list(triage_run(self.triager, run_id).verdicts)
+        blocking = [v for v in verdicts if v.classification is Classification.NEW]
         if blocking:
             names = ", ".join(v.failure.test for v in blocking[:5])
             return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
+        doubtful = [v for v in verdicts if v.classification in CONFIRM]
+        confirmed = ""
+        if doubtful:
+            refused = self._confirm(result, run_id, doubtful)
+            if isinstance(refused, GateResult):
+                return refused
+            confirmed = f" and passed again on rerun {refused}"
         return GateResult(True, f"L1 passed for this unit; failures not caused by it (red on "
-                                f"trunk or flaky): {result.summary}", run_id)
+                                f"trunk, or flaky or infra{confirmed}): {result.summary}", run_id)
+
+    def _confirm(self, result: GateResult, run_id: int, doubtful: Sequence[Diagnosis]) -> GateResult | int:
+        """Rerun the FLAKY and INFRA failures' tests on the same candidate: the rerun's id when each
+        one passed, else the GateResult that blocks the unit (a skip or a test gone is no pass)."""
+        tests = sorted({v.failure.test for v in doubtful})
+        out = rerun_tests(self.validator, run_id, tests, runner=self.runner, reporter=self.reporter)
+        if out.status == RunStatus.INFRA or out.run_id is None:
+            return GateResult(False, f"{result.summary}; the rerun that must confirm {', '.join(tests[:5])} "
+                                     f"could not run ({out.summary})", run_id, infra=True)
+        got = {o.test_id: o.outcome for o in self.validator.journal.test_outcomes(out.run_id)}
+        failed = [v for v in doubtful if not _passed_again(v.failure.test, got, out.status)]
+        if not failed:
+            return out.run_id
+        named = "; ".join(f"{v.failure.test} ({v.classification.value}: {v.reason[:80]}) "
+                          f"{_outcome_word(got.get(v.failure.test))}" for v in failed[:5])
+        return GateResult(False, f"{result.summary}; not confirmed by rerun {out.run_id}: {named}", run_id)
+
+
+def _passed_again(test: str, got: dict[str, TestOutcome], status: RunStatus) -> bool:
+    """A rerun passed `test` only with a PASS outcome; a suite's synthetic failure (`[suite]`, its
+    command or report failed) only when the suite's rerun passed as a whole."""
+    if test.startswith("[") and test.endswith("]"):
+        return status == RunStatus.PASS and test not in got
+    return got.get(test) is TestOutcome.PASS
+
+
+def _outcome_word(outcome: TestOutcome | None) -> str:
+    if outcome is None:
+        return "did not run again"
+    return {TestOutcome.SKIP: "was skipped on the rerun"}.get(outcome, "failed again")
