@@ -37,7 +37,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "ingest.chain": ("name", "owner", "paths", "symbols"),
     "ingest.agent": ("command", "url", "model", "api_key_env", "timeout", "max_bytes", "autoland"),
     "ingest.review": ("sink", "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
-                      "gitlab_token_env", "remote", "branch_prefix"),
+                      "gitlab_token_env", "remote", "branch_prefix", "approvers", "teams", "min_approvals"),
     "suite": (),
     "validation": ("runner", "ray_address", "retired", "shrink_tolerance", "jobs", "selection_budget"),
     "bisect": ("command",),

@@ -6,6 +6,13 @@ recorded DEFERRED ("in review: URL") so no later run plans them again. Each `ing
 the open proposals: approved -> the unit lands by compare-and-swap (when the fork branch has not
 moved since; else the proposal is stale and its commits are planned again); merged on the forge
 -> the fork branch fast-forwards to the forge's; closed -> its commits are pending again.
+
+"Approved" means the fork's reviewers approved what forkflow pushed, not that anyone did: a
+stranger's approval on a public repository used to land a unit.  `[ingest.review] approvers` /
+`teams` / `min_approvals` name who counts; without them the forge's own people do (GitHub: an
+OWNER, MEMBER or COLLABORATOR review; GitLab: a project member at Developer or above).  Only
+approvals of the request's head, which must be the commit forkflow pushed, count, and the latest
+CHANGES_REQUESTED of anyone blocks.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
+from forkflow.markdown_safe import Quote, render_checked
 from forkflow.ledger import records as ledger_records
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store.session import Store
@@ -50,9 +58,27 @@ class Proposal:
     url: str
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    state: ReviewState
+    why: str = ""  # for people: who approved, or what the request still waits for
+
+
 class ReviewSink(Protocol):
     def propose(self, branch: str, base: str, title: str, body: str) -> Proposal: ...
-    def state(self, number: int) -> ReviewState: ...
+    def state(self, number: int, pushed: Sha) -> Verdict: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewPolicy:
+    """Whose approval lands a unit: `[ingest.review] approvers`, `teams`, `min_approvals`."""
+    approvers: tuple[str, ...] = ()  # logins (GitHub) or usernames (GitLab)
+    teams: tuple[str, ...] = ()  # GitHub "org/team" (or a team of the repository's owner); GitLab group paths
+    min_approvals: int = 1
+
+    @property
+    def is_named(self) -> bool:
+        return bool(self.approvers or self.teams)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +89,7 @@ class ReviewSettings:
     token_env: str
     remote: str
     branch_prefix: str
+    policy: ReviewPolicy = ReviewPolicy()
 
 
 def review_settings(config: Config) -> ReviewSettings | None:
@@ -84,7 +111,23 @@ def review_settings(config: Config) -> ReviewSettings | None:
     api = r.get(f"{sink}_api", "https://api.github.com" if sink == "github" else "https://gitlab.com/api/v4")
     token_env = r.get(f"{sink}_token_env", "GITHUB_TOKEN" if sink == "github" else "GITLAB_TOKEN")
     return ReviewSettings(sink, str(target), str(api), str(token_env),
-                          str(r.get("remote", sect.get("push_remote", "origin"))), str(r.get("branch_prefix", "forkflow/")))
+                          str(r.get("remote", sect.get("push_remote", "origin"))), str(r.get("branch_prefix", "forkflow/")),
+                          _policy(config, r))
+
+
+def _policy(config: Config, r: dict[str, Any]) -> ReviewPolicy:
+    names: dict[str, tuple[str, ...]] = {}
+    for key in ("approvers", "teams"):
+        value = r.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise config_error(config.path, config.text, f"ingest.review.{key}",
+                               'must be a list of names, e.g. ["alice", "bob"]')
+        names[key] = tuple(v.strip() for v in value)
+    need = r.get("min_approvals", 1)
+    if isinstance(need, bool) or not isinstance(need, int) or need < 1:
+        raise config_error(config.path, config.text, "ingest.review.min_approvals",
+                           f"must be a whole number of at least 1, not {need!r}")
+    return ReviewPolicy(names["approvers"], names["teams"], need)
 
 
 def make_sink(settings: ReviewSettings) -> ReviewSink:
@@ -92,15 +135,62 @@ def make_sink(settings: ReviewSettings) -> ReviewSink:
     if not token:
         raise UserError(f'[ingest] land = "review" needs a token in ${settings.token_env}; export it and retry')
     if settings.sink == "github":
-        return GitHubReview(settings.target, token, settings.api)
-    return GitLabReview(settings.target, token, settings.api)
+        return GitHubReview(settings.target, token, settings.api, settings.policy)
+    return GitLabReview(settings.target, token, settings.api, settings.policy)
+
+
+@dataclass(frozen=True, slots=True)
+class Review:
+    """One review (GitHub) or approval (GitLab) as the forge tells it."""
+    login: str
+    state: str  # APPROVED | CHANGES_REQUESTED | DISMISSED | COMMENTED | PENDING
+    commit: str  # the head it was given on; "" where the forge does not say
+
+
+def latest_reviews(reviews: list[Review]) -> dict[str, Review]:
+    """Each person's standing review: their newest one that approves, asks for changes or was
+    dismissed (a comment leaves the earlier verdict standing, as on GitHub).  [pure]"""
+    out: dict[str, Review] = {}
+    for r in reviews:
+        if r.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+            out[r.login.casefold()] = r
+    return out
+
+
+def tally(reviews: list[Review], head: str, counts: Callable[[str], bool], need: int, who: str) -> Verdict:
+    """APPROVED when `need` people for whom `counts(login)` holds approved `head` and nobody's
+    standing review asks for changes; else OPEN, saying what is missing.  [pure but for `counts`]"""
+    standing = latest_reviews(reviews)
+    blocking = sorted(r.login for r in standing.values() if r.state == "CHANGES_REQUESTED")
+    if blocking:
+        return Verdict(ReviewState.OPEN, f"changes requested by {', '.join(blocking)}")
+    approved = [r for r in standing.values() if r.state == "APPROVED"]
+    stale = sorted(r.login for r in approved if r.commit and r.commit != head)
+    fresh = [r.login for r in approved if not r.commit or r.commit == head]
+    counted = [login for login in fresh if counts(login)]
+    if len(counted) >= need:
+        return Verdict(ReviewState.APPROVED, f"approved by {', '.join(sorted(counted))} on {head[:12]}")
+    notes = [f"{len(counted)} of {need} approval(s) from {who} on {head[:12]}"]
+    if others := sorted(set(fresh) - set(counted)):
+        notes.append(f"not counted: {', '.join(others)} (not {who})")
+    if stale:
+        notes.append(f"not counted: {', '.join(stale)} (approved an earlier head)")
+    return Verdict(ReviewState.OPEN, "; ".join(notes))
+
+
+def _moved(head: str, pushed: Sha) -> Verdict:
+    return Verdict(ReviewState.OPEN, f"its head is {head[:12] or 'unknown'}, not the {pushed[:12]} forkflow proposed; "
+                                     "push that back or close the request (its commits are then deferred)")
 
 
 class GitHubReview:
-    def __init__(self, repo: str, token: str, api: str) -> None:
+    FORK_PEOPLE = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})  # author_association that counts by default
+
+    def __init__(self, repo: str, token: str, api: str, policy: ReviewPolicy = ReviewPolicy()) -> None:
         from forkflow.triage.sinks.http import ForgeClient
 
         self.repo = repo
+        self.policy = policy
         self.client = ForgeClient(api, token, "Authorization", "Bearer ", what=f"GitHub ({repo})")
 
     def propose(self, branch: str, base: str, title: str, body: str) -> Proposal:
@@ -108,21 +198,63 @@ class GitHubReview:
                                   json={"title": title, "body": body, "head": branch, "base": base})
         return Proposal(int(doc["number"]), str(doc.get("html_url", "")))
 
-    def state(self, number: int) -> ReviewState:
+    def state(self, number: int, pushed: Sha) -> Verdict:
         doc = self.client.request("GET", f"/repos/{self.repo}/pulls/{number}")
         if doc.get("merged"):
-            return ReviewState.MERGED
+            return Verdict(ReviewState.MERGED)
         if doc.get("state") == "closed":
-            return ReviewState.CLOSED
-        reviews: list[dict[str, Any]] = self.client.request("GET", f"/repos/{self.repo}/pulls/{number}/reviews") or []
-        return ReviewState.APPROVED if any(r.get("state") == "APPROVED" for r in reviews) else ReviewState.OPEN
+            return Verdict(ReviewState.CLOSED)
+        head = str((doc.get("head") or {}).get("sha") or "")
+        if head != pushed:
+            return _moved(head, pushed)
+        docs = self._reviews(number)
+        reviews = [Review(str(r["user"]["login"]), str(r.get("state", "")), str(r.get("commit_id") or "-"))
+                   for r in docs if isinstance(r.get("user"), dict) and r["user"].get("login")]
+        if self.policy.is_named:
+            return tally(reviews, head, self._named, self.policy.min_approvals, "the fork's approvers")
+        association = {str(r["user"]["login"]).casefold(): str(r.get("author_association", ""))
+                       for r in docs if isinstance(r.get("user"), dict) and r["user"].get("login")}
+        v = tally(reviews, head, lambda login: association.get(login.casefold()) in self.FORK_PEOPLE,
+                  self.policy.min_approvals, "the repository's members or collaborators")
+        if v.state is ReviewState.APPROVED and doc.get("mergeable_state") == "blocked":
+            return Verdict(ReviewState.OPEN, f"{v.why}, but GitHub says the request is blocked "
+                                             "(its required reviews or checks)")
+        return v
+
+    def _reviews(self, number: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for page in range(1, 31):  # 3,000 reviews at most
+            docs = self.client.request("GET", f"/repos/{self.repo}/pulls/{number}/reviews",
+                                       params={"per_page": 100, "page": page}) or []
+            out += [d for d in docs if isinstance(d, dict)]
+            if len(docs) < 100:
+                break
+        return out
+
+    def _named(self, login: str) -> bool:
+        if login.casefold() in {a.casefold() for a in self.policy.approvers}:
+            return True
+        owner = self.repo.split("/")[0]
+        for team in self.policy.teams:
+            org, _, slug = team.rpartition("/")
+            try:
+                doc = self.client.request("GET", f"/orgs/{quote(org or owner, safe='')}/teams/"
+                                                 f"{quote(slug, safe='')}/memberships/{quote(login, safe='')}")
+            except UserError:  # 404: not a member (or a team the token cannot see): not counted
+                continue
+            if isinstance(doc, dict) and doc.get("state") == "active":
+                return True
+        return False
 
 
 class GitLabReview:
-    def __init__(self, project: str, token: str, api: str) -> None:
+    DEVELOPER = 30  # the access level from which a project member's approval counts
+
+    def __init__(self, project: str, token: str, api: str, policy: ReviewPolicy = ReviewPolicy()) -> None:
         from forkflow.triage.sinks.http import ForgeClient
 
         self.project = quote(project, safe="")
+        self.policy = policy
         self.client = ForgeClient(api, token, "PRIVATE-TOKEN", what=f"GitLab ({project})")
 
     def propose(self, branch: str, base: str, title: str, body: str) -> Proposal:
@@ -130,37 +262,76 @@ class GitLabReview:
             "title": title, "description": body, "source_branch": branch, "target_branch": base})
         return Proposal(int(doc["iid"]), str(doc.get("web_url", "")))
 
-    def state(self, number: int) -> ReviewState:
+    def state(self, number: int, pushed: Sha) -> Verdict:
         doc = self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}")
         if doc.get("state") == "merged":
-            return ReviewState.MERGED
+            return Verdict(ReviewState.MERGED)
         if doc.get("state") == "closed":
-            return ReviewState.CLOSED
-        approvals = self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}/approvals") or {}
-        return ReviewState.APPROVED if approvals.get("approved") else ReviewState.OPEN
+            return Verdict(ReviewState.CLOSED)
+        head = str(doc.get("sha") or "")
+        if head != pushed:  # approvals may survive a push (the project's setting): the head must be ours
+            return _moved(head, pushed)
+        if doc.get("detailed_merge_status") == "requested_changes":
+            return Verdict(ReviewState.OPEN, "a reviewer requested changes")
+        ap = self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}/approvals") or {}
+        ids: dict[str, int] = {}
+        reviews: list[Review] = []
+        for a in ap.get("approved_by") or []:
+            user = a.get("user") if isinstance(a, dict) else None
+            if isinstance(user, dict) and user.get("username") and isinstance(user.get("id"), int):
+                ids[str(user["username"]).casefold()] = user["id"]
+                reviews.append(Review(str(user["username"]), "APPROVED", str(a.get("sha") or "")))
+        rules = bool(ap.get("has_approval_rules")) or int(ap.get("approvals_required") or 0) > 0
+        if self.policy.is_named:
+            return tally(reviews, head, lambda login: self._named(login, ids[login.casefold()]),
+                         self.policy.min_approvals, "the fork's approvers")
+        v = tally(reviews, head, lambda login: self._member(f"/projects/{self.project}", ids[login.casefold()]),
+                  self.policy.min_approvals, "the project's developers")
+        if v.state is ReviewState.APPROVED and rules and ap.get("approvals_left") != 0:
+            return Verdict(ReviewState.OPEN, f"{v.why}, but GitLab's approval rules want "
+                                             f"{ap.get('approvals_left')} more")
+        return v
+
+    def _member(self, where: str, user_id: int) -> bool:
+        try:
+            doc = self.client.request("GET", f"{where}/members/all/{user_id}")
+        except UserError:  # 404: not a member: not counted
+            return False
+        return isinstance(doc, dict) and int(doc.get("access_level") or 0) >= self.DEVELOPER
+
+    def _named(self, login: str, user_id: int) -> bool:
+        if login.casefold() in {a.casefold() for a in self.policy.approvers}:
+            return True
+        return any(self._member(f"/groups/{quote(g, safe='')}", user_id) for g in self.policy.teams)
 
 
 Member = ReviewMember  # the landing loop builds them (landing/ingest.py)
 
 
 def describe(name: str, kind: str, members: list[Member], l1: str, depends_on: list[str]) -> str:
-    """The request's description: why these commits, what they wait for, what L1 said.  [pure]"""
-    prs = [f"#{m.pr}" for m in members if m.pr is not None]
-    lines = [f"forkflow landing unit `{name}` ({kind}, {len(members)} upstream commit(s)).", "",
-             f"**L1:** {l1}", ""]
-    if depends_on:
-        lines += ["**Depends on:** " + ", ".join(depends_on), ""]
-    lines += ["| upstream | PR | subject | why here |", "|---|---|---|---|"]
-    lines += [f"| `{m.sha[:12]}` | {f'#{m.pr}' if m.pr else ''} | {_cell(m.subject)} | {_cell(m.reason)} |"
-              for m in members]
-    if prs:
-        lines += ["", "Upstream PRs: " + " ".join(prs)]
-    lines += ["", "Approve (or merge) this request to land it; the next `forkflow ingest` lands approved units."]
-    return "\n".join(lines)
+    """The request's description: why these commits, what they wait for, what L1 said.  [pure]
+
+    Subjects and reasons come from upstream: quoted so that no `Closes #1` closes a fork issue,
+    no `@team` is pinged and nothing links or loads; the whole is checked against its template."""
+    def build(q: Quote) -> str:
+        prs = [f"#{m.pr}" for m in members if m.pr is not None]
+        lines = [f"forkflow landing unit {q.code(name)} ({kind}, {len(members)} upstream commit(s)).", "",
+                 f"**L1:** {q.prose(l1, one_line=True)}", ""]
+        if depends_on:
+            lines += ["**Depends on:** " + ", ".join(q.prose(d, one_line=True) for d in depends_on), ""]
+        lines += ["| upstream | PR | subject | why here |", "|---|---|---|---|"]
+        lines += [f"| `{m.sha[:12]}` | {f'#{m.pr}' if m.pr else ''} | {_cell(q, m.subject)} | {_cell(q, m.reason)} |"
+                  for m in members]
+        if prs:
+            lines += ["", "Upstream PRs: " + " ".join(prs)]
+        lines += ["", "Approve (or merge) this request to land it; the next `forkflow ingest` lands approved units."]
+        return "\n".join(lines)
+    return render_checked(build)
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")[:160]
+def _cell(q: Quote, text: str) -> str:
+    """One table cell of untrusted text: one line, pipes escaped, nothing that renders."""
+    return q.cell(text, 160)
 
 
 class Reviewer:
@@ -201,15 +372,16 @@ class Reviewer:
                                                                ReviewRow.state == "open"))]
         out: list[tuple[str, str, str]] = []
         for rid, name, number, url, candidate, base, members in rows:
-            state = self.sink.state(number)
+            verdict = self.sink.state(number, candidate)
+            state = verdict.state
             where = url or f"#{number}"
             if state is ReviewState.OPEN:
-                out.append((name, "open", f"waiting for review: {where}"))
+                out.append((name, "open", f"waiting for review: {where}" + (f" ({verdict.why})" if verdict.why else "")))
                 continue
             outcome, detail = "closed", f"{where} was closed: its commits are deferred (forkflow decide --clear)"
             if state is ReviewState.APPROVED:
                 if land(self.repo, self.config, candidate, base, name):
-                    outcome, detail = "landed", f"approved in {where}: landed {candidate[:12]}"
+                    outcome, detail = "landed", f"{verdict.why or 'approved'} in {where}: landed {candidate[:12]}"
                     notes = catch_up_work_trees(self.repo, self.config, base, candidate)
                     detail += "".join(f"; {n}" for n in notes)
                 else:
