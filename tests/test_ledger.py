@@ -232,11 +232,12 @@ def test_ledger_phabricator_revert_and_its_revert(base: ForkBuilder, cli) -> Non
     u = base.upstream_commit({"lib/p.py": "P = 1\n"}, "Add p (#50)")
     f = base.pick(u, evidence="reactor")
     subject = base.f.show(f, "%s").strip()
-    base.f.commit({}, f"Revert D900: {subject}", body="Differential Revision:\nD900\n\n"
+    # a revert undoes its pick's diff (a revert that changes nothing is not believed)
+    base.f.commit({"lib/p.py": None}, f"Revert D900: {subject}", body="Differential Revision:\nD900\n\n"
                   "fbshipit-source-id: aaaaaaaaaaaa1111")
     doc = cli("status", "--json", "--commits", repo=_init(base, cli)).json()
     assert _by_subject(doc)["Add p (#50)"]["disposition"] == "REVERTED"
-    base.f.commit({}, f"Revert D901: Revert D900: {subject}",
+    base.f.commit({"lib/p.py": "P = 1\n"}, f"Revert D901: Revert D900: {subject}",
                   body="Original commit changeset: aaaaaaaaaaaa1111")
     doc = cli("status", "--json", "--commits", repo=base.f.path).json()
     assert _by_subject(doc)["Add p (#50)"]["disposition"] == "PICKED"

@@ -1,16 +1,13 @@
 """Commit messages of landed units: `Upstream-Commit:` trailers, bundle titles listing PRs.  [pure]"""
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forkflow.ledger import trailers as tr
 from forkflow.models import Sha
 
-TRAILER_KEY = "Upstream-Commit"
-# An upstream message may itself carry lines that read as pick evidence; quoting them ("> ")
-# keeps the ledger from reading them as this commit's (quoted lines never count as evidence).
-_EVIDENCE_LINE = re.compile(rb"^(upstream-commit:|.*\(cherry picked from commit )", re.I)
+TRAILER_KEY = tr.TRAILER_KEY
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +18,15 @@ class Member:
 
 
 def single_message(sha: Sha, raw: bytes) -> bytes:
-    """The upstream message, its evidence-like lines quoted, with our trailer appended."""
-    lines = raw.rstrip(b"\n").split(b"\n")
-    lines = [b"> " + line if _EVIDENCE_LINE.match(line) else line for line in lines]
-    return b"\n".join(lines) + f"\n\n{TRAILER_KEY}: {sha}\n".encode()
+    """The upstream message quoted, under its own subject, with our trailer appended.
+
+    Lines are split by the ledger's one rule (ledger/trailers.py: every Unicode line break), and
+    every line after the subject is quoted ('> '), so no line upstream wrote, whatever its line
+    breaks or case, reads as this commit's evidence: a trailer, a marker, a revert, a section.
+    Bytes that are not UTF-8 pass through unchanged (surrogateescape)."""
+    subject, quoted = tr.quote_upstream(raw.decode("utf-8", "surrogateescape"))
+    text = subject + ("\n\n" + "\n".join(quoted) if quoted else "") + f"\n\n{tr.trailer(sha)}\n"
+    return text.encode("utf-8", "surrogateescape")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +64,7 @@ def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = ()) -
         if rows:  # the ledger reads these lists back as decisions, never as picks
             body += f"\n\n{header} ({len(rows)}):\n" + "\n".join(
                 f"- {d.sha[:12]} {_one_line(d.subject)[:80]}: {_one_line(d.reason)[:160]}" for d in rows)
-    trailers = "\n".join(f"{TRAILER_KEY}: {m.sha}" for m in members)
+    trailers = "\n".join(tr.trailer(m.sha) for m in members)
     return f"{bundle_title(members)}\n\n{body}\n\n{trailers}\n"
 
 

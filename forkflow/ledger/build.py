@@ -4,12 +4,13 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from dataclasses import asdict
 
 from forkflow import __version__
 from forkflow.config import Config
-from forkflow.errors import UserError
+from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger.classify import LedgerBuilder
 from forkflow.ledger.refs import check_repo, ingestion_ref
@@ -71,7 +72,8 @@ def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_t
     first_parent = bool(config.section("upstream").get("first_parent", False))
     upstream = repo.log(f"{fork_point}..{upstream_tip}", first_parent=first_parent)
     fork_commits = repo.log(fork_tip, f"^{upstream_tip}")
-    builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out)
+    builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out,
+                            is_inverse=InverseDiff(repo))
     builder.add_fork_commits(fork_commits)
     unreadable = _match_patch_ids(repo, store, builder)
     builder.add_title_matches()
@@ -101,6 +103,83 @@ def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_t
         computed_at=int(time.time()),
         notes=tuple(notes),
     )
+
+
+class InverseDiff:
+    """Does a revert's diff undo its target's?  Asked only of revert candidates, each pair once.
+
+    Exact (`whole`, for upstream reverts): the tree change undone path by path (every path the
+    target changed from (mode, blob) A to B, the revert changes from B back to A, and no other),
+    or, where the file moved on in between, the changed lines: the revert removes exactly the lines
+    the target added and adds exactly those it removed, path by path, context and line numbers
+    aside. Mostly (not `whole`, for a fork's back-out of its own pick): the revert undoes at least
+    `MOSTLY` of the target's changed lines, whatever else it changes (a back-out that keeps one
+    line, or backs out the diffs on top too). A diff git cannot read (a blob this clone lacks)
+    confirms nothing."""
+
+    MOSTLY = 0.9
+
+    def __init__(self, repo: Repo) -> None:
+        self.repo = repo
+        self._seen: dict[tuple[Sha, Sha, bool], bool] = {}
+
+    def __call__(self, revert: Sha, target: Sha, whole: bool) -> bool:
+        key = (revert, target, whole)
+        if key not in self._seen:
+            try:
+                self._seen[key] = self._check(revert, target, whole)
+            except (GitError, UserError):
+                self._seen[key] = False
+        return self._seen[key]
+
+    def _check(self, revert: Sha, target: Sha, whole: bool) -> bool:
+        r, t = self._tree_change(revert), self._tree_change(target)
+        if not t:
+            return False
+        if set(r) == set(t) and all(r[p] == (new, old) for p, (old, new) in t.items()):
+            return True
+        if whole and set(r) != set(t):
+            return False
+        r_lines, t_lines = self._changed_lines(revert), self._changed_lines(target)
+        if not t_lines:
+            return False
+        flipped: Counter[tuple[bytes, str, bytes]] = Counter(
+            {(p, "-" if sign == "+" else "+", text): n for (p, sign, text), n in t_lines.items()})
+        if whole:
+            return r_lines == flipped
+        undone = sum((r_lines & flipped).values())
+        return undone >= self.MOSTLY * sum(flipped.values())
+
+    def _args(self, sha: Sha) -> list[str]:
+        return ["diff-tree", "-r", "--root", "--no-renames", "--no-commit-id", "-m", "--first-parent"]
+
+    def _tree_change(self, sha: Sha) -> dict[bytes, tuple[bytes, bytes]]:
+        """path -> ((old mode, old blob), (new mode, new blob)) flattened to two byte strings."""
+        raw = self.repo.git_bytes(*self._args(sha), "-z", sha)
+        toks = raw.split(b"\0")
+        out: dict[bytes, tuple[bytes, bytes]] = {}
+        for head, path in zip(toks[0::2], toks[1::2]):
+            if not head.startswith(b":"):
+                continue
+            old_mode, new_mode, old, new = head[1:].split(b" ")[:4]
+            out[path] = (old_mode + b" " + old, new_mode + b" " + new)
+        return out
+
+    def _changed_lines(self, sha: Sha) -> Counter[tuple[bytes, str, bytes]]:
+        raw = self.repo.git_bytes(*self._args(sha), "-p", "-U0", "--binary", sha)
+        out: Counter[tuple[bytes, str, bytes]] = Counter()
+        path = b""
+        in_hunk = False
+        for line in raw.split(b"\n"):
+            if line.startswith(b"diff --git "):
+                path, in_hunk = line, False
+            elif line.startswith(b"@@"):
+                in_hunk = True
+            elif in_hunk and line[:1] in (b"+", b"-"):
+                out[(path, line[:1].decode(), line[1:])] += 1
+            elif not in_hunk and line.startswith(b"GIT binary patch"):
+                out[(path, "binary", line)] += 1  # never equal to its flip: binary needs the tree check
+        return out
 
 
 def _today() -> str:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from forkflow.ledger import evidence as ev
 from forkflow.ledger import sections
+from forkflow.ledger import trailers as tr
 from forkflow.models import Commit, Decider, Disposition, Evidence, EvidenceKind, LedgerEntry, RecordedDecision, Sha
 
 
@@ -36,16 +37,32 @@ class ShaIndex:
         return Sha(hits[0]) if len(hits) == 1 else None
 
 
-class LedgerBuilder:
-    """Collect pick and revert events from fork commits, then decide each disposition."""
+# is_inverse(revert, target, whole): does the revert's diff undo the target's?  `whole`: exactly
+# (an upstream revert); else mostly (a fork's back-out of its own pick).  build.py asks git.
+InverseCheck = Callable[[Sha, Sha, bool], bool]
 
-    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str], opt_out: Sequence[str] = ()) -> None:
+
+class LedgerBuilder:
+    """Collect pick and revert events from fork commits, then decide each disposition.
+
+    Evidence has an origin: only the fork's own commits (`add_fork_commits`: on the fork branch,
+    not reachable from upstream's) say that they took, reverted, skipped or deferred something,
+    and only by their own words (quoted upstream text is never read, see ledger/trailers.py). An
+    upstream commit is evidence about itself only (its `[ledger] opt_out` match); an upstream
+    revert cancels the commit it names only when `is_inverse` confirms that its diff undoes that
+    commit's, and the same check stands behind every fork-side revert. Without `is_inverse`, no
+    revert is believed.
+    """
+
+    def __init__(self, upstream: Sequence[Commit], markers: Sequence[str], opt_out: Sequence[str] = (),
+                 is_inverse: InverseCheck | None = None) -> None:
+        self.is_inverse: InverseCheck = is_inverse or (lambda revert, target, whole: False)
         self.upstream = list(upstream)
         self.opt_out = [re.compile(m) for m in opt_out]
         self.by_sha = {c.sha: c for c in self.upstream}
         self.index = ShaIndex(self.by_sha)
         self.patterns = [re.compile(m) for m in markers]
-        self.prs: dict[Sha, int | None] = {c.sha: ev.pr_number(c.subject) for c in self.upstream}
+        self.prs: dict[Sha, int | None] = {c.sha: ev.pr_number(_subject(c)) for c in self.upstream}
         by_pr: dict[int, list[Sha]] = defaultdict(list)
         for sha, pr in self.prs.items():
             if pr is not None:
@@ -71,15 +88,18 @@ class LedgerBuilder:
         fork_index: dict[Sha, Commit] = {}
         for c in fork_commits:
             fork_index[c.sha] = c
-            message = c.message
+            message = tr.normalized(c.message)  # one line rule for every pattern below
+            subject = tr.split_message(message)[0]
             diff = sections.DIFF_REVISION.search(message)
-            if diff and not sections.is_fork_revert(c.subject):  # a revert names the diff it reverts
+            if diff and not sections.is_fork_revert(subject):  # a revert names the diff it reverts
                 self.by_diff[diff.group(1)] = c.sha
             source_id = sections.SOURCE_ID.search(message)
             if source_id:
                 self.by_diff[source_id.group(1)[:12]] = c.sha
-            self.by_subject[c.subject] = c.sha
-            target = self._fork_revert_target(c, message, fork_index)
+            self.by_subject[subject] = c.sha
+            target = self._fork_revert_target(c, subject, message, fork_index)
+            if target is not None and not self.is_inverse(c.sha, target, False):
+                target = None  # says it reverts a pick, but its diff does not undo that pick's
             if target is not None and target in self.fork_revert_of:  # a revert of a revert: reland
                 original = self.fork_revert_of[target]
                 for u in list(self.fork_picks.get(original, [])):
@@ -89,9 +109,9 @@ class LedgerBuilder:
             if target is not None:
                 self._apply_fork_revert(c, target)
                 continue
-            if sections.is_fork_revert(c.subject):
+            if sections.is_fork_revert(subject) and not ev.trailers(message):
                 continue  # a revert of something that picked nothing: never a pick itself
-            found = self._message_picks(c, message)
+            found = self._message_picks(c, subject, message)
             if found:
                 kind, shas, detail = found
                 for u in shas:
@@ -102,14 +122,14 @@ class LedgerBuilder:
     def _resolve_all(self, tokens: Iterable[str]) -> list[Sha]:
         return list(dict.fromkeys(s for s in (self.index.resolve(t) for t in tokens) if s))
 
-    def _message_picks(self, c: Commit, message: str) -> tuple[EvidenceKind, list[Sha], str] | None:
-        refs = self._read_decisions(c, message)
+    def _message_picks(self, c: Commit, subject: str, message: str) -> tuple[EvidenceKind, list[Sha], str] | None:
+        refs = self._read_decisions(c, subject, message)
         declined = set(self._resolve_all(refs.deferred_shas + refs.skipped_shas)) if refs else set()
         resolved = [s for s in self._resolve_all(ev.trailers(message)) if s not in declined]
         if resolved:
             return EvidenceKind.TRAILER, resolved, "Upstream-Commit trailer"
         marked = [s for s in self._resolve_all(ev.markers(message, self.patterns)) if s not in declined]
-        listed = self._listed_picks(c, message, refs) if refs is not None else []
+        listed = self._listed_picks(subject, message, refs) if refs is not None else []
         listed = [s for s in listed if s not in declined and s not in marked]
         if listed:
             # one revision marker never hides a bundle's member list (issue 12)
@@ -121,11 +141,11 @@ class LedgerBuilder:
             return EvidenceKind.MARKER, marked, "pick marker in the message"
         return None
 
-    def _read_decisions(self, c: Commit, message: str) -> sections.MessageRefs | None:
+    def _read_decisions(self, c: Commit, subject: str, message: str) -> sections.MessageRefs | None:
         """Sections of a pick commit's message; its deferred and skipped lists become decisions."""
-        if not ev.BUNDLE_TITLE.search(c.subject):
+        if not ev.BUNDLE_TITLE.search(subject):
             return None
-        body = ev.unquoted(message.split("\n", 1)[1] if "\n" in message else "")
+        body = tr.unquoted_body(message)
         refs = sections.read_sections(body)
         for disposition, shas, prs, what in (
                 (Disposition.DEFERRED, refs.deferred_shas, refs.deferred_prs, "deferred"),
@@ -135,14 +155,14 @@ class LedgerBuilder:
                     EvidenceKind.MESSAGE, c.sha, f"listed as {what} in fork commit {c.sha[:12]}"))
         return refs
 
-    def _listed_picks(self, c: Commit, message: str, refs: sections.MessageRefs) -> list[Sha]:
+    def _listed_picks(self, subject: str, message: str, refs: sections.MessageRefs) -> list[Sha]:
         """Upstream commits a pick commit's message lists as picked (see ledger/sections.py)."""
-        body = ev.unquoted(message.split("\n", 1)[1] if "\n" in message else "")
+        body = tr.unquoted_body(message)
         shas = self._resolve_all(refs.picked_shas)
         prs = refs.picked_prs
         if not refs.has_picked_section:
-            prs = sections.subject_prs(c.subject)
-            truncated = "..." in c.subject or c.subject.rstrip().endswith("\u2026")
+            prs = sections.subject_prs(subject)
+            truncated = "..." in subject or subject.rstrip().endswith("\u2026")
             if not prs or truncated:
                 backport = [int(x) for x in sections.BACKPORT_OF.findall(body)]
                 if backport and not prs:
@@ -154,20 +174,21 @@ class LedgerBuilder:
         shas += [s for s in (self.unique_pr(p) for p in prs) if s]
         return list(dict.fromkeys(shas))
 
-    def _fork_revert_target(self, c: Commit, message: str, fork_index: dict[Sha, Commit]) -> Sha | None:
+    def _fork_revert_target(self, c: Commit, subject: str, message: str,
+                            fork_index: dict[Sha, Commit]) -> Sha | None:
         """The earlier fork pick this commit reverts: by sha, by review number, or by title."""
         target = ev.revert_target(message)
         if target is not None:
             full = next((s for s in fork_index if s.startswith(target)), None)
             if full is not None and (full in self.fork_picks or full in self.fork_revert_of):
                 return full
-        if not sections.is_fork_revert(c.subject):
+        if not sections.is_fork_revert(subject):
             return None
         for m in (sections.REVERTED_CHANGESET.search(message), sections.REVERTED_DIFF.search(message)):
             full = self.by_diff.get(m.group(1)[:12]) if m else None
             if full is not None and (full in self.fork_picks or full in self.fork_revert_of):
                 return full
-        title = sections.FORK_REVERT.sub("", c.subject).rstrip('"').strip()
+        title = sections.FORK_REVERT.sub("", subject).rstrip('"').strip()
         for sha in (self.by_subject.get(title), next(
                 (s for subj, s in self.by_subject.items() if subj.startswith(title) and len(title) > 30), None)):
             if sha is not None and sha != c.sha and (sha in self.fork_picks or sha in self.fork_revert_of):
@@ -211,14 +232,15 @@ class LedgerBuilder:
     def add_title_matches(self) -> None:
         """The weakest signal: same title and a PR number that names one upstream commit."""
         for c in self.unmatched:
-            if sections.is_fork_revert(c.subject):
+            subject = _subject(c)
+            if sections.is_fork_revert(subject):
                 continue
             # "Fix x (#8121) (#735)": the fork's review number follows upstream's PR number
-            for pr in sections.subject_prs(c.subject)[-1:] or [p for p in [ev.pr_number(c.subject)] if p]:
+            for pr in sections.subject_prs(subject)[-1:] or [p for p in [ev.pr_number(subject)] if p]:
                 u = self.unique_pr(pr)
                 if u is None or u in self.picked_by:
                     continue
-                if ev.normalized_title(self.by_sha[u].subject) == ev.normalized_title(c.subject):
+                if ev.normalized_title(_subject(self.by_sha[u])) == ev.normalized_title(subject):
                     self._pick(u, c.sha, Evidence(EvidenceKind.TITLE_PR, c.sha, f"same title and PR #{pr}"))
 
     # -- phase 3: decide ---------------------------------------------------
@@ -260,7 +282,9 @@ class LedgerBuilder:
         for c in self.upstream:
             target = ev.revert_target(c.message)
             full = self.index.resolve(target) if target else None
-            if full is not None and full != c.sha:
+            # an upstream message is evidence about itself only: its revert line counts when its
+            # diff undoes the named commit's, else the named commit stays pending
+            if full is not None and full != c.sha and self.is_inverse(c.sha, full, True):
                 reverts[c.sha] = full
         live_reverts: set[Sha] = set()
         reverted_by: dict[Sha, Sha] = {}
@@ -277,6 +301,11 @@ class LedgerBuilder:
             out[t] = r
             out[r] = t
         return out
+
+
+def _subject(c: Commit) -> str:
+    """A commit's subject by the one line rule (git's subject ends at '\\n' only)."""
+    return tr.split_message(c.subject)[0]
 
 
 def decider_of(entry: LedgerEntry) -> str | None:

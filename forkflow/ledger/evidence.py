@@ -5,26 +5,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-TRAILER = re.compile(r"^Upstream-Commit:\s*([0-9a-f]{7,40})\s*$", re.M | re.I)
-REVERT = re.compile(r"This reverts commit ([0-9a-f]{7,40})", re.I)
-PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$")
-PR_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
-PR_ANY = re.compile(r"(?<![\w/])#(\d{1,7})\b")
+from forkflow.ledger import trailers as tr
+
+# one case rule (ASCII-only folding, ASCII digits) and one line rule (ledger/trailers.py) for all
+REVERT = re.compile(r"This reverts commit ([0-9a-f]{7,40})", re.I | re.A)
+PR_SUFFIX = re.compile(r"\(#(\d+)\)\s*$", re.A)
+PR_MERGE = re.compile(r"^Merge pull request #(\d+)\b", re.A)
+PR_ANY = re.compile(r"(?<![\w/])#(\d{1,7})\b", re.A)
 HEX_TOKEN = re.compile(r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])")
 # a title that says the commit picks: "upstream" alone does not ("Align x with upstream #10358")
-BUNDLE_TITLE = re.compile(r"cherry[- ]?pick|\[pick\]|backport|bundle|reactor|ingest", re.I)
-QUOTED_TITLE = re.compile(r"(?:^|\s)'(.+)'(?=\s|$)")
-_TITLE_PREFIX = re.compile(r"^\s*(\[?(cherry[- ]?pick(ed)?|backport|upstream|pick)\]?\s*[:\-]?\s*)+", re.I)
-
-
-def unquoted(message: str) -> str:
-    """The message without quoted lines ('> ...' or indented), where quoted upstream text lives."""
-    keep = []
-    for line in message.splitlines():
-        if line.startswith((">", "    ", "\t")):
-            continue
-        keep.append(line)
-    return "\n".join(keep)
+BUNDLE_TITLE = re.compile(r"cherry[- ]?pick|\[pick\]|backport|bundle|reactor|ingest", re.I | re.A)
+QUOTED_TITLE = re.compile(r"(?:^|\s)'(.+)'(?=\s|$)", re.A)
+_TITLE_PREFIX = re.compile(r"^\s*(\[?(cherry[- ]?pick(ed)?|backport|upstream|pick)\]?\s*[:\-]?\s*)+", re.I | re.A)
+unquoted = tr.unquoted
 
 
 def pr_number(subject: str) -> int | None:
@@ -34,13 +27,13 @@ def pr_number(subject: str) -> int | None:
 
 
 def trailers(message: str) -> list[str]:
-    """SHAs named by forkflow's own `Upstream-Commit:` trailers."""
-    return TRAILER.findall(unquoted(message))
+    """SHAs named by forkflow's own `Upstream-Commit:` trailers (after the subject, unquoted)."""
+    return tr.trailers(message)
 
 
 def markers(message: str, patterns: Sequence[re.Pattern[str]]) -> list[str]:
-    """SHAs named by other tools' markers, in unquoted lines only."""
-    text = unquoted(message)
+    """SHAs named by other tools' markers, in the unquoted lines after the subject only."""
+    text = tr.unquoted_body(message)
     found: list[str] = []
     for pattern in patterns:
         found.extend(m.group(1).lower() for m in pattern.finditer(text))
@@ -49,7 +42,7 @@ def markers(message: str, patterns: Sequence[re.Pattern[str]]) -> list[str]:
 
 def revert_target(message: str) -> str | None:
     """The sha a `git revert` message names, if this commit is a revert."""
-    m = REVERT.search(unquoted(message))
+    m = REVERT.search(tr.unquoted_body(message))
     return m.group(1).lower() if m else None
 
 
@@ -67,7 +60,7 @@ def bundle_refs(subject: str, message: str) -> BundleRefs | None:
     """
     if not BUNDLE_TITLE.search(subject):
         return None
-    text = unquoted(message)
+    text = tr.unquoted_body(message)
     prs = tuple(dict.fromkeys(int(p) for p in PR_ANY.findall(text)))
     shas = tuple(dict.fromkeys(h.lower() for h in HEX_TOKEN.findall(text) if not h.isdigit()))
     if not prs and not shas:

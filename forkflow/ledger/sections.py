@@ -12,25 +12,27 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-PR_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b(?!\.\.)")
-PR_URL = re.compile(r"github\.com/[\w.-]+/[\w.-]+/pull/(\d+)")
-HEX = re.compile(r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])")
-PR_SUFFIX_ANY = re.compile(r"\(#(\d+)\)")
-QUOTED = re.compile(r"(?:^|\s)'(.+)'(?=\s|$)")
-TAIL_PR = re.compile(r"\(#(\d+)\)\s*$")
+from forkflow.ledger import trailers as tr
+
+PR_REF = re.compile(r"(?<![\w/&])#(\d{1,7})\b(?!\.\.)", re.A)
+PR_URL = re.compile(r"github\.com/[\w.-]+/[\w.-]+/pull/(\d+)", re.A)
+HEX = re.compile(r"(?<![0-9A-Za-z])([0-9a-f]{7,40})(?![0-9A-Za-z])", re.A)
+PR_SUFFIX_ANY = re.compile(r"\(#(\d+)\)", re.A)
+QUOTED = re.compile(r"(?:^|\s)'(.+)'(?=\s|$)", re.A)
+TAIL_PR = re.compile(r"\(#(\d+)\)\s*$", re.A)
 BACKPORT_OF = re.compile(r"(?:backport|cherry-pick) of (?:an upstream PR:\s*)?\S*github\.com/[\w.-]+/[\w.-]+"
-                         r"/pull/(\d+)", re.I)
+                         r"/pull/(\d+)", re.I | re.A)
 # fork-side reverts: `git revert`, Phabricator's "Revert D123: ...", "Back out \"...\""
-FORK_REVERT = re.compile(r'^(?:Revert D\d+:\s*|Back out "|Revert ")')
-DIFF_REVISION = re.compile(r"^Differential Revision:\s*(?:\S*/)?(D\d+)\s*$", re.M)
-REVERTED_DIFF = re.compile(r"^Revert (D\d+):", re.M)
+FORK_REVERT = re.compile(r'^(?:Revert D\d+:\s*|Back out "|Revert ")', re.A)
+DIFF_REVISION = re.compile(r"^Differential Revision:\s*(?:\S*/)?(D\d+)\s*$", re.M | re.A)
+REVERTED_DIFF = re.compile(r"^Revert (D\d+):", re.M | re.A)
 # Phabricator's export: each commit's own id, and the id of the commit a revert backs out
-SOURCE_ID = re.compile(r"^fbshipit-source-id:\s*([0-9a-f]{12,40})\s*$", re.M)
-REVERTED_CHANGESET = re.compile(r"^Original commit changeset:\s*([0-9a-f]{12,40})\s*$", re.M)
+SOURCE_ID = re.compile(r"^fbshipit-source-id:\s*([0-9a-f]{12,40})\s*$", re.M | re.A)
+REVERTED_CHANGESET = re.compile(r"^Original commit changeset:\s*([0-9a-f]{12,40})\s*$", re.M | re.A)
 # other tools' decision markers: the sha was looked at and deferred / declined, not picked
 DECISION_MARKERS = (
-    ("deferred", re.compile(r"^\s*Reactor Defer Revision:\s*([0-9a-f]{7,40})\b", re.M)),
-    ("skipped", re.compile(r"^\s*Reactor WontPort Revision:\s*([0-9a-f]{7,40})\b", re.M)),
+    ("deferred", re.compile(r"^\s*Reactor Defer Revision:\s*([0-9a-f]{7,40})\b", re.M | re.A)),
+    ("skipped", re.compile(r"^\s*Reactor WontPort Revision:\s*([0-9a-f]{7,40})\b", re.M | re.A)),
 )
 
 _HEADER = re.compile(
@@ -38,13 +40,13 @@ _HEADER = re.compile(
     r"|won'?t[- ]?port|wontport|skipped|inapplicable|pin-advance only|not ported|declined"
     r"|key resolutions|earlier resolutions|notable|two-pin|conflict resolutions?|raw conflicts"
     r"|unresolved conflicts|reviewed by|differential revision|test plan|validation|summary"
-    r"|upstream commit message)\b", re.I)
-_MD_HEADER = re.compile(r"^\s*(#{1,6}\s|==\s|\*\*[A-Z][^*#]*\*\*:?\s*$)")
-_LIST_ITEM = re.compile(r"^\s*([-*\u2022]|\*\*#\d|#\d|\d+[.)]\s)")
+    r"|upstream commit message)\b", re.I | re.A)
+_MD_HEADER = re.compile(r"^\s*(#{1,6}\s|==\s|\*\*[A-Z][^*#]*\*\*:?\s*$)", re.A)
+_LIST_ITEM = re.compile(r"^\s*([-*\u2022]|\*\*#\d|#\d|\d+[.)]\s)", re.A)
 _ITEM_LEAD = re.compile(r"^[\s*`_\-\u2022]*(?:\[\d+\]\s*)?(?:\d+[.)]\s*)?(?:(?P<sha>[0-9a-f]{7,40})\s+)?(?:PR\s+)?"
-                        r"(?:[\w.-]+/[\w.-]+(?=#))?")
-_LEAD_RUN = re.compile(r"^((?:\**#\d{1,7}\b\**[\s,+/*`]*(?:and\s+)?)+)")
-_COUNTED_NUMBERS = re.compile(r"^\W*(?:applied|picked)\s*\(\d+\)\s*:\s*\d", re.I)
+                        r"(?:[\w.-]+/[\w.-]+(?=#))?", re.A)
+_LEAD_RUN = re.compile(r"^((?:\**#\d{1,7}\b\**[\s,+/*`]*(?:and\s+)?)+)", re.A)
+_COUNTED_NUMBERS = re.compile(r"^\W*(?:applied|picked)\s*\(\d+\)\s*:\s*\d", re.I | re.A)
 
 
 class Section(str, enum.Enum):
@@ -68,13 +70,13 @@ class MessageRefs:
 
 def header_kind(text: str) -> Section | None:
     """Which list a header line opens; None for any other header (it ends the list above)."""
-    t = text.lower()
+    t = tr.fold(text)
     if re.search(r"defer|backlog \(", t) and not re.search(r"picked|applied", t.split("defer")[0]):
         return Section.DEFERRED
     if re.search(r"won'?t[- ]?port|wontport|skipped|inapplicable|pin-advance|already satisfied"
                  r"|frontier advance only|not ported|declined", t):
         return Section.SKIPPED
-    if re.search(r"picked|applied|cherry-pick|keystone|group \d|bundle cherry-pick|reactor-bundle|included", t):
+    if re.search(r"picked|applied|cherry-pick|keystone|group \d|bundle cherry-pick|reactor-bundle|included", t, re.A):
         return Section.PICKED
     return None
 
@@ -94,7 +96,7 @@ def item_refs(text: str) -> tuple[list[int], list[str]]:
             continue
         run = _LEAD_RUN.match(rest)
         if run:
-            prs += [int(x) for x in re.findall(r"#(\d{1,7})", run.group(1))]
+            prs += [int(x) for x in re.findall(r"#(\d{1,7})", run.group(1), re.A)]
     return prs, shas
 
 
@@ -102,7 +104,7 @@ def read_sections(body: str) -> MessageRefs:
     """Split a message body (no subject) into picked / deferred / skipped lists."""
     out = MessageRefs()
     sec: Section | None = None
-    for line in body.splitlines():
+    for line in tr.lines(body):
         if line.startswith(">") or ("github.com/" in line and not _LIST_ITEM.match(line)):
             continue
         keyword = _HEADER.match(line)
@@ -111,7 +113,7 @@ def read_sections(body: str) -> MessageRefs:
             tail = line.split(":", 1)[1] if ":" in line else ""
             if sec is Section.PICKED:
                 if _COUNTED_NUMBERS.match(line):
-                    out.picked_prs += [int(x) for x in re.findall(r"\b(\d{3,7})\b", tail)]
+                    out.picked_prs += [int(x) for x in re.findall(r"\b(\d{3,7})\b", tail, re.A)]
                 else:
                     prs, shas = item_refs(tail)
                     out.picked_prs += prs
@@ -129,10 +131,13 @@ def read_sections(body: str) -> MessageRefs:
             elif PR_REF.search(line):
                 sec = None  # prose that names PRs (a resolution note): the list has ended
         else:
-            _decided(out, sec).extend(int(x) for x in PR_REF.findall(line))
             lead = _ITEM_LEAD.match(line) if _LIST_ITEM.match(line) else None
-            if lead and lead.group("sha"):  # forkflow's own "- <sha> subject: reason" items
+            if lead and lead.group("sha") and not lead.group("sha").isdigit():
+                # forkflow's own "- <sha> subject: reason" items: the sha is the decision; the
+                # subject after it is upstream's text, and a '#N' in it decides nothing
                 (out.deferred_shas if sec is Section.DEFERRED else out.skipped_shas).append(lead.group("sha"))
+                continue
+            _decided(out, sec).extend(int(x) for x in PR_REF.findall(line))
     # a picked header whose list could not be read is no list: the subject's PRs are used instead
     out.has_picked_section = bool(out.picked_prs or out.picked_shas)
     for kind, pattern in DECISION_MARKERS:
