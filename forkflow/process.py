@@ -6,17 +6,29 @@ reads its stdout and stderr within `timeout` in all, and kills the whole group (
 grandchildren) on a timeout, on an interrupt or SIGTERM, and after a normal exit for whatever it
 left running in the background.  `kill_group` is the kill itself, for runners that start the
 process in their own way (output to a log file, a guard shell).
+
+A process can leave the group (`setsid sleep 1000 &`), so a run can also be *marked*: the command
+gets `FORKFLOW_L1_RUN=<mark>` in its environment, which every process it starts inherits, and
+`kill_marked` kills each process of this user whose environment holds that very entry (Linux
+`/proc/<pid>/environ`; elsewhere it finds nothing and the group kill is all there is).  A command
+that rewrites its own environment (`env -i setsid ...`) escapes both; L1 trees kill what still
+runs inside them as well (`forkflow.landing.gate`).
+
+`keep` bounds what is kept of stdout: its first and last `keep / 2` bytes, with one line in
+between that says how much was cut, so a command that prints gigabytes costs a few MiB.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import selectors
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +36,8 @@ from forkflow.git.run import no_git_env
 
 KILL_GRACE_S = 3.0
 ERR_KEEP = 65536  # stderr: its last 64 KiB
+RUN_MARK = "FORKFLOW_L1_RUN"  # the variable that marks every process of one run
+ENVIRON_MAX = 1 << 20  # what is read of a process's environment when looking for the mark
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +49,7 @@ class Finished:
     stderr: bytes
     timed_out: bool = False
     too_large: bool = False  # stdout went past `max_stdout`
+    cut: int = 0  # bytes of stdout left out between its head and its tail (`keep`)
 
     @property
     def output(self) -> bytes:
@@ -46,39 +61,147 @@ class Finished:
 
 def run(argv: Sequence[str], *, timeout: float, cwd: Path | str | None = None,
         env: Mapping[str, str] | None = None, input: bytes = b"",
-        max_stdout: int | None = None) -> Finished:
+        max_stdout: int | None = None, keep: int | None = None, mark: str | None = None) -> Finished:
     """Run `argv` as a process group of its own (see the module docstring).
 
     `env` is the whole environment (default: this process's), less the git location variables.
+    `keep`: keep stdout's head and tail only; `mark`: mark every process of the run, and kill
+    the marked ones that are left at the end, in the group or not.
     OSError when the command cannot start."""
-    proc = subprocess.Popen(list(argv), cwd=cwd, env=no_git_env(None if env is None else dict(env)),
+    environ = no_git_env(None if env is None else dict(env))
+    if mark is not None:
+        environ[RUN_MARK] = mark
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=environ,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     restore = terminate_as_exit()
+
+    def leftovers() -> None:  # what a marked run left once its shell exited: it would hold the pipes open
+        kill_group(proc.pid, grace_s=0.0, reap=proc.poll, first=signal.SIGKILL)
+        kill_marked(mark or "")
+
     try:
-        return _exchange(proc, input, timeout, max_stdout)
+        return _exchange(proc, input, timeout, max_stdout, keep, leftovers if mark is not None else None)
     finally:
         kill_group(proc.pid, grace_s=0.0, reap=proc.poll, first=signal.SIGKILL)  # leftovers, or all of it on an interrupt
+        if mark is not None:
+            kill_marked(mark)
         if proc.poll() is None:
             proc.wait()
         restore()
 
 
 def run_shell(command: str, *, timeout: float, cwd: Path | str | None = None,
-              env: Mapping[str, str] | None = None) -> Finished:
+              env: Mapping[str, str] | None = None, keep: int | None = None,
+              mark: str | None = None) -> Finished:
     """`run` of `sh -c command`."""
-    return run(["sh", "-c", command], timeout=timeout, cwd=cwd, env=env)
+    return run(["sh", "-c", command], timeout=timeout, cwd=cwd, env=env, keep=keep, mark=mark)
 
 
-def run_in_group(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int | None, bytes]:
-    """`sh -c command` in `cwd`: (exit code or None on timeout, stdout then stderr)."""
-    done = run_shell(command, timeout=timeout, cwd=cwd, env=env)
+L1_KEEP = 4 << 20  # an L1 command's output kept: its first and its last 2 MiB
+
+
+def run_in_group(command: str, cwd: Path, env: dict[str, str], timeout: float,
+                 mark: str | None = None) -> tuple[int | None, bytes]:
+    """`sh -c command` in `cwd`: (exit code or None on timeout, stdout then stderr), stdout cut
+    to its head and tail (`L1_KEEP`), the run marked with `mark` (default: a fresh one)."""
+    done = run_shell(command, timeout=timeout, cwd=cwd, env=env, keep=L1_KEEP, mark=mark or new_mark())
     return done.rc, done.output
 
 
+def new_mark() -> str:
+    """A mark for one run's processes, unique on this machine."""
+    return f"{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def marked_pids(mark: str) -> Iterator[int]:
+    """The processes of this user (this one aside) whose environment holds `RUN_MARK=mark`."""
+    needle = f"{RUN_MARK}={mark}".encode()
+    uid, me = os.getuid(), os.getpid()
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return  # no /proc: nothing to find (the group kill is all there is)
+    for entry in entries:
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            with open(os.path.join(entry.path, "environ"), "rb") as f:
+                environ = f.read(ENVIRON_MAX)
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            yield int(entry.name)
+
+
+def kill_marked(mark: str, rounds: int = 20) -> int:
+    """SIGKILL every process marked `mark` (see `marked_pids`), again while new ones appear (a
+    process may fork between two scans); how many were killed."""
+    killed = 0
+    for _ in range(rounds):
+        pids = list(marked_pids(mark))
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    return killed
+
+
+class _HeadTail:
+    """A stream's first `keep / 2` bytes and its last `keep / 2`, and how many fell between."""
+
+    def __init__(self, keep: int | None) -> None:
+        self.half = None if keep is None else max(keep // 2, 1)
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.cut = 0
+
+    def add(self, chunk: bytes) -> None:
+        if self.half is None or len(self.head) < self.half:
+            room = len(chunk) if self.half is None else self.half - len(self.head)
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        assert self.half is not None
+        self.tail.append(chunk)
+        self.tail_size += len(chunk)
+        while self.tail_size > self.half:
+            over = self.tail_size - self.half
+            first = self.tail[0]
+            if len(first) <= over:
+                self.tail.popleft()
+                self.tail_size -= len(first)
+                self.cut += len(first)
+            else:
+                self.tail[0] = first[over:]
+                self.tail_size -= over
+                self.cut += over
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + self.tail_size
+
+    def value(self) -> bytes:
+        note = f"\n[forkflow] {self.cut} bytes of output cut here\n".encode() if self.cut else b""
+        return bytes(self.head) + note + b"".join(self.tail)
+
+
 def _exchange(proc: subprocess.Popen[bytes], data: bytes, timeout: float,
-              max_stdout: int | None) -> Finished:
-    """Write `data` to the command, read its stdout and stderr, wait for it: all within `timeout`."""
+              max_stdout: int | None, keep: int | None = None,
+              on_exit: Callable[[], None] | None = None) -> Finished:
+    """Write `data` to the command, read its stdout and stderr, wait for it: all within `timeout`.
+
+    `on_exit` is called once the command itself has exited while its output is still open (what
+    it left in the background holds it): it kills those, so the reading ends."""
     assert proc.stdin and proc.stdout and proc.stderr
     sel = selectors.DefaultSelector()
     for f in (proc.stdin, proc.stdout, proc.stderr):
@@ -89,15 +212,18 @@ def _exchange(proc: subprocess.Popen[bytes], data: bytes, timeout: float,
         proc.stdin.close()
     sel.register(proc.stdout, selectors.EVENT_READ)
     sel.register(proc.stderr, selectors.EVENT_READ)
-    out, err = bytearray(), bytearray()
+    out, err = _HeadTail(keep), bytearray()
     pos = 0
     deadline = time.monotonic() + timeout
     try:
         while sel.get_map():
+            if on_exit is not None and proc.poll() is not None:
+                on_exit()
+                on_exit = None
             left = deadline - time.monotonic()
             if left <= 0:
-                return Finished(None, bytes(out), bytes(err), timed_out=True)
-            for key, _ in sel.select(min(left, 1.0)):
+                return Finished(None, out.value(), bytes(err), timed_out=True, cut=out.cut)
+            for key, _ in sel.select(min(left, 1.0 if on_exit is None else 0.1)):
                 if key.fileobj is proc.stdin:
                     try:
                         pos += os.write(proc.stdin.fileno(), data[pos:pos + 65536])
@@ -111,16 +237,16 @@ def _exchange(proc: subprocess.Popen[bytes], data: bytes, timeout: float,
                 if not chunk:
                     sel.unregister(key.fileobj)
                 elif key.fileobj is proc.stdout:
-                    out += chunk
-                    if max_stdout is not None and len(out) > max_stdout:
-                        return Finished(None, bytes(out), bytes(err), too_large=True)
+                    out.add(chunk)
+                    if max_stdout is not None and out.size > max_stdout:
+                        return Finished(None, out.value(), bytes(err), too_large=True, cut=out.cut)
                 else:
                     err = (err + chunk)[-ERR_KEEP:]
         try:
             rc = proc.wait(max(deadline - time.monotonic(), 0.01))
         except subprocess.TimeoutExpired:
-            return Finished(None, bytes(out), bytes(err), timed_out=True)
-        return Finished(rc, bytes(out), bytes(err))
+            return Finished(None, out.value(), bytes(err), timed_out=True, cut=out.cut)
+        return Finished(rc, out.value(), bytes(err), cut=out.cut)
     finally:
         sel.close()
 

@@ -5,10 +5,6 @@ and the L1 validation tier (`forkflow.triage.gate.TierGate`) when L1 suites are 
 """
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import tempfile
 import time
 from pathlib import Path
 from typing import Protocol
@@ -17,6 +13,7 @@ from forkflow.errors import GitError
 from forkflow.git.checkout import WorkTreeMover
 from forkflow.git.repo import Repo
 from forkflow.git.run import no_git_env
+from forkflow.landing.l1trees import L1Tree, kill_processes_in, prune_stale, register
 from forkflow.process import run_in_group  # one runner: own process group, killed whole
 from forkflow.models import GateResult, Sha
 
@@ -32,6 +29,9 @@ class CommandGate:
 
     The command runs through `sh -c` with FORKFLOW_REV and FORKFLOW_BASE set; exit 0 passes.
     The user's own work tree is never used.  Exit 126/127 (cannot run) is an infrastructure fault.
+    The work tree is registered (`forkflow.landing.l1trees`) before it is made; after each run,
+    whatever still runs marked as this gate's or inside its tree is killed; the output kept is
+    its head and tail (`forkflow.process.L1_KEEP`).
     """
 
     def __init__(self, repo: Repo, command: str, timeout: float = 3600.0,
@@ -41,6 +41,7 @@ class CommandGate:
         self.timeout = timeout
         self.log_dir = log_dir
         self._tree: Path | None = None  # one work tree per run, moved from unit to unit
+        self._held: L1Tree | None = None  # its registry entry, held while the tree lives
         self._mover = WorkTreeMover()  # moves that work tree in this process while it can
 
     def _checkout(self, rev: Sha) -> Path:
@@ -54,18 +55,18 @@ class CommandGate:
                 return self._tree
             except GitError:
                 self.close()
-        tmp = Path(tempfile.mkdtemp(prefix=WORKTREE_PREFIX))
-        self._tree = tmp / "tree"
+        self._held = register(self.repo)  # before the tree exists: a kill in between leaves no stranger
+        self._tree = self._held.path
         self.repo.add_worktree(self._tree, rev)
         return self._tree
 
     def close(self) -> None:
-        """Remove the run's work tree."""
+        """Remove the run's work tree and its registry entry."""
         self._mover.forget()
-        if self._tree is not None:
-            self.repo.remove_worktree(self._tree)
-            shutil.rmtree(self._tree.parent, ignore_errors=True)
-            self._tree = None
+        if self._held is not None:
+            self._held.release()
+            self._held = None
+        self._tree = None
 
     def check(self, rev: Sha, base: Sha) -> GateResult:
         start = time.monotonic()
@@ -73,7 +74,11 @@ class CommandGate:
             tree = self._checkout(rev)
             # a hook's GIT_DIR would point the command's own git calls at the hook's repository
             env = dict(no_git_env(), FORKFLOW_REV=rev, FORKFLOW_BASE=base)
-            rc, output = run_in_group(self.command, tree, env, self.timeout)
+            assert self._held is not None
+            try:
+                rc, output = run_in_group(self.command, tree, env, self.timeout, mark=self._held.mark)
+            finally:
+                kill_processes_in(tree)  # what left both the group and the mark (`env -i setsid ...`)
             if rc is None:
                 self._log(rev, output)
                 return GateResult(False, f"l1_command timed out after {self.timeout:g}s")
@@ -96,37 +101,14 @@ class CommandGate:
             return None
         self.log_dir.mkdir(parents=True, exist_ok=True)
         path = self.log_dir / f"l1-{rev[:12]}.log"
-        path.write_bytes(output[-1_000_000:])
+        path.write_bytes(output)  # at most run_in_group's head and tail of it
         return path
 
 
-WORKTREE_PREFIX = "forkflow-l1-"
-
-
 def prune_stale_worktrees(repo: Repo) -> None:
-    """Drop the L1 work trees a killed run left behind, and kill what still runs in them.
+    """Drop the L1 work trees a killed run left behind, and kill what still runs for them.
 
-    Called under the ingest lock, so no other run of this repository uses one: every L1 tree
-    of the repository belongs to a run that was killed (SIGKILL leaves no chance to clean up)."""
-    for path, _ in repo.worktrees():
-        if WORKTREE_PREFIX not in str(path):
-            continue
-        _kill_processes_in(path)
-        repo.remove_worktree(path)
-        shutil.rmtree(path.parent, ignore_errors=True)
-    repo.prune_worktrees()
-
-
-def _kill_processes_in(tree: Path) -> None:
-    """SIGKILL every process of this user whose working directory is inside `tree` (Linux /proc)."""
-    root = str(tree)
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd == root or cwd.startswith(root + "/"):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    Only trees in forkflow's registry whose owner is gone (`forkflow.landing.l1trees`): a tree
+    of a live run (a `replay --gate` beside this ingest) stays, and nothing unregistered is
+    touched, whatever its path says."""
+    prune_stale(repo)

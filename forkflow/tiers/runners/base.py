@@ -23,7 +23,7 @@ from typing import Protocol
 
 from forkflow.errors import UserError
 from forkflow.git.run import no_git_env
-from forkflow.process import kill_group
+from forkflow.process import RUN_MARK, kill_group, kill_marked, new_mark
 
 
 class JobState(str, enum.Enum):
@@ -137,11 +137,13 @@ def run_process(job: Job) -> JobResult:
     """Run `job.command` with /bin/sh in its own process group, output to its log file.
 
     On timeout the whole group is killed (children, grandchildren); after a normal exit any
-    process the command left running in its group is killed too.
+    process the command left running in its group is killed too, and so is any process that
+    left the group (`setsid`) but still carries the job's mark (`forkflow.process.kill_marked`).
     """
     start = time.monotonic()
     env = no_git_env()  # a hook's GIT_DIR must not point the suite's git calls elsewhere
     env.update(dict(job.env))
+    mark = env[RUN_MARK] = new_mark()
     try:
         os.makedirs(os.path.dirname(job.log_path) or ".", exist_ok=True)
         log = open(job.log_path, "ab")
@@ -159,12 +161,14 @@ def run_process(job: Job) -> JobResult:
             rc = proc.wait(timeout=job.timeout_s)
         except subprocess.TimeoutExpired:
             kill_group(proc.pid, reap=proc.poll)
+            kill_marked(mark)
             proc.wait()
             msg = f"timed out after {job.timeout_s:g}s; its process group was killed"
             log.write(f"\n[forkflow] {msg}\n".encode())
             return JobResult(job.job_id, JobState.TIMEOUT, proc.returncode, time.monotonic() - start, msg)
         # leftovers the command started in the background (and the guard's watchdog)
         kill_group(proc.pid, grace_s=0.0, reap=proc.poll, first=signal.SIGKILL)
+        kill_marked(mark)
     msg = ""
     if rc in (126, 127):
         msg = f"exit code {rc}: the command was not found or is not executable (see the log)"
