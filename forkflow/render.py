@@ -179,7 +179,7 @@ def render_conflicts(console: Console, rows: list[crecords.ConflictInfo], waitin
     console.print(t)
     if waiting:
         console.print("an agent proposal waits for a person: read it with `forkflow conflicts show ID`, "
-                      "then `forkflow conflicts approve ID`")
+                      "then `forkflow conflicts approve ID --proposal HASH` with the hash it prints")
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
 
 
