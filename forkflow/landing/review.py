@@ -177,6 +177,14 @@ def tally(reviews: list[Review], head: str, counts: Callable[[str], bool], need:
     return Verdict(ReviewState.OPEN, "; ".join(notes))
 
 
+def _object(doc: Any, what: str) -> dict[str, Any]:
+    """A forge answer that must be a JSON object, or one line saying it is not (untrusted input)."""
+    if not isinstance(doc, dict):
+        raise UserError(f"{what} answered {type(doc).__name__}, not an object; check the API URL in "
+                        "[ingest.review] and retry")
+    return doc
+
+
 def _moved(head: str, pushed: Sha) -> Verdict:
     return Verdict(ReviewState.OPEN, f"its head is {head[:12] or 'unknown'}, not the {pushed[:12]} forkflow proposed; "
                                      "push that back or close the request (its commits are then deferred)")
@@ -198,12 +206,12 @@ class GitHubReview:
         return Proposal(int(doc["number"]), str(doc.get("html_url", "")))
 
     def state(self, number: int, pushed: Sha) -> Verdict:
-        doc = self.client.request("GET", f"/repos/{self.repo}/pulls/{number}")
+        doc = _object(self.client.request("GET", f"/repos/{self.repo}/pulls/{number}"), self.client.what)
         if doc.get("merged"):
             return Verdict(ReviewState.MERGED)
         if doc.get("state") == "closed":
             return Verdict(ReviewState.CLOSED)
-        head = str((doc.get("head") or {}).get("sha") or "")
+        head = str(_object(doc.get("head") or {}, self.client.what).get("sha") or "")
         if head != pushed:
             return _moved(head, pushed)
         docs = self._reviews(number)
@@ -262,7 +270,8 @@ class GitLabReview:
         return Proposal(int(doc["iid"]), str(doc.get("web_url", "")))
 
     def state(self, number: int, pushed: Sha) -> Verdict:
-        doc = self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}")
+        doc = _object(self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}"),
+                      self.client.what)
         if doc.get("state") == "merged":
             return Verdict(ReviewState.MERGED)
         if doc.get("state") == "closed":
@@ -272,7 +281,8 @@ class GitLabReview:
             return _moved(head, pushed)
         if doc.get("detailed_merge_status") == "requested_changes":
             return Verdict(ReviewState.OPEN, "a reviewer requested changes")
-        ap = self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}/approvals") or {}
+        ap = _object(self.client.request("GET", f"/projects/{self.project}/merge_requests/{number}/approvals") or {},
+                     self.client.what)
         ids: dict[str, int] = {}
         reviews: list[Review] = []
         for a in ap.get("approved_by") or []:
@@ -280,7 +290,8 @@ class GitLabReview:
             if isinstance(user, dict) and user.get("username") and isinstance(user.get("id"), int):
                 ids[str(user["username"]).casefold()] = user["id"]
                 reviews.append(Review(str(user["username"]), "APPROVED", str(a.get("sha") or "")))
-        rules = bool(ap.get("has_approval_rules")) or int(ap.get("approvals_required") or 0) > 0
+        required = ap.get("approvals_required")
+        rules = bool(ap.get("has_approval_rules")) or (isinstance(required, int) and required > 0)
         if self.policy.is_named:
             return tally(reviews, head, lambda login: self._named(login, ids[login.casefold()]),
                          self.policy.min_approvals, "the fork's approvers")
@@ -296,7 +307,8 @@ class GitLabReview:
             doc = self.client.request("GET", f"{where}/members/all/{user_id}")
         except UserError:  # 404: not a member: not counted
             return False
-        return isinstance(doc, dict) and int(doc.get("access_level") or 0) >= self.DEVELOPER
+        level = doc.get("access_level") if isinstance(doc, dict) else None
+        return isinstance(level, int) and level >= self.DEVELOPER
 
     def _named(self, login: str, user_id: int) -> bool:
         if login.casefold() in {a.casefold() for a in self.policy.approvers}:
