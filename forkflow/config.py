@@ -11,7 +11,9 @@ from typing import Any
 from forkflow.errors import UserError
 
 CONFIG_NAME = "forkflow.toml"
-STATE_DIR = ".forkflow"
+# forkflow's own state (store, logs, runs, caches) lives in this folder of the repository's git
+# common directory, where no checkout, pick or work-tree update writes (see forkflow/state.py)
+STATE_DIR = "forkflow"
 
 # Other tools' pick markers.  Each regex has one group: the upstream sha (7 to 40 hex digits).
 DEFAULT_MARKERS: tuple[str, ...] = (
@@ -83,12 +85,13 @@ class Config:
     def fork_ref(self) -> str:
         return f"refs/heads/{self.fork_branch}"
 
-    def resolved_store_url(self) -> str:
-        """`FORKFLOW_STORE` wins over the file; the default is SQLite under .forkflow/."""
+    def resolved_store_url(self, state: Path) -> str:
+        """`FORKFLOW_STORE` wins over the file; the default is SQLite in `state`, the fork's state
+        folder (`forkflow.state.state_dir`: `<git-common-dir>/forkflow/`)."""
         url = os.environ.get("FORKFLOW_STORE") or self.store_url
         if url:
             return url
-        return f"sqlite:///{self.root / STATE_DIR / 'forkflow.db'}"
+        return f"sqlite:///{state / 'forkflow.db'}"
 
     def section(self, name: str) -> dict[str, Any]:
         value = self.raw.get(name, {})
@@ -257,7 +260,8 @@ branch = "{fork_branch}"
 name = "{fork_name}"
 
 [store]
-# Where forkflow keeps its ledger, runs and metrics.  Empty: SQLite at .forkflow/forkflow.db.
+# Where forkflow keeps its ledger, runs and metrics.  Empty: SQLite at .git/forkflow/forkflow.db
+# (in the git common directory, out of the work tree).
 # A team shares one PostgreSQL store: url = "postgresql+psycopg://user@host/forkflow"
 # The environment variable FORKFLOW_STORE overrides this.
 url = "{store_url}"

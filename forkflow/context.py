@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from forkflow.config import Config, find_config, load_config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
+from forkflow.state import migrate_state, state_dir
 from forkflow.store import forks
 from forkflow.store.session import Store
 
@@ -41,7 +43,10 @@ def open_context(repo_path: Path | str = ".", store_url: str | None = None) -> C
             f"no forkflow.toml in {repo.path}; run: forkflow init --upstream REMOTE_OR_URL"
         )
     config = load_config(cfg_path)
-    url = store_url or config.resolved_store_url()
+    moved = migrate_state(repo, config.root)  # once: the old <checkout>/.forkflow/ into the git directory
+    if moved:
+        print(moved, file=sys.stderr)
+    url = store_url or config.resolved_store_url(state_dir(repo))
     # a URL someone typed (--store, FORKFLOW_STORE, [store] url) must name a store that exists:
     # a typo would otherwise start an empty one (issue 12); only `forkflow init` creates one there
     explicit = bool(store_url or os.environ.get("FORKFLOW_STORE") or config.store_url)

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from forkflow.config import CONFIG_NAME, STATE_DIR, Config, load_config, parse_config, render_config
+from forkflow.config import CONFIG_NAME, Config, load_config, parse_config, render_config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.git.run import refuse_option_like
+from forkflow.state import migrate_state, state_dir
 from forkflow.store import forks
 from forkflow.store.session import Store, redact
 
@@ -88,7 +90,10 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
             repo.git("remote", "remove", remote, check=False)
         raise
     config = load_config(cfg_path)
-    url = store_url or config.resolved_store_url()
+    moved = migrate_state(repo, config.root)
+    if moved:
+        print(moved, file=sys.stderr)
+    url = store_url or config.resolved_store_url(state_dir(repo))
     _open_store(repo, config, url)
     return InitResult(cfg_path, written, remote, remote_added, redact(url))
 
@@ -117,12 +122,9 @@ def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: st
 def _open_store(repo: Repo, config: Config, url: str) -> None:
     from forkflow.context import fork_name
 
-    state = repo.path / STATE_DIR
+    state = state_dir(repo)  # in the git directory: nothing to keep out of commits
     if url.startswith("sqlite") and str(state) in url:
-        state.mkdir(exist_ok=True)
-        ignore = state / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# forkflow's local state (store, caches, logs): never committed\n*\n")
+        state.mkdir(parents=True, exist_ok=True)
     store = Store.open(url)
     with store.session_scope() as s:
         forks.fork_id(s, fork_name(repo, config))

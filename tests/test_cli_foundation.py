@@ -44,7 +44,7 @@ def test_init_then_status_end_to_end(fork: Path) -> None:
     text = (fork / "forkflow.toml").read_text()
     assert text.startswith("# forkflow.toml")
     assert 'remote = "upstream"' in text
-    assert (fork / ".forkflow" / "forkflow.db").exists()
+    assert (fork / ".git" / "forkflow" / "forkflow.db").exists()
     r = run_forkflow("status", cwd=fork)
     assert r.rc == 0, r.err
     assert "days behind upstream" in r.out and "backlog commits" in r.out
@@ -247,7 +247,7 @@ def test_bad_misspelt_key_or_section_is_named_not_ignored(fork: Path, cli) -> No
 
 def test_bad_store_locked_by_another_run(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
-    db = fork / ".forkflow" / "forkflow.db"
+    db = fork / ".git" / "forkflow" / "forkflow.db"
     holder = sqlite3.connect(db, timeout=0)
     holder.execute("BEGIN EXCLUSIVE")
     os.environ["FORKFLOW_LOCK_TIMEOUT"] = "0.3"
@@ -264,7 +264,7 @@ def test_bad_store_locked_by_another_run(fork: Path, cli) -> None:  # type: igno
 
 def test_bad_store_from_newer_schema(fork: Path, cli) -> None:  # type: ignore[no-untyped-def]
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
-    db = fork / ".forkflow" / "forkflow.db"
+    db = fork / ".git" / "forkflow" / "forkflow.db"
     con = sqlite3.connect(db)
     con.execute("INSERT INTO alembic_version VALUES ('9999_from_the_future')")
     con.commit()
@@ -342,7 +342,7 @@ def test_init_and_status_on_postgres(fork: Path, cli, postgres_url: str) -> None
     r = cli("init", "--upstream", "upstream", "--store", postgres_url, repo=fork)
     assert r.rc == 0, r.err
     assert postgres_url in (fork / "forkflow.toml").read_text()
-    assert not (fork / ".forkflow" / "forkflow.db").exists()
+    assert not (fork / ".git" / "forkflow" / "forkflow.db").exists()
     d = cli("status", "--json", repo=fork).json()
     assert d["counts"]["pending"] == 3
     eng = create_engine(postgres_url)

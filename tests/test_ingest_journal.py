@@ -82,7 +82,7 @@ def test_ingest_journal_events_of_a_landing_run(builder: ForkBuilder) -> None:
         in journal.events
     landed = names.index("landed")
     assert names[landed - 1] == "gated" and journal.events[landed][1] == (2, 1)
-    assert Path(fork / ".forkflow").exists()  # the store exists, and holds no unit: the journal had them
+    assert Path(fork / ".git" / "forkflow" / "forkflow.db").exists()  # the store exists, and holds no unit: the journal had them
     from forkflow.landing import records
 
     with ctx.store.session_scope() as s:

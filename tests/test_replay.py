@@ -152,7 +152,7 @@ def test_replay_resumed_without_its_scratch_folder_starts_the_chain_again(cli, s
     request = Request(parse_day(sample.since, "--since"), parse_day(sample.until, "--until"), parse_every("day"))
     with pytest.raises(KeyboardInterrupt):
         Replay(ctx.repo, ctx.config, ctx.store, ctx.fork_id, request, _Interrupt()).run()
-    shutil.rmtree(sample.fork / ".forkflow" / "replay")  # forkflow's carried branch goes with it
+    shutil.rmtree(sample.fork / ".git" / "forkflow" / "replay")  # forkflow's carried branch goes with it
     r = cli("replay", "--since", sample.since, "--until", sample.until, "--every", "day", "--json",
             repo=sample.fork)
     assert r.rc == 0, r.err

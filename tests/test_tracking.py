@@ -44,7 +44,7 @@ def test_markdown_issue_lifecycle(fork: Path, builder: ForkBuilder, cli) -> None
     assert r.rc == 0, r.err
     [step] = r.json()["steps"]
     assert step["action"] == "open" and step["tests"] == ["test_mm"]
-    [issue] = list((fork / ".forkflow" / "issues").glob("*.md"))
+    [issue] = list((fork / ".git" / "forkflow" / "issues").glob("*.md"))
     body = issue.read_text()
     assert key_in(body) == step["group"]
     assert "illegal memory access" in body and "@kernel-team" in body
@@ -54,7 +54,7 @@ def test_markdown_issue_lifecycle(fork: Path, builder: ForkBuilder, cli) -> None
     nightly(fork, builder, red=True)
     again = cli("issues", "sync", "--json", repo=fork).json()["steps"]
     assert [s["action"] for s in again] == ["update"]
-    assert len(list((fork / ".forkflow" / "issues").glob("*.md"))) == 1
+    assert len(list((fork / ".git" / "forkflow" / "issues").glob("*.md"))) == 1
     nightly(fork, builder, red=False)
     assert [s["action"] for s in cli("issues", "sync", "--json", repo=fork).json()["steps"]] == ["green"]
     nightly(fork, builder, red=False)

@@ -118,7 +118,7 @@ def test_tracked_group_keeps_its_issue_across_the_upgrade(fork: Path, builder: F
     old = previous_revision_context(fork, store_url)
     red = add_run(old, first, [("test_tune", TestOutcome.FAIL, KEYERROR)], tier=Tier.L2, trigger="nightly")
     store_old_failure(old, red, "test_tune")
-    issues = fork / ".forkflow" / "issues"
+    issues = fork / ".git" / "forkflow" / "issues"
     ref = MarkdownSink(issues).create(IssueDraft(OLD_KEY, "[forkflow] KeyError", "body"))
     with old.store.engine.begin() as c:
         c.execute(text("INSERT INTO triage_tracking (fork_id, sink, group_key, issue_id, url, state, green_streak, "

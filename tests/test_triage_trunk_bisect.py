@@ -125,7 +125,7 @@ def test_trunk_bisect_names_unit_and_upstream_commit_in_bundle(trunk: Trunk, cap
     assert rc == 0 and trunk.bundle[:12] in out and trunk.breaker[:12] in out
     rc, out, err = cli("issues", "sync", "--json", repo=trunk.path, capsys=capsys)
     assert rc == 0, err
-    bodies = "\n".join(p.read_text() for p in (trunk.path / ".forkflow" / "issues").glob("*.md"))
+    bodies = "\n".join(p.read_text() for p in (trunk.path / ".git" / "forkflow" / "issues").glob("*.md"))
     # the upstream subject is untrusted text: quoted as code in the tracking issue (issue 13)
     assert f"upstream commit `{trunk.breaker[:12]}` `upstream change 3 (#13)`; found by bisection" in bodies
     assert f"fork commit `{trunk.bundle[:12]}`" in bodies

@@ -48,7 +48,7 @@ err_console = SafeConsole(stderr=True, highlight=False)
 RepoOpt = Annotated[Path, typer.Option("--repo", help="The fork's checkout (default: current folder).")]
 StoreOpt = Annotated[str | None, typer.Option(
     "--store", help="Store URL (sqlite:///path or postgresql+psycopg://...); default from "
-    "FORKFLOW_STORE or forkflow.toml, else .forkflow/forkflow.db.")]
+    "FORKFLOW_STORE or forkflow.toml, else .git/forkflow/forkflow.db.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 MAX_ID = 2**63 - 1  # ids are the store's 64-bit row ids: a larger number is a usage error, not a crash
 

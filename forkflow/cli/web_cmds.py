@@ -50,7 +50,7 @@ def serve(
         db = Path(explicit.removeprefix("sqlite:///"))
         if not db.is_file():
             raise UserError(f"no forkflow store at {db}; check the path (a fork's store is its "
-                            ".forkflow/forkflow.db), or run `forkflow status` in the fork first")
+                            ".git/forkflow/forkflow.db), or run `forkflow status` in the fork first")
     target: str | Context
     if find_config(repo.resolve()) is not None:
         target = open_context(repo, store)

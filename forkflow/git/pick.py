@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import zlib
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -148,6 +148,27 @@ def _is_unsafe(path: str) -> bool:
         if part in ("", ".", "..") or folded in (".git", "git~1"):
             return True
     return False
+
+
+# forkflow's own files in a fork's tree: its config at the root, and its old state folder anywhere
+OWN_FOLDER = ".forkflow"
+OWN_CONFIG = "forkflow.toml"
+
+
+def own_file(path: str) -> bool:
+    """A path that is forkflow's own (folded as `_is_unsafe` folds names): an upstream commit that
+    touches one is held for a person, never picked nor merged (docs/security.md)."""
+    parts = [part.lower().rstrip(". ") for part in path.split("/")]
+    return OWN_FOLDER in parts or parts == [OWN_CONFIG]
+
+
+def touches_own_files(paths: Iterable[str]) -> str:
+    """Why a commit changing `paths` is held back ("" when it touches none of forkflow's own files)."""
+    own = sorted(p for p in paths if own_file(p))
+    if not own:
+        return ""
+    more = f" and {len(own) - 1} more" if len(own) > 1 else ""
+    return f"touches forkflow's own files ({own[0]}{more}): a person decides"
 
 
 def _side_of(path: str, entry: Entry | None) -> Side | None:
@@ -472,6 +493,9 @@ class MemoryPicker:
         if unsafe is not None:  # a checkout of it would fail (or write outside the work tree)
             return PickStep(sha, PickStatus.REFUSED, onto_tree,
                             missing=f"refused: it adds the path {unsafe!r}, which git will not check out")
+        own = touches_own_files(path for path, _, _ in self._changes(sha))
+        if own:  # the fork's config, or what would land where forkflow kept its store (a hot journal)
+            return PickStep(sha, PickStatus.REFUSED, onto_tree, missing=own)
         fast = self._fast_pick(onto_tree, sha)
         if fast is not None:
             return fast
@@ -761,7 +785,7 @@ class MemoryPicker:
         Updates the overlay and returns APPLIED or EMPTY when the fast path holds; None when
         a real merge is needed (the caller writes the overlay out and merges)."""
         updates: dict[str, Entry | None] = {}
-        if any(after is not None and _is_unsafe(path) for path, _, after in self._changes(sha)):
+        if any(after is not None and _is_unsafe(path) or own_file(path) for path, _, after in self._changes(sha)):
             return None
         for path, before, after in self._changes(sha):
             current = overlay[path] if path in overlay else _entry(base, path)

@@ -7,7 +7,6 @@ this module, `forkflow.wiring` and the commands are where a `Context` is opened 
 """
 from __future__ import annotations
 
-from forkflow.config import STATE_DIR
 from forkflow.context import Context
 from forkflow.errors import UserError
 from forkflow.landing.gate import CommandGate, Gate
@@ -20,6 +19,7 @@ from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.landing.stored import store_ingestor
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
+from forkflow.state import state_dir
 
 
 def ingestor(ctx: Context, options: IngestOptions, gate: Gate | None, reporter: Reporter | None = None,
@@ -43,7 +43,7 @@ def select_gate(ctx: Context, settings: IngestSettings) -> Gate:
                                    load_settings(ctx.config), tiers_rerunner(v)), untested_paths(ctx.config))
     if settings.l1_command:
         return CommandGate(ctx.repo, settings.l1_command, settings.l1_timeout,
-                           log_dir=ctx.config.root / STATE_DIR / "logs")
+                           log_dir=state_dir(ctx.repo) / "logs")
     raise UserError("no L1 gate: set [ingest] l1_command = \"your test command\" in forkflow.toml (or declare "
                     "[[suite]] entries with tier = \"L1\"); `l1_command = \"true\"` lands without tests")
 

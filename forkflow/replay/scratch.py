@@ -13,10 +13,11 @@ from typing import Any
 
 from sqlalchemy import event
 
-from forkflow.config import STATE_DIR, Config
+from forkflow.config import Config
 from forkflow.git.repo import Repo
 from forkflow.git.run import run_git
 from forkflow.models import Sha
+from forkflow.state import state_dir
 from forkflow.store.session import Store
 
 
@@ -27,13 +28,14 @@ class Scratch:
     store: Store
 
 
-def scratch_root(config: Config) -> Path:
-    return config.root / STATE_DIR / "replay"
+def scratch_root(user: Repo) -> Path:
+    return state_dir(user) / "replay"
 
 
 def open_scratch(user: Repo, config: Config, slot: int = 0) -> Scratch:
-    """The scratch repository under `.forkflow/replay/`, created on first use; one per worker `slot`."""
-    root = scratch_root(config)
+    """The scratch repository under `<git-common-dir>/forkflow/replay/`, created on first use; one per
+    worker `slot`."""
+    root = scratch_root(user)
     name = "" if slot == 0 else f"-{slot}"
     path = root / f"repo{name}.git"
     if not (path / "HEAD").exists():

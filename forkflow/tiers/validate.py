@@ -29,10 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from forkflow.config import STATE_DIR, Config
+from forkflow.config import Config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.models import MetricPoint, Sha
+from forkflow.state import state_dir
 from forkflow.tiers import records as q
 from forkflow.tiers.reports import (
     TestOutcome,
@@ -93,7 +94,7 @@ class Validator:
     @classmethod
     def configured(cls, repo: Repo, config: Config, journal: RunJournal) -> Validator:
         """The suites and settings of `config` (raises UserError on a bad `[[suite]]` or `[validation]`)."""
-        return cls(repo, load_suites(config), load_settings(config), journal, config.root / STATE_DIR / "runs")
+        return cls(repo, load_suites(config), load_settings(config), journal, state_dir(repo) / "runs")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from forkflow.config import Config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
+from forkflow.state import state_dir
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import records as ts
 from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, defuse_markers, ensure
@@ -76,7 +77,8 @@ def make_sink(config: Config) -> IssueSink:
     raw = config.section("triage")
     kind = load_settings(config).sink
     if kind == "markdown":
-        return MarkdownSink(config.root / str(raw.get("markdown_dir", ".forkflow/issues")))
+        return MarkdownSink(config.root / str(raw["markdown_dir"]) if "markdown_dir" in raw
+                            else state_dir(config.root) / "issues")  # default: the fork's state folder
     env = str(raw.get(f"{kind}_token_env", "GITHUB_TOKEN" if kind == "github" else "GITLAB_TOKEN"))
     token = os.environ.get(env, "")
     if not token:

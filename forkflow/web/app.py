@@ -1,6 +1,6 @@
 """The dashboard's FastAPI app: pages over the store, read-only unless the operator set a token.
 
-    app = create_app("sqlite:///.forkflow/forkflow.db")       # any store, its one fork
+    app = create_app("sqlite:///.git/forkflow/forkflow.db")   # any store, its one fork
     app = create_app(open_context(repo), token="s3cret")      # a checkout: actions allowed
 
 Every page is server-rendered (Jinja2 templates shipped in the package) and answers the same

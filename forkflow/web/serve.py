@@ -15,6 +15,7 @@ from rich.console import Console
 
 from forkflow.context import Context
 from forkflow.errors import UserError
+from forkflow.state import state_dir
 
 if TYPE_CHECKING:  # both are imported only when the dashboard runs
     import uvicorn
@@ -38,9 +39,10 @@ def check_port(host: str, port: int) -> None:
 
 
 def actions_log_for(target: str | Context) -> Path | None:
-    """Where actions are logged: the checkout's .forkflow/, or next to a SQLite store file."""
+    """Where actions are logged: the fork's state folder (`<git-common-dir>/forkflow/`), or next to a
+    SQLite store file."""
     if isinstance(target, Context):
-        return target.repo.path / ".forkflow" / "actions.log"
+        return state_dir(target.repo) / "actions.log"
     if target.startswith("sqlite:///") and not target.endswith(":memory:"):
         return Path(target.split("///", 1)[1]).parent / "actions.log"
     return None
