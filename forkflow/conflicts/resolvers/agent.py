@@ -193,7 +193,8 @@ class AgentResolver:
         verdict = guardrails.check(case, content)
         if verdict.ok and not self.autoland:
             self._log(case, shown, content.decode("utf-8", "surrogateescape"), "proposed",
-                      f"{verdict.reason}; waits for a person: forkflow conflicts approve ID", start)
+                      f"{verdict.reason}; waits for a person: forkflow conflicts show ID, "
+                      "then approve ID --proposal HASH", start)
             return None
         self._log(case, shown, raw, "accepted" if verdict.ok else "rejected", verdict.reason, start)
         return Proposal(content, f"agent ({self.backend.name})") if verdict.ok else None
