@@ -9,6 +9,11 @@
    reading the file and against `grep -c Traceback`.
 3. The flaky simulation (forkflow/testing/flakysim.py): share of real failures labelled FLAKY,
    against the naive rule "FLAKY when one rerun passes".
+4. The field corpus (tests/data/field/*.jsonl): ARI per part, project and class, and class
+   precision/recall for INFRA (machine, environment) and FLAKY.  Each failure is written as a
+   job's log file of one stored run, and `forkflow triage RUN --json --reruns 0` reads them, as a
+   user's run would be triaged.  The held-aside part is scored only with `--heldout`, and only
+   figures are printed for it, never a failure's text or signature.
 """
 from __future__ import annotations
 
@@ -115,6 +120,118 @@ def real_grouping(heldout: bool) -> None:
         print(f"  {'variants, seed ' + str(seed):28} {len(drawn):4} real + variants: {o:.3f} | {e:.3f} | {r:.3f}")
 
 
+FIELD_CLASSES = (("INFRA machine", "infra-machine", "machine"), ("INFRA environment", "infra-env", "environment"))
+
+
+def field_signatures(cases: list[real_corpus.FieldCase], cli: bool = True) -> list[tuple[str, str, str, str, str]]:
+    """(group key, kind, signature text, classification, excerpt) of each failure: through the CLI (one
+    stored run, one job a failure, its text the job's log file), or in this process."""
+    if not cli:
+        from forkflow.triage.classify import Evidence, classify_failure
+        from forkflow.triage.models import Failure
+        out = []
+        for c in cases:
+            sig = signature_of(c.text)
+            verdict = classify_failure(Failure(c.id, sig), Evidence())
+            out.append((sig.key, sig.kind.value, sig.text, verdict.classification.value, sig.excerpt))
+        return out
+    import json
+    import sys
+
+    from forkflow.context import open_context
+    from forkflow.models import Sha
+    from forkflow.testing.gitrepo import ForkBuilder
+    from forkflow.tiers import records as tq
+    from forkflow.tiers.reports import TestOutcome, TestResult
+    from forkflow.tiers.tiers import RunStatus, Tier
+
+    with tempfile.TemporaryDirectory() as d:
+        b = ForkBuilder(Path(d) / "repos")
+        b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+        b.branch_fork()
+        sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+        subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
+                        "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+        ctx = open_context(b.f.path)
+        logs = Path(d) / "logs"
+        logs.mkdir()
+        jobs = []
+        for i, c in enumerate(cases):
+            path = logs / f"e{i}.log"
+            path.write_text(c.text + "\n", encoding="utf-8", errors="surrogateescape")
+            jobs.append(tq.NewJob(f"e{i}", "ci", str(path), "", "", False, None, None))
+        with ctx.store.session_scope() as s:
+            run_id, job_ids = tq.create_run(s, ctx.fork_id, tq.NewRun(
+                Tier.L1, Sha(sha), None, "local", "validate", 0, (), ("ci",), {}), jobs)
+            for i, job in enumerate(job_ids):
+                # the job failed as a whole: its log is what triage reads (`[suite]`, as validate
+                # records a job without a report)
+                tq.finish_job(s, job, tq.JobFinish(RunStatus.FAIL, 1, 1.0, "", 1, 1, None, (), (), 1),
+                              [TestResult(f"[e{i}]", TestOutcome.ERROR, 1.0, "")])
+            tq.finish_run(s, run_id, RunStatus.FAIL, "", ())
+        done = subprocess.run([sys.executable, "-m", "forkflow", "triage", str(run_id), "--json",
+                              "--reruns", "0", "--repo", str(b.f.path)], capture_output=True,
+                             env=env, check=True, text=True)
+    by_suite = {f["suite"]: f for f in json.loads(done.stdout)["failures"]}
+    return [(f["group"], f["kind"], f["signature"], f["classification"], f["excerpt"])
+            for f in (by_suite[f"e{i}"] for i in range(len(cases)))]
+
+
+def _prf(hit: int, said: int, real: int) -> str:
+    p = f"{hit / said:.2f}" if said else "n/a"
+    r = f"{hit / real:.2f}" if real else "n/a"
+    return f"precision {p} ({hit}/{said}) recall {r} ({hit}/{real})"
+
+
+def field_grouping(split: str, cli: bool = True) -> float:
+    """ARI of one part of the field corpus, per project and class; INFRA and FLAKY precision and
+    recall.  Figures only: nothing of a failure's text is printed."""
+    from forkflow.triage.classify import infra_family
+    from forkflow.triage.models import FailureKind, Signature
+
+    cases = real_corpus.load_field(split)
+    if len(cases) < 2:
+        print(f"== field corpus, {split}: {len(cases)} failures, nothing to score")
+        return 1.0
+    t0 = time.perf_counter()
+    got = field_signatures(cases, cli)
+    dt = time.perf_counter() - t0
+    truth = [c.cause for c in cases]
+    keys = [g[0] for g in got]
+    ours = adjusted_rand_index(truth, keys)
+    exact = adjusted_rand_index(truth, [_first_line(c.text) for c in cases])
+    regex = adjusted_rand_index(truth, [plain_regex_key(c.text) for c in cases])
+    how = "through `forkflow triage RUN --json`" if cli else "in process"
+    print(f"== field corpus, {split}: {len(cases)} failures in {len(set(truth))} causes from "
+          f"{len({c.source_url for c in cases})} threads, {how} ({dt:.1f} s)")
+    print(f"ARI forkflow {ours:.3f} | exact first line {exact:.3f} | regex normaliser {regex:.3f}")
+    for label, attr in (("project", "project"), ("class", "klass")):
+        for value in sorted({getattr(c, attr) for c in cases}):
+            idx = [i for i, c in enumerate(cases) if getattr(c, attr) == value]
+            ari = adjusted_rand_index([truth[i] for i in idx], [keys[i] for i in idx])
+            print(f"  {label} {value:14} {len(idx):4} failures, {len({truth[i] for i in idx}):3} causes: ARI {ari:.3f}")
+    for kind in sorted({g[1] for g in got}):
+        idx = [i for i, g in enumerate(got) if g[1] == kind]
+        ari = adjusted_rand_index([truth[i] for i in idx], [keys[i] for i in idx])
+        print(f"  kind {kind:17} {len(idx):4} failures, {len({truth[i] for i in idx}):3} causes: ARI {ari:.3f}")
+    fams = [infra_family(Signature(FailureKind(g[1]), g[2], g[4])) if g[3] == "INFRA" else None for g in got]
+    for name, klass, fam in FIELD_CLASSES:
+        hit = sum(1 for c, f in zip(cases, fams) if c.klass == klass and f is not None and f.value == fam)
+        said = sum(1 for f in fams if f is not None and f.value == fam)
+        real = sum(1 for c in cases if c.klass == klass)
+        print(f"  {name:18} {_prf(hit, said, real)}")
+    infra = sum(1 for c, g in zip(cases, got) if c.klass.startswith("infra") and g[3] == "INFRA")
+    print(f"  {'INFRA (either)':18} {_prf(infra, sum(1 for g in got if g[3] == 'INFRA'), sum(1 for c in cases if c.klass.startswith('infra')))}")
+    flaky_real = sum(1 for c in cases if c.klass == "flaky")
+    flaky_said = sum(1 for g in got if g[3] == "FLAKY")
+    flaky_hit = sum(1 for c, g in zip(cases, got) if c.klass == "flaky" and g[3] == "FLAKY")
+    as_infra = sum(1 for c, g in zip(cases, got) if c.klass == "flaky" and g[3] == "INFRA")
+    print(f"  {'FLAKY':18} {_prf(flaky_hit, flaky_said, flaky_real)} (no rerun or history in a "
+          f"quoted log: FLAKY needs reruns; {as_infra} of {flaky_real} flaky failures read INFRA)")
+    return ours
+
+
 def _stacked(pool: list[real_corpus.Case], chain: tuple[str, ...]) -> list[real_corpus.Case]:
     r = random.Random(5)
     out = []
@@ -144,6 +261,25 @@ def confusions(heldout: bool) -> None:
             for _k, surface, text in sorted(set(sigs), key=lambda x: (x[2], x[1])):
                 print(f"    {surface:10} {text[:150]}")
     print("== signatures shared by several causes")
+    for text, causes in sorted(by_key.values()):
+        if len(causes) > 1:
+            print(f"{text[:150]}\n    {', '.join(sorted(causes))}")
+
+
+def field_confusions() -> None:
+    """Split and merged causes of the field corpus's train part (never of the held-aside part)."""
+    cases = real_corpus.load_field("train")
+    by_cause: dict[str, set[tuple[str, str]]] = {}
+    by_key: dict[str, tuple[str, set[str]]] = {}
+    for c in cases:
+        sig = signature_of(c.text)
+        by_cause.setdefault(c.cause, set()).add((sig.key, sig.text))
+        by_key.setdefault(sig.key, (sig.text, set()))[1].add(c.cause)
+    print("== field train: split causes")
+    for cause, sigs in sorted(by_cause.items()):
+        if len({k for k, _t in sigs}) > 1:
+            print(f"{cause}:" + "".join(f"\n    {t[:150]}" for _k, t in sorted(sigs)))
+    print("== field train: signatures shared by several causes")
     for text, causes in sorted(by_key.values()):
         if len(causes) > 1:
             print(f"{text[:150]}\n    {', '.join(sorted(causes))}")
@@ -303,10 +439,19 @@ def main() -> None:
     ap.add_argument("--heldout", action="store_true", help="also score the held-out causes")
     ap.add_argument("--only-real", action="store_true", help="only the real-corpus scores")
     ap.add_argument("--confusions", action="store_true", help="print split and merged causes")
+    ap.add_argument("--in-process", action="store_true",
+                    help="field corpus: signatures in this process instead of through the CLI")
+    ap.add_argument("--field-train-confusions", action="store_true",
+                    help="print the field corpus's train-part causes that are split or merged")
     args = ap.parse_args()
     real_grouping(args.heldout)
     if args.confusions:
         confusions(args.heldout)
+    field_grouping("train", cli=not args.in_process)
+    if args.heldout:
+        field_grouping("heldout", cli=not args.in_process)
+    if args.field_train_confusions:
+        field_confusions()
     if args.only_real:
         return
     pathological()

@@ -9,6 +9,7 @@ long log before it.  Variants keep the real text; only the surface around it is 
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -16,6 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "real_failures.jsonl"
+FIELD = CORPUS.parent / "field"
+# the field corpus's classes (tests/data/README.md)
+FIELD_CLASSES = ("code", "flaky", "infra-machine", "infra-env")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,53 @@ def load(path: Path = CORPUS) -> list[Case]:
             d = json.loads(line)
             out.append(Case(d["id"], d["cause"], d["surface"], d["text"], "", d["split"],
                             d["source_url"]))
+    return out
+
+
+def field_split(source_url: str) -> str:
+    """The part of the field corpus a thread falls in: a third of the threads are held aside."""
+    return "heldout" if int(hashlib.sha1(source_url.encode()).hexdigest(), 16) % 3 == 0 else "train"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldCase:
+    """One failure of the field corpus (tests/data/field/*.jsonl)."""
+
+    id: str
+    cause: str
+    project: str
+    surface: str
+    klass: str            # code | flaky | infra-machine | infra-env
+    text: str
+    split: str
+    source_url: str
+    test_id: str = ""
+
+
+def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
+    """The field corpus's failures of one part, `train` or `heldout`.  The part is computed
+    from the thread's URL (the stored `split` must agree, else the entry counts as held
+    aside), so that an entry of the held-aside part never reaches a caller asking for `train`.
+    Lines that do not parse (a file being written) are skipped."""
+    if split not in ("train", "heldout"):
+        raise ValueError(f"split must be train or heldout, not {split!r}")
+    out = []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                try:
+                    d = json.loads(line)
+                    url = str(d["source_url"])
+                    part = field_split(url)
+                    if part == "train" and d.get("split") != "train":
+                        part = "heldout"
+                    if part != split:
+                        continue
+                    out.append(FieldCase(str(d["id"]), str(d["cause"]), str(d["project"]),
+                                         str(d.get("surface", "")), str(d["class"]), str(d["text"]),
+                                         part, url, str(d.get("test_id", ""))))
+                except (ValueError, KeyError, TypeError):
+                    continue
     return out
 
 

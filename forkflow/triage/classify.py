@@ -3,7 +3,10 @@
 Order of the rules, each with the evidence it needs:
 
 1. INFRA: the signature is a runner fault (no space, lost runner, no GPU...), or the job the
-   test ran in was judged INFRA by validation.
+   test ran in was judged INFRA by validation (family `machine`), or an environment or
+   toolchain fault (a wheel built without the GPU's architecture, a driver too old, missing
+   headers or libraries: family `environment`).  `infra_family` tells them apart and
+   `suggested_action` says what to do.
 2. BROKEN_TRUNK: the same test failed with the same signature on the fork base or on the
    latest trunk run.  Such a failure cannot block a unit that did not cause it.
 3. With automatic reruns: a failure that fails again on every rerun is NEW, even in a test
@@ -18,10 +21,11 @@ on most reruns, a flaky test passes on nearly all (see benchmarks/bench_triage.p
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind
+from forkflow.triage.models import Classification, Diagnosis, Failure, FailureKind, InfraFamily, Signature
 
 C = Classification
 
@@ -70,13 +74,118 @@ def has_flipped(history: Sequence[HistoryPoint], key: str, policy: FlakyPolicy =
     return sandwiches >= policy.min_sandwiches
 
 
+# ----- INFRA families and what to do ----------------------------------------------------------
+# (pattern over the signature text, family, suggested action, strong), first match wins.  A
+# strong rule makes any signature INFRA; the others only name the family of a runner fault
+# (an INFRA signature).  Environment rules come first: a driver too old is reported through the
+# same runtime as a kernel's fault.
+E, M = InfraFamily.ENVIRONMENT, InfraFamily.MACHINE
+_FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tuple(
+    (re.compile(p, re.I), fam, action, strong) for p, fam, action, strong in (
+        (r"no kernel image is available|NoBinaryForGpu|not compatible with the current PyTorch|"
+         r"is not defined for option 'gpu-name'|is not a recognized processor|unsupported gpu architecture|"
+         r"invalid device function",
+         E, "rebuild the wheel (or install one built) for the GPU's architecture{arch}, or pin a release "
+            "that ships it", True),
+        (r"driver version is insufficient|driver on your system is too old|driver .{0,40}too old|"
+         r"kernel image is invalid|PTX was compiled with an unsupported toolchain|UNSUPPORTED_PTX_VERSION|"
+         r"driver does not support",
+         E, "update the GPU driver on the runner, or pin a toolkit and wheel that its driver supports", True),
+        (r"(?:\.h|\.hpp|\.cuh)'? ?(?:file not found|: No such file or directory)",
+         E, "install the missing headers (the toolkit's or library's development package) on the runner", True),
+        (r"cannot open shared object file|' not found \(required by|\bGLIBC(?:XX)?_\d|undefined symbol|"
+         r"cannot find -l\w+|symbol lookup error|DLL load failed|Library not loaded",
+         E, "install the library the binary was built against, or pin the package versions that match it", True),
+        (r": command not found|is not recognized as an internal or external command|"
+         r"No matching distribution found|Could not find a version that satisfies|"
+         r"not available for the python version",
+         E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
+        (r"unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
+         r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|"
+         r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible",
+         E, "pin the compiler, toolkit and package versions the build expects", True),
+        (r"disk full|low disk space|No space left on device",
+         M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
+        (r"OOM killer|virtual memory exhausted|LNK\d+: out of memory|Cannot allocate memory",
+         M, "give the job more host memory or fewer parallel compile jobs (MAX_JOBS), then re-run", True),
+        (r"HTTP 429|rate limit|Too Many Requests",
+         M, "retry later with backoff; authenticate, cache or mirror the hub or registry", True),
+        (r"port already in use|Address already in use",
+         M, "give each job its own port (bind to port 0) or isolate the jobs, then re-run", True),
+        # the network between nodes, as the collective library and its transports say it
+        (r"(?:NCCL|RCCL|Gloo) error: (?:remote process exited|unhandled system error|connection|socket)|"
+         r"NET/IB|Got completion with error|forcibly closed by the remote host",
+         M, "check the network between nodes (interfaces, IB links, NCCL_SOCKET_IFNAME), then re-run", True),
+        (r"NCCL watchdog|network error|Connection (?:reset|refused|closed|timed out)|Network is unreachable|"
+         r"could not resolve host|name resolution",
+         M, "check the network between the runner and the nodes or services it talks to, then re-run", False),
+        (r"runner shut down|runner lost|lost communication|shutdown signal|preempted|NodeDied",
+         M, "re-run the job; check the runner's health if it happens again", True),
+        (r"no CUDA-capable device|No XPU devices|Found no NVIDIA driver|NVIDIA-SMI has failed|ECC error|"
+         r"fallen off the bus|DEVICE_LOST",
+         M, "take the runner's GPU out of the pool and check it, then re-run elsewhere", True),
+    ))
+_MACHINE_DEFAULT = "re-run the job on a healthy runner"
+_ARCH_SUFFIX = re.compile(r" \[on ([^\]]+)\]$")
+# A device out of memory is the machine's when the test cannot fit it (it asked for more than
+# the device has) or another process holds the memory; otherwise it may be the change's.
+_ASKED = re.compile(r"(?i)tried to allocate ([\d.]+) ?([KMGT]i?B)")
+_TOTAL = re.compile(r"(?i)total capacity of ([\d.]+) ?([KMGT]i?B)")
+_HELD_ELSEWHERE = re.compile(r"(?i)memory (?:is )?(?:in use|held) by (?:another|other) process|"
+                             r"Process \d+ has [\d.]+ ?[KMGT]i?B memory in use")
+_UNIT = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _bytes(m: re.Match[str]) -> float:
+    return float(m[1]) * _UNIT[m[2][0].upper()]
+
+
+def _device_too_small(excerpt: str) -> bool:
+    asked, total = _ASKED.search(excerpt), _TOTAL.search(excerpt)
+    return bool(asked and total and _bytes(asked) > _bytes(total)) or bool(_HELD_ELSEWHERE.search(excerpt))
+
+
+def _family_rule(sig: Signature) -> tuple[InfraFamily, str, bool] | None:
+    for rx, fam, action, strong in _FAMILY_RULES:
+        if rx.search(sig.text):
+            arch = _ARCH_SUFFIX.search(sig.text)
+            return fam, action.format(arch=f" ({arch[1]})" if arch else ""), strong
+    if sig.kind is FailureKind.OOM and _device_too_small(sig.excerpt):
+        return M, ("run the test on a device with more memory, or free the memory other processes "
+                   "hold on the runner's GPU, then re-run"), True
+    return None
+
+
+def infra_family(sig: Signature) -> InfraFamily | None:
+    """The INFRA family of a signature: `machine` for runner faults (every INFRA signature),
+    `environment` for environment and toolchain faults; None for anything else."""
+    rule = _family_rule(sig)
+    if rule is not None and (rule[2] or sig.kind is FailureKind.INFRA):
+        return rule[0]
+    return M if sig.kind is FailureKind.INFRA else None
+
+
+def suggested_action(sig: Signature) -> str:
+    """What to do about an INFRA failure, by family and kind (pin, rebuild the wheel for the
+    architecture, update the driver, install headers, free disk...); empty for other failures."""
+    fam = infra_family(sig)
+    if fam is None:
+        return ""
+    rule = _family_rule(sig)
+    return rule[1] if rule is not None and rule[0] is fam else _MACHINE_DEFAULT
+
+
 def classify_failure(f: Failure, ev: Evidence, policy: FlakyPolicy = FlakyPolicy()) -> Diagnosis:
     """The classification of one failure, with the reason in words."""
     key = f.signature.key
-    if f.signature.kind is FailureKind.INFRA:
-        return Diagnosis(f, C.INFRA, "runner or machine fault: " + f.signature.text[:120])
+    fam = infra_family(f.signature)
+    if fam is not None:
+        what = "runner or machine fault" if fam is M else "environment or toolchain fault"
+        return Diagnosis(f, C.INFRA, f"{what}: " + f.signature.text[:120], family=fam,
+                         action=suggested_action(f.signature))
     if f.test in ev.infra_tests:
-        return Diagnosis(f, C.INFRA, "validation judged the job an infrastructure failure")
+        return Diagnosis(f, C.INFRA, "validation judged the job an infrastructure failure", family=M,
+                         action=_MACHINE_DEFAULT)
     if (f.test, key) in ev.trunk_failures:
         return Diagnosis(f, C.BROKEN_TRUNK, "fails the same way on the fork base or latest trunk run")
     flipped = has_flipped(ev.history.get(f.test, ()), key, policy)

@@ -54,6 +54,9 @@ class Signature:
     text: str       # normalized, e.g. "EXCEPTION: RuntimeError: CUDA error ... @ ops.py:launch"
     excerpt: str    # the raw lines around the error (decoded, capped), for people
     line: int = 0   # 1-based line of the error in the log, 0 when unknown
+    # where it ran, as the log prints it near the error (`sm_120; driver 570; cuda 12.8`), for
+    # people; the architecture, when it tells causes apart, is also in `text` (`... [on sm_120]`)
+    env: str = ""
 
     @property
     def key(self) -> str:
@@ -93,6 +96,15 @@ class FailureGroup:
         return tuple(sorted({f.test for f in self.failures}))
 
 
+class InfraFamily(str, enum.Enum):
+    """Which kind of INFRA failure: the machine or runner, or the environment and toolchain.
+    Both are INFRA (not the unit's fault; the gate wants them run again and passing before
+    landing); they differ in what to do about them."""
+
+    MACHINE = "machine"          # disk full, OOM killer, runner shutdown, network, rate limits
+    ENVIRONMENT = "environment"  # wheel without the GPU's arch, driver too old, missing headers/libs
+
+
 @dataclass(frozen=True, slots=True)
 class Diagnosis:
     """A failure's classification and why."""
@@ -101,3 +113,5 @@ class Diagnosis:
     classification: Classification
     reason: str
     reruns: tuple[bool, ...] = field(default=())  # True = passed on that rerun
+    family: InfraFamily | None = None              # for INFRA: machine or environment
+    action: str = ""                               # for INFRA: what to do about it

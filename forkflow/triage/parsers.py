@@ -24,7 +24,9 @@ _SKIP_FRAME = re.compile(r"llvm::sys::|SignalHandler|__restore_rt|\braise\b|\bab
                          r"ExecuteCC1Tool|mlir::asMainReturnCode|mlir::MlirOptMain)\b|"
                          r"CrashRecovery|\(/lib/|libc-start")
 _INNER_ERROR = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Warning)\b")
-_GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b")
+_GENERIC = re.compile(r"(?i)\b(error|errors|fail|failed|failure|fatal|abort|aborted|exception|panic)\b|"
+                      # runtimes' status names: `UR_RESULT_ERROR_DEVICE_LOST`, `CUDA_ERROR_LAUNCH_FAILED`
+                      r"_ERROR_[A-Z]|\bERROR_[A-Z]")
 _SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*\d+ (?:failed|passed)|"
                           r"\b(?i:0|no) (?i:errors?|failures?|failed)\b|"
                           # the runners' closing counts: unittest, lit, ctest
@@ -193,7 +195,8 @@ def parse_traceback(before: str, after: str) -> str | None:
         if m:
             frames.append((m[1], _basename(m[1]), m[2]))
             continue
-        if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback"):
+        if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback") \
+                or _SEPARATOR.match(line):
             continue
         message = _exception_message(line.strip(), "\n".join(lines[i:i + 40]))
         inner = _unwrap(message, lines[i + 1:i + 6])
@@ -204,6 +207,10 @@ def parse_traceback(before: str, after: str) -> str | None:
         return with_frame(message, frames, before, "\n".join(lines[i + 1:i + 12]))
     frame = _project_frame(frames)  # a log cut inside the traceback: where it was
     return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
+
+
+# a line of only punctuation (`--` between a pasted log's parts, `....`): never an exception
+_SEPARATOR = re.compile(r"^[-=_~*#.+| ]+$")
 
 
 def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
@@ -365,13 +372,24 @@ def parse_compiler(before: str, after: str) -> str | None:
     """The first `error:` of the last burst of compiler diagnostics, without its location
     (the same broken API shows up in many files)."""
     hit = _hit_line(before, after)
-    for line in before.split("\n")[-50:-1] + [hit]:
+    lines = before.split("\n")[-50:-1] + [hit]
+    for i, line in enumerate(lines):
         if re.search(r"CHECK[-\w]*:", line):
             continue
         m = _DIAGNOSTIC.search(line)
         if m and (": error: " in line or "fatal" in line):
+            if _LINK_SUMMARY.search(m[2]):  # the driver's summary: the linker's error is above it
+                linker = next((ln for ln in reversed(lines[max(0, i - 20):i]) if _LINK_ERROR.search(ln)), None)
+                if linker:
+                    return _LINK_ERROR.search(linker)[0]  # type: ignore[index]
             return f"{m[1]}: {m[2]}"
     return hit
+
+
+# A link step's summary, and the linker's own error that it sums up
+_LINK_SUMMARY = re.compile(r"ld returned \d+ exit status|linker command failed with exit code")
+_LINK_ERROR = re.compile(r"(?:undefined reference to|cannot find -l|undefined symbol:|"
+                         r"multiple definition of|cannot open (?:output )?file|relocation \S+ against)[^\n]*")
 
 
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
@@ -480,6 +498,13 @@ _RUNTIME_ERRORS = re.compile(
 def parse_cuda(before: str, after: str) -> str | None:
     """The CUDA error text; for device-side asserts, the assertion too."""
     key = _from_hit(after)
+    comm = collective(_hit_line(before, after))
+    if comm:
+        return comm
+    if _NOT_COMPATIBLE.search(_hit_line(before, after)):
+        # torch's warning that the build lacks the device's architecture: what the launch
+        # will then say
+        return "CUDA runtime error: no kernel image is available for execution on the device"
     canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
     if canonical and "device-side assert" not in key:
         runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
@@ -490,6 +515,9 @@ def parse_cuda(before: str, after: str) -> str | None:
         if asserts:
             key += " | " + "".join(asserts[-1])
     return key
+
+
+_NOT_COMPATIBLE = re.compile(r"with CUDA capability \S+ is not compatible with the current PyTorch")
 
 
 # A kernel's own fault, unlike a missing device or binary (the machine's fault, wherever seen)
@@ -567,6 +595,9 @@ def parse_timeout(before: str, after: str) -> str | None:
             return f"timeout in {unit}"
         if frame:
             return f"timeout in {frame[0]}:{frame[1]}"
+    lit = lit_timeout(_hit_line(before, after))
+    if lit:  # lit and ctest name the test that ran out of time: one group per test
+        return lit
     locs = _PYTEST_LOC.findall(before[-8000:])
     if locs:
         return f"timeout in {_basename(locs[-1][0])}:{locs[-1][1]}"
@@ -706,3 +737,122 @@ PARSERS: dict[FailureKind, Parser] = {
     FailureKind.FILECHECK: parse_filecheck,
     FailureKind.EXCEPTION: _dispatch_exception,
 }
+
+
+# ----- a failure's environment -----------------------------------------------------------------
+# The GPU architecture, driver, toolkit and package versions a log prints near its failure.  The
+# same error text (a missing kernel image, a resource limit, an import error) has different causes
+# on different GPUs and versions; the architecture the failure ran on tells them apart.
+
+# a device's architecture: `sm_120`, `sm_90a`, `gfx942`, `compute capability 8.6`
+_ARCH = re.compile(r"(?<![\w-])(sm_\d{2,3}[af]?|gfx\d{3,4}[a-z]?)(?![\w-])|"
+                   r"(?i:compute capability)[: ]+\(?(\d{1,2})[.,] ?(\d)\b")
+_ENV_FACTS = (
+    ("driver", re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)(?:\.\d+)*")),
+    ("cuda", re.compile(r"(?i)\bcuda(?: version| runtime version| toolkit)?\s*[:=]?\s*v?(\d{2}\.\d)\b")),
+    ("rocm", re.compile(r"(?i)\b(?:rocm|hip)(?: version)?\s*[:=]?\s*v?(\d\.\d)\b")),
+    ("torch", re.compile(r"(?i)(?<![\w-])(?:torch|pytorch)(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
+    ("triton", re.compile(r"(?i)(?<![\w-])(?:pytorch-)?triton(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
+)
+
+
+def architectures(text: str) -> list[str]:
+    """The GPU architectures a log names as its device's, in order of appearance.  A line that
+    lists three or more (`supports CUDA capabilities sm_50 sm_60 sm_70`) names a build's
+    targets, not the device."""
+    out: list[str] = []
+    if "sm_" not in text and "gfx" not in text and "apability" not in text:
+        return out
+    for line in text.split("\n"):
+        found = [m[1] or f"sm_{m[2]}{m[3]}" for m in _ARCH.finditer(line[:2000])]
+        if 0 < len(set(found)) <= 2:
+            out += [a for a in found if a not in out]
+    return out
+
+
+def environment(text: str) -> str:
+    """The failure's environment as one line (`sm_120; driver 570; cuda 12.8; torch 2.7`), empty
+    when the log prints none of it: the first value of each fact."""
+    facts = architectures(text)[:2]
+    for name, rx in _ENV_FACTS:
+        m = rx.search(text)
+        if m:
+            facts.append(f"{name} {m[1]}")
+    return "; ".join(facts)
+
+
+# a device's name when no architecture is printed: `Tesla V100-SXM2`, `RTX 5090`, `Arc A770`, `MI300X`
+_DEVICE = re.compile(r"\b(?:(?:Tesla|Quadro) [A-Z]?\d{1,4}|(?:RTX|GTX) ?[A-Z]?\d{3,4}(?: Ti)?|"
+                     r"Arc(?:\(TM\))? [AB]\d{3}|Data Center GPU Max \d{4}|MI\d{2,3}[AXH]?|"
+                     r"(?<![\w-])[ABHL]\d{2,3}(?=[- ]|\s*$)(?:[- ](?:SXM\d?|PCIe))?)\b")
+# a driver too old says what it found: `(found version 11040)`; `Driver Version: 470.86`
+_FOUND_VERSION = re.compile(r"found version (\d{4,5})\b")
+_DRIVER_VERSION = re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)")
+DRIVER_SENSITIVE = re.compile(r"(?i)driver|kernel image is invalid|PTX was compiled|unsupported toolchain")
+
+
+def env_key(text: str, window: str) -> str:
+    """What of the environment tells apart failures whose signature is `text`: for a driver's
+    fault, the driver (or the CUDA version it supports); else the device's architecture, or its
+    name when the log prints no architecture.  Empty when the log names none."""
+    if DRIVER_SENSITIVE.search(text):
+        found = _FOUND_VERSION.search(window)
+        if found:
+            n = int(found[1])
+            return f"cuda {n // 1000}.{n % 1000 // 10}"
+        drv = _DRIVER_VERSION.search(window)
+        if drv:
+            return f"driver {drv[1]}"
+    arch = architectures(window)
+    if arch:
+        return arch[0]
+    dev = _DEVICE.search(window)
+    return " ".join(dev[0].split()) if dev else ""
+
+
+# Errors whose cause depends on where they ran: the device's architecture keys them apart.
+ENV_SENSITIVE = re.compile(
+    r"(?i)no kernel image|NoBinaryForGpu|invalid device function|not compatible with the current|"
+    r"kernel image is invalid|gpu-name|gpu architecture|unsupported gpu|out of resource|Error \[ZE\]|"
+    r"too many resources|undefined symbol|cannot open shared object|not found \(required by|"
+    r"driver version is insufficient|driver.{0,40}too old|PTX was compiled|unsupported toolchain|"
+    r"ImportError|ModuleNotFoundError|NCCL|RCCL")
+
+
+# ----- collective communication ---------------------------------------------------------------
+
+# What a collective-communication failure says went wrong, whatever wraps it (DistBackendError,
+# `NCCL error in: file:line, ...`, the watchdog's abort with its timeout value).
+_COLLECTIVE_REASON = re.compile(
+    r"(?i)(unhandled system error|ncclSystemError|unhandled cuda error|internal (?:check )?error|invalid usage|"
+    r"remote process exited or there was a network error|invalid argument|"
+    r"watchdog caught collective operation timeout|collective operation timeout|"
+    r"communicator was aborted|socket timeout|connection (?:closed|reset|refused)[\w ]*|"
+    r"ncclUniqueId|Watchdog got stuck|heartbeat monitor|Timeout at NCCL work|"
+    r"ran for \d+ milliseconds before timing out)")
+
+
+def collective(line: str) -> str | None:
+    """`NCCL error: <what went wrong>` for a collective-communication failure line, else None."""
+    if not re.search(r"NCCL|RCCL|ProcessGroup|DistBackendError|c10d|Gloo", line):
+        return None
+    reason = _COLLECTIVE_REASON.search(line)
+    if reason is None:
+        return None
+    what = reason[1].lower().replace("ncclsystemerror", "unhandled system error")
+    if "timing out" in what or "timeout at nccl" in what or "operation timeout" in what:
+        what = "collective operation timeout"
+    lib = "RCCL" if "RCCL" in line else "Gloo" if "Gloo" in line else "NCCL"
+    return f"{lib} error: {what}"
+
+
+# lit's `TIMEOUT: Suite :: path/test.mlir (12 of 340)`, ctest's `Test #12: name ...***Timeout`
+_LIT_TIMEOUT = re.compile(r"TIMEOUT: (.+? :: \S+)|Test +#\d+: (\S+) \.*\**Timeout")
+
+
+def lit_timeout(text: str) -> str | None:
+    """The test a lit or ctest timeout names (the last one)."""
+    found = None
+    for found in _LIT_TIMEOUT.finditer(text):
+        pass
+    return f"timeout in {found[1] or found[2]}" if found else None

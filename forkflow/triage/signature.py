@@ -21,7 +21,8 @@ from typing import BinaryIO
 import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
-from forkflow.triage.parsers import PARSERS, frames_above, generic_line, with_frame, with_test
+from forkflow.triage.parsers import (ENV_SENSITIVE, PARSERS, env_key, environment, frames_above,
+                                     generic_line, with_frame, with_test)
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
@@ -39,7 +40,9 @@ MAX_SIGNATURE = 600
 # on trunk stays BROKEN_TRUNK and a tracked group keeps its issue across an upgrade.
 # tests/test_signature_version.py fails when the output on its samples changes without a bump.
 # 1: the rules up to issue 14; 2: error regions, frames of the project, footers (issue 14).
-SIGNATURE_VERSION = 2
+# 3: process and runner prefixes of any shape, kinds on a structure, the device's architecture
+# in the signature of errors that depend on it, environment and machine families (issue 32).
+SIGNATURE_VERSION = 3
 
 K = FailureKind
 
@@ -65,7 +68,8 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
 # Footers torch and LLVM print under many different errors: never a signature (issue 14).
 _FOOTERS_LIST = (
     "CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
-    "TORCH_USE_CUDA_DSA", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
+    "TORCH_USE_CUDA_DSA", "HIP kernel errors might be asynchronously reported", "TORCH_USE_HIP_DSA",
+    "consider passing AMD_SERIALIZE_KERNEL", "XPU kernel errors might be asynchronously reported", "PYTORCH_PRINT_REPRO_ON_FAILURE", "To execute this test, run the following",
     "PYTORCH_OPINFO_SAMPLE_INPUT_INDEX=", "Set TORCHDYNAMO_VERBOSE=1", 'TORCH_LOGS="+dynamo"',
     "PLEASE submit a bug report", "suppress this exception and fall back to eager",
     "Stack dump without symbol names", "HINT: To debug", "The failure occurred for item",
@@ -83,7 +87,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.INFRA, "Connection refused", "Connection reset by peer",
         "Could not resolve host", "Temporary failure in name resolution",
         "no CUDA-capable device is detected", "CUDA driver version is insufficient",
-        "Found no NVIDIA driver", "NVIDIA-SMI has failed", "has received a shutdown signal",
+        "Found no NVIDIA driver", "NVIDIA-SMI has failed",
         "No XPU devices are available",
         "lost communication with the server", "runner lost", "Network is unreachable",
         "NodeDiedError", "node was preempted", "Read-only file system",
@@ -91,7 +95,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "uncorrectable ECC error", "GPU has fallen off the bus", "Remote end closed connection"),
     *_t(K.TIMEOUT, "Timeout", "timed out", "TIMEOUT", "Timed out", "Reached timeout",
         "deadline exceeded", "DeadlineExceeded",
-        verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"),
+        # a timeout value a collective-communication failure prints is no test timing out
+        verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"
+               r"(?!.*(?:NCCL|RCCL|ProcessGroup|Watchdog|DistBackendError|c10d|Gloo))"),
     # runner faults that say so unambiguously: the signature is the family, never the test
     *_infra("host out of memory (OOM killer)", "oom-kill", "OOMKilled", "Out of memory: Killed process",
             "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
@@ -101,20 +107,39 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
     *_infra("Ray worker crashed", "WorkerCrashedError", "The actor died unexpectedly",
             "RayActorError"),
-    *_infra("disk full", "No space left on device"),
+    *_infra("disk full", "No space left on device", "no space left on device"),
+    *_infra("low disk space (runner check)", "running out of disk space", "not enough disk space",
+            "Not enough disk space", "insufficient disk space", "Insufficient disk space",
+            "Not enough free disk space", "not enough free disk space"),
+    *_infra("rate limited by a hub or registry (HTTP 429)", "429 Client Error", "Too Many Requests",
+            "HTTP Error 429", "toomanyrequests", "rate limit exceeded", "Rate limit exceeded",
+            "API rate limit", "status code 429", "status: 429", "429 Too Many"),
+    *_infra("runner shut down", "has received a shutdown signal"),
+    # an allocator's out-of-memory whatever its device or wording (`HIP out of memory`,
+    # `XPU out of memory`, `Tried to allocate 2.00 GiB`, `UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`)
     *_t(K.OOM, "out of memory", "OutOfMemoryError", "MemoryError", "bad_alloc",
-        "Out of memory"),
+        "Out of memory", "Tried to allocate", "tried to allocate", "OUT_OF_DEVICE_MEMORY",
+        "OUT_OF_MEMORY", "ErrorOutOfMemory", "out of device memory", "not enough memory"),
     *_t(K.CUDA_ERROR, "CUDA error", "cudaError", "CUDA_ERROR_", "illegal memory access",
         "device-side assert", "misaligned address", "unspecified launch failure",
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
         "HIP error", "illegal instruction was encountered", "too many resources requested",
-        "no kernel image is available", "CUDA Error"),
+        "no kernel image is available", "CUDA Error",
+        # collective communication, whoever reports it (its own words, torch's wrapper)
+        "DistBackendError", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
+        "ncclInvalidUsage", "NCCL_ERROR_", "communicator was aborted", "Timeout at NCCL work",
+        # torch's warning that the wheel lacks the device's architecture
+        "is not compatible with the current PyTorch installation",
+        # Level Zero and the unified runtime (Intel GPUs) name their errors so
+        "UR_RESULT_ERROR_", "ZE_RESULT_ERROR_", "DEVICE_LOST"),
     # libstdc++ quotes its assertions with ' (`Assertion '__n < this->size()' failed.`)
     *_t(K.CRASH, "Assertion `", "Assertion '", "Assertion failed", "LLVM ERROR:", "LLVM error :",
         "error in backend:", "UNREACHABLE executed",
         "Segmentation fault", "Stack dump:", "PLEASE submit a bug report",
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
+        # the loader refusing a binary: a missing library or library version
+        "' not found (required by", "cannot open shared object file",
         "died with <Signals.SIG"),
     *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
         verify=_NOT_FILECHECK),
@@ -141,10 +166,21 @@ def _is_teardown(buf: bytes, pos: int) -> bool:
 
 
 def _on_footer(buf: bytes, pos: int) -> bool:
+    """Whether the hit at `pos` is part of a footer: a footer starts before it on its line, and
+    the line holds no error before that footer (a table row may carry the error, then the
+    footer: `test | Class | OutOfMemoryError: ... To execute this test, run ...`)."""
     lo = buf.rfind(b"\n", 0, pos) + 1
     hi = buf.find(b"\n", pos)
     line = buf[lo: hi if hi >= 0 else len(buf)]
-    return len(line) < MAX_LINE and bool(_FOOTER_BYTES.find_matches_as_indexes(line))
+    if len(line) >= MAX_LINE:
+        return False
+    found = _FOOTER_BYTES.find_matches_as_indexes(line)
+    return bool(found) and (found[0][1] <= pos - lo or not _keeps_head(line[:found[0][1]].decode("utf-8", "replace")))
+
+
+def _keeps_head(head: str) -> bool:
+    """Whether the text before a footer on its line is an error of its own (a few words)."""
+    return len(head.split()) >= 4
 
 
 def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
@@ -282,12 +318,18 @@ class Scanner:
         after = clean_window(raw_after.decode("utf-8", "replace"),
                              self.has_marks(best.pos, best.pos + len(raw_after)))
         excerpt = _excerpt(before, after)
+        env = environment(before + after)
         if best.label:  # a strong runner fault: the family is the signature
-            return Signature(K.INFRA, f"{K.INFRA.value}: {best.label}", excerpt, best.line)
+            text = f"{K.INFRA.value}: {best.label}"
+            if best.label.startswith("rate limited"):  # which hub or registry said no
+                host = _host_near(before, after)
+                text += f": {host}" if host else ""
+            return Signature(K.INFRA, text, excerpt, best.line, env)
         key = PARSERS[best.kind](before, after)
         if key is None:  # the parser found nothing usable: take the hit's own line
             key = _line_at(before, after)
-        return Signature(best.kind, _signature_text(best.kind, key), excerpt, best.line)
+        text = _signature_text(best.kind, key)
+        return Signature(best.kind, _on_arch(best.kind, text, before + after), excerpt, best.line, env)
 
     def _fallback(self) -> Signature:
         """No trigger: the last line of the end of the log that says error/failed."""
@@ -312,7 +354,33 @@ class Scanner:
         if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
             lines = cleaned.split("\n")
             key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
-        return Signature(kind, _signature_text(kind, key), excerpt, line)
+        return Signature(kind, _on_arch(kind, _signature_text(kind, key), cleaned), excerpt, line,
+                         environment(cleaned))
+
+
+_URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
+
+
+def _host_near(before: str, after: str) -> str:
+    """The host of the URL on the hit's line, else on the lines around it (a registry's or hub's
+    name: `huggingface.co`, `registry-1.docker.io`)."""
+    line = _line_at(before, after)
+    found = _URL_HOST.search(line)
+    if found is None:
+        near = "\n".join(before.rsplit("\n", 6)[-6:] + after.split("\n", 6)[:6])
+        hosts = _URL_HOST.findall(near)
+        return hosts[-1].lower() if hosts else ""
+    return found[1].lower()
+
+
+def _on_arch(kind: FailureKind, text: str, window: str) -> str:
+    """`text`, plus the device's architecture when the log names one and the error is one whose
+    cause depends on it (a missing kernel image, a resource limit, a library or collective
+    failure): the same words on two GPUs are two failures, and only then."""
+    if kind is not K.CUDA_ERROR and not ENV_SENSITIVE.search(text):
+        return text
+    where = env_key(text, window)
+    return f"{text} [on {where}]"[:MAX_SIGNATURE + 40] if where else text
 
 
 def _line_at(before: str, after: str) -> str:
@@ -427,14 +495,29 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception
 _FOOTERS = _FOOTERS_LIST
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
-_PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?|\[rank\d+\]: ?"
+_PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?"
+             r"|\[(?:rank|default)\d+\]: ?"
+             # a process's tag: Ray's and vLLM's workers `(VllmWorker pid=123)`, `(raylet, ip=10.0.0.1)`
+             r"|\((?:[\w.-]+,? )?(?:pid=\d+|ip=[\d.]+)(?:, ip=[\d.]+)?\) |\(raylet(?:, ip=[\d.]+)?\) "
+             # glog in brackets (`[rank0]:[W1206 18:44:12.7 ProcessGroupNCCL.cpp:607] `)
+             r"|\[[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)?(?: \d+)? [\w./-]+:\d+\] ?"
+             # vLLM's logger: `ERROR 06-13 07:35:59 [core.py:517] `, `INFO 08-13 04:39:39 engine.py:400] `
+             r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) "
+             # a compose service (`vllm-1  | `), a runner's step marker, docker build's step
+             r"|[\w.-]{1,40} +\|(?:[ \t]|(?=\n)|$)|##\[(?:error|warning|group|endgroup|debug|notice)\]|#\d+ \d+\.\d+ "
+             # gtest's verdict column: `[  FAILED  ] Suite.Test` names a test, the error is elsewhere
+             r"|\[ +(?:FAILED|OK|RUN|PASSED|SKIPPED) +\] "
+             # NCCL's own: `host:pid:tid [dev] `
+             r"|[\w.-]+:\d+:\d+ \[\d+\] "
              # glog and torch logging: `E0912 11:54:57.366000 1121181 torch/x.py:2100] [7/0] `
              r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?:\[[\d/]+\] )?"
              # bracketed or logging timestamps, pytest-xdist's worker tag
              r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] ?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?"
-             r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:- [\w.]+ - )?|\[gw\d+\] ?"
+             r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:- [\w.]+ - (?:[A-Z]+ - )?)?|\[gw\d+\] ?"
              # ctest's test number when it runs tests in parallel: `209: `
              r"|\d{1,5}: "
+             # Buildkite's and other pasted logs' column: `  | [2025-08-08T10:26:49Z] `
+             r"| {0,4}\| (?=\[|\d{4}-)"
              r"|# \| ?|[\w.-]{1,20}> )+")
 _LINE_PREFIX = re.compile("^" + _PREFIXES, re.M)
 # the same after a newline: a literal first character lets the regex engine jump from line to
@@ -450,7 +533,8 @@ def _drop_footers(text: str) -> str:
     found = _FOOTER_MATCHER.find_matches_as_indexes(text)
     if not found:
         return text
-    # one search over the window, then the lines that hold a match are cut out
+    # one search over the window, then the lines that hold a match are cut out (from the
+    # footer on, when an error of its own stands before it on the line)
     out, last = [], 0
     for _idx, start, _end in found:
         if start < last:
@@ -459,6 +543,8 @@ def _drop_footers(text: str) -> str:
         hi = text.find("\n", start)
         hi = len(text) if hi < 0 else hi
         out.append(text[last:lo])
+        if _keeps_head(text[lo:start]):
+            out.append(text[lo:start].rstrip() + "\n")
         last = hi + 1
     out.append(text[last:])
     return "".join(out)
