@@ -107,5 +107,6 @@ def test_bundle_message_lists_decisions_capped_subject_and_ledger_reads_them_bac
     subject, body = text.split("\n", 1)
     assert len(subject) <= 72 and subject.startswith("Cherry-pick 40 upstream (#1000 ") and "more)" in subject
     refs = read_sections(body)
-    assert refs.skipped_prs == [2000] and refs.skipped_shas == ["f" * 12]
+    # the row's sha is the decision; the "#2000" in its quoted upstream subject decides nothing
+    assert refs.skipped_prs == [] and refs.skipped_shas == ["f" * 12]
     assert not refs.picked_prs

@@ -210,7 +210,7 @@ def test_pick_non_utf8_message_and_path(fork: ForkBuilder, tmp_path: Path) -> No
     new = p.write_commit(step.tree, _tip(fork), single_message(u, raw), p.author(u), enc)
     written = run_git("cat-file", "commit", new, cwd=fork.f.path)
     assert f"Upstream-Commit: {u}" in written
-    assert p.repo.get(new).raw_message.startswith(b"Caf\xe9 fix (#16)\n\nd\xe9tails")  # type: ignore[union-attr]
+    assert p.repo.get(new).raw_message.startswith(b"Caf\xe9 fix (#16)\n\n> d\xe9tails")  # type: ignore[union-attr]  # upstream's body, quoted
 
 
 def test_pick_messages_quote_evidence_lines_and_list_bundles() -> None:
