@@ -102,7 +102,9 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
         (r"unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|"
-         r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible",
+         r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
+         r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
+         r"Host \\w+ version must be at least",
          E, "pin the compiler, toolkit and package versions the build expects", True),
         (r"disk full|low disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),

@@ -372,6 +372,9 @@ def parse_compiler(before: str, after: str) -> str | None:
     """The first `error:` of the last burst of compiler diagnostics, without its location
     (the same broken API shows up in many files)."""
     hit = _hit_line(before, after)
+    cmake = _CMAKE_ERROR.search(hit)
+    if cmake:  # `CMake Error at file:line (command):` only says where: the message is under it
+        return f"CMake Error: {_cmake_message(cmake[1], after)}"
     lines = before.split("\n")[-50:-1] + [hit]
     for i, line in enumerate(lines):
         if re.search(r"CHECK[-\w]*:", line):
@@ -384,6 +387,26 @@ def parse_compiler(before: str, after: str) -> str | None:
                     return _LINK_ERROR.search(linker)[0]  # type: ignore[index]
             return f"{m[1]}: {m[2]}"
     return hit
+
+
+_CMAKE_ERROR = re.compile(r"CMake Error(?: at \S+)?(?: \([\w-]+\))?:\s*(.*)$")
+
+
+def _cmake_message(rest: str, after: str) -> str:
+    """The message of a CMake error: on its line, else its indented lines below (to the first
+    blank line), joined, its first sentence."""
+    if rest.strip():
+        return _first_sentence(rest.strip())
+    body = []
+    for line in after.split("\n")[1:12]:
+        if not line.strip():
+            if body:
+                break
+            continue
+        if not line[:1].isspace():
+            break
+        body.append(line.strip())
+    return _first_sentence(" ".join(body)) if body else "(no message)"
 
 
 # A link step's summary, and the linker's own error that it sums up
@@ -783,7 +806,7 @@ def environment(text: str) -> str:
 
 # a device's name when no architecture is printed: `Tesla V100-SXM2`, `RTX 5090`, `Arc A770`, `MI300X`
 _DEVICE = re.compile(r"\b(?:(?:Tesla|Quadro) [A-Z]?\d{1,4}|(?:RTX|GTX) ?[A-Z]?\d{3,4}(?: Ti)?|"
-                     r"Arc(?:\(TM\))? [AB]\d{3}|Data Center GPU Max \d{4}|MI\d{2,3}[AXH]?|"
+                     r"Arc(?:\(TM\))? [AB]\d{3}|Data Center GPU Max \d{4}|MI\d{2,3}[AXH]?|Radeon (?:RX |Pro )?\d{3,4}[A-Z]*|"
                      r"(?<![\w-])[ABHL]\d{2,3}(?=[- ]|\s*$)(?:[- ](?:SXM\d?|PCIe))?)\b")
 # a driver too old says what it found: `(found version 11040)`; `Driver Version: 470.86`
 _FOUND_VERSION = re.compile(r"found version (\d{4,5})\b")
