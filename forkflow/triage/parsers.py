@@ -397,7 +397,7 @@ def _cmake_message(rest: str, after: str) -> str:
     blank line), joined, its first sentence."""
     if rest.strip():
         return _first_sentence(rest.strip())
-    body = []
+    body: list[str] = []
     for line in after.split("\n")[1:12]:
         if not line.strip():
             if body:
