@@ -23,6 +23,7 @@ from forkflow.landing.gate import CommandGate, prune_stale_worktrees
 from forkflow.landing.l1trees import registry_dir
 from forkflow.models import Sha
 from forkflow.tiers.runners.base import Job, JobState, run_process
+from tests.test_replay import Sample, sample  # noqa: F401 - the replay's generated fork
 from tests.test_tiers_support import commit, make_repo, suite_toml
 
 PYTEST = "python -m pytest -q -p no:cacheprovider --junitxml={report} tests"
@@ -208,3 +209,17 @@ def test_tier_job_that_escapes_the_group_with_setsid_is_killed(tmp_path: Path) -
     _kill_later([pid] if alive else [])
     assert result.state is JobState.FINISHED and result.returncode == 0
     assert not alive, "a suite's process that left its group outlived the job"
+
+
+@pytest.mark.security
+def test_replay_gate_tree_survives_a_concurrent_prune(cli, sample: Sample, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # the gate itself runs another process's prune (an ingest beside the replay), then needs its tree
+    script = tmp_path / "gate.py"
+    script.write_text("from pathlib import Path\nfrom forkflow.git.repo import Repo\n"
+                      "from forkflow.landing.gate import prune_stale_worktrees\n"
+                      "prune_stale_worktrees(Repo(Path.cwd()))\nassert Path('k.py').is_file()\n")
+    r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d",
+            "--gate", f"{sys.executable} {script}", "--json", repo=sample.fork)
+    assert r.rc == 0, r.err
+    step = r.json()["steps"][0]
+    assert step["landed"] != [], step

@@ -103,6 +103,9 @@ class Engine:
             # a history that names blobs the object database lacks (a partial clone); see #11
             raise UserError(f"an object of the fork's history is missing ({e}); fetch it (`git fetch --refetch`) "
                             "or use a complete clone, then re-run: finished steps are kept") from e
+        finally:
+            if isinstance(self.gate, CommandGate):
+                self.gate.close()  # a step's L1 tree goes with it (a pool worker never says it ends)
         after = self.status(fork_id, report.tip, upstream_tip, recorded=True)
         subjects = {e.commit.sha: e.commit.subject for e in after.entries}
         landed: list[tuple[str, str, str, str]] = []
