@@ -31,7 +31,9 @@ _SUMMARY_BAR = re.compile(r"^\s*[=_-]{3,}.*[=_-]{3,}\s*$|short test summary|^\s*
                           r"\b(?i:0|no) (?i:errors?|failures?|failed)\b|"
                           # the runners' closing counts: unittest, lit, ctest
                           r"^FAILED \((?:failures|errors)=|^\s*(?:Failed|Unresolved|Timed Out)(?: Tests \(\d+\))?:\s*\d*$|"
-                          r"^Errors while running CTest|^The following tests FAILED|^\s*\d+ - \S+ \([\w ]+\)\s*$")
+                          r"^Errors while running CTest|^The following tests FAILED|^\s*\d+ - \S+ \([\w ]+\)\s*$|"
+                          # pass rates and counts a log's tail prints
+                          r"(?i:pass(?:ing)?[ _-]?rate)|^\s*(?i:total|tests?|passed|failed|errors?|skipped)\s*[:=]\s*\d+\s*[,;|]")
 
 
 def _basename(path: str) -> str:
@@ -618,7 +620,7 @@ def parse_timeout(before: str, after: str) -> str | None:
             return f"timeout in {unit}"
         if frame:
             return f"timeout in {frame[0]}:{frame[1]}"
-    lit = lit_timeout(_hit_line(before, after))
+    lit = lit_timeout(before[-4000:] + _hit_line(before, after))
     if lit:  # lit and ctest name the test that ran out of time: one group per test
         return lit
     locs = _PYTEST_LOC.findall(before[-8000:])

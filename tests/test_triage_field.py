@@ -1,0 +1,317 @@
+"""Triage rules for logs of the field (issue 32): prefixes of any shape, the error line over a
+log's summary lines, a failure's environment, kinds on a structure, and INFRA's two families.
+
+The logs here are written for the tests, in the shapes CI logs take; the last test scores the
+train part of the field corpus (tests/data/field), whose held-aside part is scored only by
+benchmarks/bench_triage.py --heldout.
+"""
+from __future__ import annotations
+
+import pytest
+
+from forkflow.testing import real_corpus
+from forkflow.triage.classify import Evidence, classify_failure, infra_family, suggested_action
+from forkflow.triage.group import adjusted_rand_index
+from forkflow.triage.models import Classification, Failure, FailureKind, InfraFamily
+from forkflow.triage.signature import signature_of
+
+K = FailureKind
+ERROR = ("Traceback (most recent call last):\n"
+         '  File "/srv/app/engine.py", line 12, in step\n'
+         "    run()\n"
+         "RuntimeError: shape mismatch in paged attention: 64 vs 128\n")
+
+
+def _prefixed(prefix: str, text: str) -> str:
+    return "".join(prefix + line + "\n" for line in text.rstrip("\n").split("\n"))
+
+
+# ----- prefixes --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("prefix", [
+    "(VllmWorker pid=123) ", "(VllmWorkerProcess pid=4711) ERROR 06-13 07:35:59 [core.py:517] ",
+    "(RayWorkerWrapper pid=3131, ip=10.0.0.7) ", "[rank3]:", "[rank0]:[W1206 18:44:12.7 ProcessGroupNCCL.cpp:607] ",
+    "vllm-1  | ", "api_server | ", "2024-05-01T12:00:00.123Z ", "2024-05-01T12:00:00.1234567+02:00 ",
+    "  | [2025-08-08T10:26:49Z] ", "INFO 08-13 04:39:39 engine.py:400] ",
+    "2025-08-13 04:39:39,465 - __main__ - INFO - ", "[default2]:", "#12 34.56 ",
+])
+def test_a_prefix_of_any_shape_is_looked_through(prefix: str) -> None:
+    plain = signature_of(ERROR)
+    got = signature_of(_prefixed(prefix, ERROR))
+    assert got.kind is K.EXCEPTION
+    assert got.key == plain.key, got.text
+
+
+def test_two_processes_tags_do_not_split_one_error() -> None:
+    a = signature_of(_prefixed("(VllmWorker pid=101) ", ERROR))
+    b = signature_of(_prefixed("(VllmWorker pid=202) ", ERROR))
+    c = signature_of(_prefixed("(EngineCore_0 pid=9) ", ERROR))
+    assert a.key == b.key == c.key
+    assert "pid" not in a.text
+
+
+def test_runner_markers_and_gtest_columns_are_not_the_error() -> None:
+    log = ("[ RUN      ] Matmul.Fp8\n"
+           "matmul_test.cc:41: Failure\n"
+           "Expected equality of these values: got 3, want 4\n"
+           "[  FAILED  ] Matmul.Fp8 (12 ms)\n"
+           "[  FAILED  ] 1 test, listed below:\n"
+           "[  FAILED  ] Matmul.Fp8\n"
+           "##[error]Process completed with exit code 1.\n")
+    sig = signature_of(log)
+    assert "Matmul.Fp8" not in sig.text and "exit code" not in sig.text, sig.text
+    assert "Failure" in sig.text or "Expected equality" in sig.text
+
+
+# ----- the error line over summary lines -------------------------------------------------------
+
+def test_a_build_steps_summary_yields_to_the_error_above_it() -> None:
+    log = ("[41/97] Building CXX object lib/CMakeFiles/x.dir/a.cpp.o\n"
+           "/src/a.cpp:1:10: fatal error: cuda_runtime.h: No such file or directory\n"
+           "compilation terminated.\n"
+           "ninja: build stopped: subcommand failed.\n"
+           "make[2]: *** [CMakeFiles/x.dir/build.make:76: a.o] Error 1\n"
+           "make: *** [Makefile:12: all] Error 2\n")
+    sig = signature_of(log)
+    assert sig.kind is K.COMPILER_ERROR
+    assert "cuda_runtime.h" in sig.text
+
+
+def test_the_linkers_error_over_the_drivers_summary() -> None:
+    log = "/usr/bin/ld: cannot find -lcuda\ncollect2: error: ld returned 1 exit status\n"
+    assert "cannot find -lcuda" in signature_of(log).text
+
+
+def test_a_missing_library_version_over_pass_rates_and_counts() -> None:
+    log = ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found "
+           "(required by /opt/venv/lib/libtriton.so)\n"
+           "Some tests failed. Pass rate: 97.5% (390/400)\n"
+           "Total: 400, Failed: 10, Passed: 390\n")
+    sig = signature_of(log)
+    assert "GLIBCXX" in sig.text, sig.text
+
+
+def test_a_hip_error_over_the_runners_tail() -> None:
+    log = ("RuntimeError: HIP error: invalid device function\n"
+           "HIP kernel errors might be asynchronously reported at some other API call, so the "
+           "stacktrace below might be incorrect.\n"
+           "Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions.\n"
+           "FAILED (errors=1)\n##[error]Process completed with exit code 1.\n")
+    sig = signature_of(log)
+    assert sig.kind is K.CUDA_ERROR and "invalid device function" in sig.text, sig.text
+
+
+def test_a_filecheck_mismatch_over_lits_failed_tests_list() -> None:
+    log = ("t.mlir:12:11: error: CHECK: expected string not found in input\n"
+           "// CHECK: ttg.warp_specialize\n"
+           "********************\n"
+           "Failed Tests (2):\n"
+           "  TRITON :: TritonGPU/a.mlir\n"
+           "  TRITON :: TritonGPU/b.mlir\n"
+           "Total Discovered Tests: 300\n  Failed: 2\n")
+    sig = signature_of(log)
+    assert sig.kind is K.FILECHECK and "warp_specialize" in sig.text, sig.text
+
+
+def test_a_footer_glued_to_the_errors_line_does_not_hide_it() -> None:
+    log = ("test/test_x.py | TestX | test_big | torch.OutOfMemoryError: XPU out of memory. Tried to "
+           "allocate 16.00 GiB. To execute this test, run the following from the base repo dir: "
+           "python test/test_x.py TestX.test_big\n")
+    sig = signature_of(log)
+    assert sig.kind is K.OOM and "XPU out of memory" in sig.text, sig.text
+
+
+def test_a_separator_line_is_no_exception() -> None:
+    log = "Traceback (most recent call last):\n--\n" + ERROR.split("\n", 1)[1]
+    assert "shape mismatch" in signature_of(log).text
+
+
+def test_cmake_errors_are_keyed_by_their_message() -> None:
+    a = signature_of("CMake Error at CMakeLists.txt:3 (cmake_minimum_required):\n"
+                     "  CMake 3.20.0 or higher is required.  You are running version 3.16.3\n\n")
+    b = signature_of("CMake Error at llvm/CMakeLists.txt:3 (cmake_minimum_required):\n"
+                     "  CMake 3.20.0 or higher is required.  You are running version 3.10.2\n\n")
+    c = signature_of("CMake Error at CMakeLists.txt:3 (find_package):\n  Could not find a package "
+                     "configuration file provided by \"MLIR\"\n\n")
+    assert a.key == b.key != c.key
+    assert "or higher is required" in a.text
+
+
+# ----- environment -------------------------------------------------------------------------------
+
+NO_KERNEL = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+
+
+def test_the_architecture_splits_identical_texts_only_when_it_differs() -> None:
+    sm120 = signature_of("GPU: NVIDIA GeForce RTX 5090 with CUDA capability sm_120\n" + NO_KERNEL)
+    sm120b = signature_of("Device arch: sm_120\nDriver Version: 570.133.07\n" + NO_KERNEL)
+    sm70 = signature_of("compute capability 7.0 (Tesla V100-SXM2-32GB)\n" + NO_KERNEL)
+    bare = signature_of(NO_KERNEL)
+    assert sm120.key == sm120b.key
+    assert len({sm120.key, sm70.key, bare.key}) == 3
+    assert sm120.text.endswith("[on sm_120]") and sm70.text.endswith("[on sm_70]")
+    assert "[on" not in bare.text
+
+
+def test_a_list_of_build_targets_is_not_the_device() -> None:
+    log = ("NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with the current "
+           "PyTorch installation.\n"
+           "The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90.\n")
+    sig = signature_of(log)
+    assert sig.kind is K.CUDA_ERROR and sig.text.endswith("[on sm_120]"), sig.text
+    # torch's warning and the launch that fails after it are one failure
+    assert sig.key == signature_of("with CUDA capability sm_120\n" + NO_KERNEL).key
+
+
+def test_a_code_failure_is_not_split_by_the_gpu_it_ran_on() -> None:
+    err = "AssertionError: Tensor-likes are not close!\nMismatched elements: 3 / 4096\n"
+    a = signature_of("GPU 0: NVIDIA H100 (sm_90)\n" + err)
+    b = signature_of("GPU 0: NVIDIA A100 (sm_80)\n" + err)
+    assert a.key == b.key
+
+
+def test_the_environment_is_kept_as_its_own_field() -> None:
+    sig = signature_of("| NVIDIA-SMI 470.86   Driver Version: 470.86   CUDA Version: 11.4 |\n"
+                       "torch 2.5.1+cu124\nGPU arch: sm_86\n" + NO_KERNEL)
+    assert sig.env == "sm_86; driver 470; cuda 11.4; torch 2.5"
+
+
+def test_a_driver_too_old_is_keyed_by_the_version_it_found() -> None:
+    msg = ("RuntimeError: The NVIDIA driver on your system is too old (found version {v}). Please "
+           "update your GPU driver.\n")
+    a, b, c = (signature_of(msg.format(v=v)) for v in ("11040", "11040", "11060"))
+    assert a.key == b.key != c.key
+    assert a.text.endswith("[on cuda 11.4]")
+
+
+# ----- kinds on a structure ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("log", [
+    "[rank0]:[E1206 18:44:12.7 ProcessGroupNCCL.cpp:632] [Rank 0] Timeout at NCCL work: 12, last "
+    "enqueued NCCL work: 12, Timeout(ms)=600000\n",
+    "torch.distributed.DistBackendError: [2] is setting up NCCL communicator and retrieving ncclUniqueId "
+    "from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout\n",
+    "[rank1]:[E ProcessGroupNCCL.cpp:1316] NCCL communicator was aborted on rank 1. Original reason for "
+    "failure was: Timeout(ms)=1800000\n",
+])
+def test_a_timeout_inside_a_collective_failure_is_no_test_timeout(log: str) -> None:
+    sig = signature_of(log)
+    assert sig.kind is K.CUDA_ERROR and sig.text.startswith("CUDA_ERROR: NCCL error"), sig.text
+    lit = signature_of("TIMEOUT: MLIR :: Dialect/a.mlir (3 of 9)\nReached timeout of 60 seconds\n")
+    assert sig.key != lit.key
+
+
+def test_collective_failures_are_keyed_by_what_went_wrong() -> None:
+    a = signature_of("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/"
+                     "c10d/NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+                     "NCCL version 2.21.5\n")
+    b = signature_of("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error "
+                     "(run with NCCL_DEBUG=INFO for details)\n")
+    c = signature_of("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote "
+                     "process exited or there was a network error, NCCL version 2.20.5\n")
+    assert a.key == b.key != c.key
+
+
+def test_lit_timeouts_keep_their_test() -> None:
+    a = signature_of("TIMEOUT: MLIR :: Dialect/a.mlir (3 of 9)\nReached timeout of 60 seconds\n")
+    b = signature_of("TIMEOUT: MLIR :: Dialect/b.mlir (4 of 9)\nReached timeout of 60 seconds\n")
+    assert a.kind is b.kind is K.TIMEOUT
+    assert a.key != b.key and "a.mlir" in a.text
+
+
+@pytest.mark.parametrize("line", [
+    "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 63.98 GiB",
+    "RuntimeError: XPU out of memory. Tried to allocate 1024.00 MiB",
+    "RuntimeError: Tried to allocate 4.00 GiB (GPU 0; 15.77 GiB total capacity; 14.1 GiB already allocated)",
+    "RuntimeError: UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+])
+def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> None:
+    assert signature_of(line + "\n").kind is K.OOM
+
+
+# ----- INFRA families ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("log, family, action", [
+    (NO_KERNEL, InfraFamily.ENVIRONMENT, "rebuild the wheel"),
+    ("Device arch: gfx1151\nRuntimeError: HIP error: invalid device function\n", InfraFamily.ENVIRONMENT,
+     "architecture (gfx1151)"),
+    ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).\n",
+     InfraFamily.ENVIRONMENT, "update the GPU driver"),
+    ("/src/proton/csrc/a.cpp:3:10: fatal error: 'crt/host_defines.h' file not found\n", InfraFamily.ENVIRONMENT,
+     "install the missing headers"),
+    ("ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n",
+     InfraFamily.ENVIRONMENT, "install the library"),
+    ("ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n", InfraFamily.ENVIRONMENT,
+     "architecture (sm_121a)"),
+    ("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/models/x\n", InfraFamily.MACHINE, "backoff"),
+    ("You are running out of disk space. The runner will stop working when the machine runs out of "
+     "disk space. Free space left: 12 MB\n", InfraFamily.MACHINE, "free disk space"),
+    ("OSError: [Errno 28] No space left on device: 'build'\n", InfraFamily.MACHINE, "free disk space"),
+    ("##[error]The runner has received a shutdown signal.\n", InfraFamily.MACHINE, "re-run the job"),
+    ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited "
+     "or there was a network error, NCCL version 2.20.5\n", InfraFamily.MACHINE, "network between nodes"),
+    ("torch.OutOfMemoryError: XPU out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity "
+     "of 11.59 GiB of which 9.92 GiB is free.\n", InfraFamily.MACHINE, "more memory"),
+])
+def test_infra_families_and_their_actions(log: str, family: InfraFamily, action: str) -> None:
+    sig = signature_of(log)
+    v = classify_failure(Failure("t", sig), Evidence())
+    assert v.classification is Classification.INFRA, sig.text
+    assert v.family is family and infra_family(sig) is family
+    assert action in v.action and v.action == suggested_action(sig)
+
+
+def test_rate_limits_name_the_hub_they_came_from() -> None:
+    hf = signature_of("requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+                      "https://huggingface.co/api/models/m\n")
+    hub = signature_of("Error response from daemon: toomanyrequests: You have reached your pull rate limit. "
+                       "https://www.docker.com/increase-rate-limit\n")
+    assert hf.kind is hub.kind is K.INFRA and hf.key != hub.key
+    assert hf.text.endswith(": huggingface.co")
+
+
+@pytest.mark.parametrize("log", [
+    ERROR,
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+    "of 79.15 GiB of which 1.2 GiB is free.\n",
+    "AssertionError: Tensor-likes are not close!\n",
+    "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+])
+def test_a_codes_failure_has_no_family(log: str) -> None:
+    sig = signature_of(log)
+    v = classify_failure(Failure("t", sig), Evidence())
+    assert v.classification is Classification.NEW and v.family is None
+    assert infra_family(sig) is None and suggested_action(sig) == ""
+
+
+# ----- the field corpus's train part ---------------------------------------------------------------
+
+def test_the_loader_never_hands_out_the_held_aside_part(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    urls = [f"https://github.com/o/r/issues/{i}" for i in range(30)]
+    lines = [json.dumps({"id": f"e{i}", "source_url": u, "project": "other", "surface": "log", "class": "code",
+                         "cause": f"c{i}", "text": "x", "split": real_corpus.field_split(u)})
+             for i, u in enumerate(urls)]
+    # an entry whose stored split says train while its thread falls aside stays aside
+    lying = next(u for u in urls if real_corpus.field_split(u) == "heldout")
+    lines.append(json.dumps({"id": "liar", "source_url": lying, "project": "other", "class": "code",
+                             "cause": "c", "text": "x", "split": "train"}))
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n{not json\n")
+    train = real_corpus.load_field("train", tmp_path)
+    held = real_corpus.load_field("heldout", tmp_path)
+    assert {c.source_url for c in train}.isdisjoint({c.source_url for c in held})
+    assert all(real_corpus.field_split(c.source_url) == "train" for c in train)
+    assert "liar" in {c.id for c in held} and len(train) + len(held) == 31
+
+
+def test_the_train_part_of_the_field_corpus_scores_above_its_floor() -> None:
+    cases = real_corpus.load_field("train")
+    if len(cases) < 50:
+        pytest.skip("the field corpus's train part has fewer than 50 failures")
+    keys = [signature_of(c.text).key for c in cases]
+    ours = adjusted_rand_index([c.cause for c in cases], keys)
+    first = adjusted_rand_index([c.cause for c in cases],
+                                [next((ln for ln in c.text.splitlines() if ln.strip()), "") for c in cases])
+    assert ours >= 0.4 and ours > first
