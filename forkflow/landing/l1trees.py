@@ -25,6 +25,7 @@ from typing import Any
 
 from forkflow.git.repo import Repo
 from forkflow.process import kill_marked, new_mark
+from forkflow.state import state_dir
 
 PREFIX = "forkflow-l1-"
 TREE = "tree"
@@ -34,7 +35,7 @@ ENTRY_MAX = 65536  # an entry is a few hundred bytes; more is not one of ours
 def registry_dir(repo: Repo) -> Path:
     """Where the registry of `repo` lives: forkflow's state folder in the git common directory,
     shared by every work tree of the repository (the one place that says it)."""
-    return repo.git_dir / "forkflow" / "l1-trees"
+    return state_dir(repo) / "l1-trees"
 
 
 class L1Tree:
