@@ -121,7 +121,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r"NCCL watchdog|network error|Connection (?:reset|refused|closed|timed out)|Network is unreachable|"
          r"could not resolve host|name resolution",
          M, "check the network between the runner and the nodes or services it talks to, then re-run", False),
-        (r"runner shut down|runner lost|lost communication|shutdown signal|preempted|NodeDied",
+        (r"runner shut down|runner lost|job cancelled by the runner|lost communication|shutdown signal|preempted|NodeDied",
          M, "re-run the job; check the runner's health if it happens again", True),
         (r"no CUDA-capable device|No XPU devices|Found no NVIDIA driver|NVIDIA-SMI has failed|ECC error|"
          r"fallen off the bus|DEVICE_LOST",

@@ -587,6 +587,9 @@ def parse_oom(before: str, after: str) -> str | None:
     """The out-of-memory sentence, without the exception type or test id in front of it."""
     line = strip_test_prefix(_hit_line(before, after).strip())
     line = re.sub(r"^E\s+", "", line)  # pytest's `E` in front of an error line
+    exc = _EXCEPTION_START.search(line)
+    if exc and exc.start() > 0:  # what a table or logger put before the exception
+        line = line[exc.start():]
     line = re.sub(r"^(?:[\w.]+(?:Error|Exception):\s*)+", "", line)
     return _first_sentence(line)
 
@@ -859,7 +862,7 @@ _COLLECTIVE_REASON = re.compile(
 
 def collective(line: str) -> str | None:
     """`NCCL error: <what went wrong>` for a collective-communication failure line, else None."""
-    if not re.search(r"NCCL|RCCL|ProcessGroup|DistBackendError|c10d|Gloo", line):
+    if not re.search(r"NCCL|RCCL|nccl[A-Z]|ProcessGroup|DistBackendError|c10d|Gloo", line):
         return None
     reason = _COLLECTIVE_REASON.search(line)
     if reason is None:

@@ -115,6 +115,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "HTTP Error 429", "toomanyrequests", "rate limit exceeded", "Rate limit exceeded",
             "API rate limit", "status code 429", "status: 429", "429 Too Many"),
     *_infra("runner shut down", "has received a shutdown signal"),
+    # the runner ended the job: cancelled, or past its time limit
+    *_infra("job cancelled by the runner", "The operation was canceled", "has exceeded the maximum execution time"),
     # an allocator's out-of-memory whatever its device or wording (`HIP out of memory`,
     # `XPU out of memory`, `Tried to allocate 2.00 GiB`, `UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`)
     *_t(K.OOM, "out of memory", "OutOfMemoryError", "MemoryError", "bad_alloc",
