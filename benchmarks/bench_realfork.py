@@ -95,7 +95,7 @@ def forkflow(down: Path, *args: str) -> tuple[float, dict[str, Any]]:
 
 
 def fresh_store(down: Path) -> None:
-    shutil.rmtree(down / ".forkflow", ignore_errors=True)
+    shutil.rmtree(down / ".git" / "forkflow", ignore_errors=True)
     subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream", "--repo", str(down)],
                    capture_output=True, check=True)
 

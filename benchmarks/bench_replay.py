@@ -31,8 +31,8 @@ def forkflow(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def fresh(repo: Path) -> None:
     """Forget earlier replays: the scratch repository and store, and the replay cache."""
-    shutil.rmtree(repo / ".forkflow" / "replay", ignore_errors=True)
-    db = repo / ".forkflow" / "forkflow.db"
+    shutil.rmtree(repo / ".git" / "forkflow" / "replay", ignore_errors=True)
+    db = repo / ".git" / "forkflow" / "forkflow.db"
     if db.exists():
         with sqlite3.connect(db) as c:
             tables = {r[0] for r in c.execute("select name from sqlite_master where type='table'")}

@@ -53,7 +53,7 @@ def main() -> None:
                                  upstream_commits=args.upstream, fork_commits=args.fork))
         print(f"generated {args.upstream} upstream + {args.fork} fork commits, {args.files} files "
               f"in {time.perf_counter() - t0:.1f}s at {repo}")
-    shutil.rmtree(repo / ".forkflow", ignore_errors=True)
+    shutil.rmtree(repo / ".git" / "forkflow", ignore_errors=True)
     exe = str(Path(sys.executable).parent / "forkflow")
     cherry_s, cherry_mb, cherry_out = timed(["git", "cherry", "upstream/main", "main"], repo)
     cold_s, cold_mb, out = timed([exe, "status", "--json"], repo)
