@@ -87,6 +87,8 @@ class LedgerBuilder:
         """Read every fork commit's message, oldest first."""
         fork_index: dict[Sha, Commit] = {}
         for c in fork_commits:
+            if c.sha in self.by_sha:
+                continue  # an upstream commit is never evidence about another one
             fork_index[c.sha] = c
             message = tr.normalized(c.message)  # one line rule for every pattern below
             subject = tr.split_message(message)[0]
