@@ -315,3 +315,12 @@ def test_the_train_part_of_the_field_corpus_scores_above_its_floor() -> None:
     first = adjusted_rand_index([c.cause for c in cases],
                                 [next((ln for ln in c.text.splitlines() if ln.strip()), "") for c in cases])
     assert ours >= 0.4 and ours > first
+
+
+def test_a_cancelled_job_is_keyed_by_what_made_the_runner_cancel_it() -> None:
+    shut = signature_of("##[error]The runner has received a shutdown signal.\n"
+                        "##[error]The operation was canceled.\n")
+    plain = signature_of("Run python -m pytest test/\n##[error]The operation was canceled.\n")
+    assert shut.text == "INFRA: runner shut down"
+    assert plain.text == "INFRA: job cancelled by the runner"
+    assert classify_failure(Failure("t", plain), Evidence()).family is InfraFamily.MACHINE

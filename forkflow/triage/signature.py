@@ -65,6 +65,8 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
     return [Trigger(lit.encode(), K.INFRA, rx, label) for lit in literals]
 
 
+_CANCELLED = "job cancelled by the runner"
+
 # Footers torch and LLVM print under many different errors: never a signature (issue 14).
 _FOOTERS_LIST = (
     "CUDA kernel errors might be asynchronously reported", "consider passing CUDA_LAUNCH_BLOCKING",
@@ -116,7 +118,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "API rate limit", "status code 429", "status: 429", "429 Too Many"),
     *_infra("runner shut down", "has received a shutdown signal"),
     # the runner ended the job: cancelled, or past its time limit
-    *_infra("job cancelled by the runner", "The operation was canceled", "has exceeded the maximum execution time"),
+    *_infra(_CANCELLED, "The operation was canceled", "has exceeded the maximum execution time"),
     # an allocator's out-of-memory whatever its device or wording (`HIP out of memory`,
     # `XPU out of memory`, `Tried to allocate 2.00 GiB`, `UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY`)
     *_t(K.OOM, "out of memory", "OutOfMemoryError", "MemoryError", "bad_alloc",
@@ -322,8 +324,9 @@ class Scanner:
         excerpt = _excerpt(before, after)
         env = environment(before + after)
         if best.label:  # a strong runner fault: the family is the signature
-            text = f"{K.INFRA.value}: {best.label}"
-            if best.label.startswith("rate limited"):  # which hub or registry said no
+            label = _cause_of_cancel(before) if best.label == _CANCELLED else best.label
+            text = f"{K.INFRA.value}: {label}"
+            if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
                 text += f": {host}" if host else ""
             return Signature(K.INFRA, text, excerpt, best.line, env)
@@ -358,6 +361,18 @@ class Scanner:
             key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
         return Signature(kind, _on_arch(kind, _signature_text(kind, key), cleaned), excerpt, line,
                          environment(cleaned))
+
+
+_LABELLED = tuple((t.literal.decode(), t.label) for t in TRIGGERS if t.label and t.label != _CANCELLED
+                  and t.verify is None)
+
+
+def _cause_of_cancel(before: str) -> str:
+    """A runner cancels a job after what made it do so (a shutdown signal, a full disk): that
+    runner fault, when the lines before say it, else the cancellation."""
+    tail = before[-8000:]
+    found = max(((tail.rfind(lit), label) for lit, label in _LABELLED), default=(-1, ""))
+    return found[1] if found[0] >= 0 else _CANCELLED
 
 
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
