@@ -100,6 +100,9 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"No matching distribution found|Could not find a version that satisfies|"
          r"not available for the python version",
          E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
+        # an installed package without a name the code imports: versions that do not match
+        (r"ImportError: cannot import name '\w+' from '[\w.]+'",
+         E, "pin the package versions that match (an installed package lacks a name the code imports)", True),
         (r"unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
