@@ -22,6 +22,7 @@ from forkflow.git.repo import Repo
 from forkflow.landing.gate import CommandGate, prune_stale_worktrees
 from forkflow.landing.l1trees import registry_dir
 from forkflow.models import Sha
+from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.tiers.runners.base import Job, JobState, run_process
 from tests.test_replay import Sample, sample  # noqa: F401 - the replay's generated fork
 from tests.test_tiers_support import commit, make_repo, suite_toml
@@ -149,6 +150,28 @@ def test_prune_touches_only_registered_trees_of_dead_owners(tmp_path: Path) -> N
         owner.kill()
         owner.wait()
     assert not registry_dir(repo).exists() or not any(registry_dir(repo).iterdir())
+
+
+@pytest.mark.security
+def test_ingest_in_a_checkout_under_an_l1_like_folder_removes_and_kills_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    b = ForkBuilder(tmp_path / "forkflow-l1-x")  # upstream and fork side by side in it
+    b.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+    fork = b.branch_fork().path
+    b.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    b.upstream_commit({"u.py": "U = 1\n"}, "Upstream (#10)")
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "test -f u.py"\n')
+    worker = subprocess.Popen(["sleep", "300"], cwd=fork)  # someone's shell in the checkout
+    try:
+        r = cli("ingest", "--land", "--json", repo=fork)  # --repo, from outside the checkout
+        assert r.rc == 0, r.err
+        assert [u["status"] for u in r.json()["units"]] == ["landed"]
+        assert worker.poll() is None, "a process working in the checkout was killed"
+    finally:
+        worker.kill()
+        worker.wait()
+    assert (b.upstream.path / "a.py").is_file() and (fork / "u.py").is_file()
 
 
 @pytest.mark.security
