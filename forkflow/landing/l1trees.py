@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from forkflow.state import state_dir
 PREFIX = "forkflow-l1-"
 TREE = "tree"
 ENTRY_MAX = 65536  # an entry is a few hundred bytes; more is not one of ours
+NEW_GRACE_S = 60.0  # an entry still under its temporary name is left alone this long
 
 
 def registry_dir(repo: Repo) -> Path:
@@ -89,12 +91,21 @@ def prune_stale(repo: Repo) -> list[Path]:
     removed: list[Path] = []
     if reg.is_dir():
         for entry in sorted(reg.iterdir()):
+            if entry.suffix == ".new" and _younger_than(entry, NEW_GRACE_S):
+                continue  # being written: its owner may not hold its lock yet
             if entry.suffix in (".json", ".new") and not entry.is_symlink():
                 path = _prune_entry(repo, entry)
                 if path is not None:
                     removed.append(path)
     repo.prune_worktrees()
     return removed
+
+
+def _younger_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.lstat().st_mtime < seconds
+    except OSError:
+        return True  # gone: nothing to do
 
 
 def _prune_entry(repo: Repo, entry: Path) -> Path | None:
