@@ -248,6 +248,8 @@ def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> N
     ("CMake Error at CMakeLists.txt:3 (cmake_minimum_required):\n  CMake 3.20.0 or higher is required.  You "
      "are running version 3.16.3\n\n", InfraFamily.ENVIRONMENT, "pin the compiler"),
     ("/bin/bash: line 1: anaconda: command not found\n", InfraFamily.ENVIRONMENT, "install the missing tool"),
+    ("/usr/include/c10/macros/Macros.h:8:2: error: #error C++20 or later compatible compiler is required to "
+     "use PyTorch.\n", InfraFamily.ENVIRONMENT, "pin the compiler"),
     ("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
      "https://huggingface.co/api/models/x\n", InfraFamily.MACHINE, "backoff"),
     ("You are running out of disk space. The runner will stop working when the machine runs out of "

@@ -103,7 +103,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         # an installed package without a name the code imports: versions that do not match
         (r"ImportError: cannot import name '\w+' from '[\w.]+'",
          E, "pin the package versions that match (an installed package lacks a name the code imports)", True),
-        (r"unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
+        (r"(?:or later|or newer|compatible) compiler is required|unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
          r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
