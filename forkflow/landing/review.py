@@ -34,6 +34,7 @@ from forkflow.git.repo import Repo
 from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger import records as ledger_records
+from forkflow.markdown_safe import Quote, render_checked
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store.session import Store
 from forkflow.store.schema_review import ReviewRow
@@ -320,23 +321,29 @@ Member = ReviewMember  # the landing loop builds them (landing/ingest.py)
 
 
 def describe(name: str, kind: str, members: list[Member], l1: str, depends_on: list[str]) -> str:
-    """The request's description: why these commits, what they wait for, what L1 said.  [pure]"""
-    prs = [f"#{m.pr}" for m in members if m.pr is not None]
-    lines = [f"forkflow landing unit `{name}` ({kind}, {len(members)} upstream commit(s)).", "",
-             f"**L1:** {l1}", ""]
-    if depends_on:
-        lines += ["**Depends on:** " + ", ".join(depends_on), ""]
-    lines += ["| upstream | PR | subject | why here |", "|---|---|---|---|"]
-    lines += [f"| `{m.sha[:12]}` | {f'#{m.pr}' if m.pr else ''} | {_cell(m.subject)} | {_cell(m.reason)} |"
-              for m in members]
-    if prs:
-        lines += ["", "Upstream PRs: " + " ".join(prs)]
-    lines += ["", "Approve (or merge) this request to land it; the next `forkflow ingest` lands approved units."]
-    return "\n".join(lines)
+    """The request's description: why these commits, what they wait for, what L1 said.  [pure]
+
+    Subjects and reasons come from upstream: quoted so that no `Closes #1` closes a fork issue,
+    no `@team` is pinged and nothing links or loads; the whole is checked against its template."""
+    def build(q: Quote) -> str:
+        prs = [f"#{m.pr}" for m in members if m.pr is not None]
+        lines = [f"forkflow landing unit {q.code(name)} ({kind}, {len(members)} upstream commit(s)).", "",
+                 f"**L1:** {q.prose(l1, one_line=True)}", ""]
+        if depends_on:
+            lines += ["**Depends on:** " + ", ".join(q.prose(d, one_line=True) for d in depends_on), ""]
+        lines += ["| upstream | PR | subject | why here |", "|---|---|---|---|"]
+        lines += [f"| `{m.sha[:12]}` | {f'#{m.pr}' if m.pr else ''} | {_cell(q, m.subject)} | {_cell(q, m.reason)} |"
+                  for m in members]
+        if prs:
+            lines += ["", "Upstream PRs: " + " ".join(prs)]
+        lines += ["", "Approve (or merge) this request to land it; the next `forkflow ingest` lands approved units."]
+        return "\n".join(lines)
+    return render_checked(build)
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")[:160]
+def _cell(q: Quote, text: str) -> str:
+    """One table cell of untrusted text: one line, pipes escaped, nothing that renders."""
+    return q.cell(text, 160)
 
 
 class Reviewer:

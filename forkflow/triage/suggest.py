@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.chat import ChatError, chat_completion
+from forkflow.markdown_safe import code_block, code_span, prose
 from forkflow.process import run
 from forkflow.triage.signature import strip_ansi
 from forkflow.triage.sinks.base import defuse_markers
@@ -28,6 +29,7 @@ log = logging.getLogger("forkflow.triage.agent")
 MAX_PROMPT_LOG = 6000      # characters of log excerpt given to an agent
 MAX_HUNKS = 4000           # characters of culprit diff shown
 DEFAULT_MAX_ANSWER = 4000  # characters of agent answer kept
+MAX_ANSWER_BYTES = 256 * 1024  # bytes of an agent's answer read at most (command or endpoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +106,9 @@ def deterministic_suggestion(excerpt: str, culprit: Culprit | None,
     parts = []
     assertion = failing_assertion(excerpt)
     if assertion:
-        parts.append(f"Failing assertion: `{assertion}`")
+        parts.append(f"Failing assertion: {code_span(assertion)}")
     if culprit:
-        parts.append(f"Culprit {culprit.sha[:12]} ({culprit.subject}); look first at:\n\n"
+        parts.append(f"Culprit {culprit.sha[:12]} ({prose(culprit.subject, 300, one_line=True)}); look first at:\n\n"
                      f"{fence(culprit_hunks(culprit.diff, excerpt), 'diff')}\n\n"
                      f"If the failure is the culprit's intent, update the tests; otherwise revert "
                      f"it in the fork: `git revert {culprit.sha[:12]}`")
@@ -119,16 +121,25 @@ def deterministic_suggestion(excerpt: str, culprit: Culprit | None,
 
 
 def fence(text: str, lang: str = "") -> str:
-    """A Markdown code block that the text cannot break out of."""
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
-    ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{defuse_markers(text)}\n{ticks}"
+    """A Markdown code block that the text cannot break out of (markdown_safe.code_block)."""
+    return code_block(defuse_markers(text), lang)
 
 
 # ----- agents ------------------------------------------------------------------------------------
 
 class AgentError(Exception):
     """The agent gave no answer: why, in a few words (shown with the suggestion, never raised further)."""
+
+
+class CutAnswer(str):
+    """An answer read only up to `limit` bytes: the agent said more (the suggestion says so)."""
+
+    limit: int
+
+    def __new__(cls, text: str, limit: int) -> CutAnswer:
+        self = super().__new__(cls, text)
+        self.limit = limit
+        return self
 
 
 class Agent(Protocol):
@@ -186,16 +197,21 @@ def guard_answer(answer: str | None, max_chars: int = DEFAULT_MAX_ANSWER) -> Sug
 class CommandAgent:
     """An external command: the prompt on stdin, the answer on stdout (no shell)."""
 
-    def __init__(self, command: str, timeout: float = 120.0) -> None:
+    def __init__(self, command: str, timeout: float = 120.0, max_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.argv = shlex.split(command)
         self.timeout = timeout
+        self.max_bytes = max_bytes
 
     def complete(self, system: str, user: str) -> str:
         try:
-            p = run(self.argv, input=f"{system}\n\n{user}".encode(), timeout=self.timeout)
+            p = run(self.argv, input=f"{system}\n\n{user}".encode(), timeout=self.timeout,
+                    max_stdout=self.max_bytes)
         except OSError as e:
             raise AgentError(f"cannot start {self.argv[0] if self.argv else 'the agent command'}: "
                              f"{e.strerror or e}") from None
+        if p.too_large:  # stopped once it wrote more than max_bytes: its head is the answer
+            log.warning("agent command wrote over %d bytes: stopped, its first ones kept", self.max_bytes)
+            return CutAnswer(p.stdout[:self.max_bytes].decode("utf-8", "replace"), self.max_bytes)
         if p.timed_out or p.rc is None:
             raise AgentError(f"no answer within {self.timeout:g}s")
         log.info("agent command rc=%d, %d bytes out", p.rc, len(p.stdout))
@@ -208,16 +224,19 @@ class CommandAgent:
 class ChatAgent:
     """An OpenAI-compatible `/chat/completions` endpoint; the key comes from the environment."""
 
-    def __init__(self, endpoint: str, model: str, key_env: str = "", timeout: float = 120.0) -> None:
+    def __init__(self, endpoint: str, model: str, key_env: str = "", timeout: float = 120.0,
+                 max_bytes: int = MAX_ANSWER_BYTES) -> None:
         self.endpoint = endpoint
         self.model = model
         self.key = (os.environ.get(key_env, "") if key_env else "") or None
         self.timeout = timeout
+        self.max_bytes = max_bytes
 
     def complete(self, system: str, user: str) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        try:
-            content = chat_completion(self.endpoint, self.model, messages, api_key=self.key, timeout=self.timeout)
+        try:  # a body over max_bytes is not read further: an error that says its size
+            content = chat_completion(self.endpoint, self.model, messages, api_key=self.key,
+                                      timeout=self.timeout, max_bytes=self.max_bytes)
         except ChatError as e:
             log.warning("agent endpoint failed: %s", e.kind)
             raise AgentError(e.detail) from None
@@ -234,12 +253,16 @@ def suggest(signature: str, excerpt: str, culprit: Culprit | None, owners: Seque
         system, user = build_prompt(signature, excerpt, first.text)
         log.info("asking agent: %d characters of prompt", len(system) + len(user))
         try:
-            guarded = guard_answer(agent.complete(system, user), max_answer)
+            answer = agent.complete(system, user)
         except AgentError as e:
             out.append(Suggestion("agent", "", (f"agent failed ({e})",)))
             return out
+        guarded = guard_answer(answer, max_answer)
         if guarded is None:
             out.append(Suggestion("agent", "", ("agent returned nothing",)))
+        elif isinstance(answer, CutAnswer):
+            cut = f"agent answer cut: over {answer.limit} bytes, only those were read"
+            out.append(Suggestion("agent", guarded.text, (cut, *guarded.warnings)))
         else:
             out.append(guarded)
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,17 +17,17 @@ from typing import Any
 from forkflow.config import Config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
+from forkflow.markdown_safe import Construct, Quote, render_checked, template_constructs
 from forkflow.state import state_dir
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import records as ts
-from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, defuse_markers, ensure
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, ensure
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.suggest import (
     Agent,
     ChatAgent,
     CommandAgent,
     Culprit,
-    fence,
     owners_for,
     parse_codeowners,
     suggest,
@@ -137,90 +136,61 @@ def _culprit(repo: Repo, item: RedItem) -> Culprit | None:
 
 
 # -- Markdown of untrusted text (issue 13, item 8) ------------------------------------------------
-# Test names, messages, commit subjects and agent answers come from upstream and CI.  A backtick
-# in one used to close its code span, after which `@team` pinged a team, `![x](https://...)`
-# loaded a remote image and a second `<!-- forkflow:group=... -->` marker hijacked the dedup.
-
-_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
-_FENCE_LINE = re.compile(r"^\s*(`{3,}|~{3,})")
+# Test names, messages, commit subjects and agent answers come from upstream and CI: each goes
+# through a door of forkflow.markdown_safe, and the body is checked with a CommonMark parser
+# against its template (render_checked): a value that would mention, link, load an image, open
+# HTML or close an issue is withheld, never sent.
 
 
-def code(text: str, limit: int = 300) -> str:
-    """`text` as one inline code span nothing in it can close (CommonMark: a longer backtick run
-    than any inside), on one line, without a dedup marker."""
-    flat = " ".join(defuse_markers(text[:limit]).split()) or " "
-    ticks = "`" * (max((len(m) for m in re.findall(r"`+", flat)), default=0) + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    return f"{ticks}{pad}{flat}{pad}{ticks}"
-
-
-def _defang_plain(text: str) -> str:
-    """Plain Markdown that mentions no one, loads nothing and links nowhere."""
-    text = re.sub(r"@(?=[\w-])", "@\u2060", text)  # a word joiner after @: shown, never a mention
-    return (text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-            .replace("<", "&lt;").replace("!", "\\!"))
-
-
-def defang(markdown: str) -> str:
-    """Untrusted Markdown (a suggestion's text) kept readable: fenced blocks and well-formed code
-    spans stay as they are, everything else is `_defang_plain`-ed; no marker survives."""
-    out: list[str] = []
-    fence_open: str | None = None
-    for line in defuse_markers(markdown).split("\n"):
-        m = _FENCE_LINE.match(line)
-        if fence_open is not None:
-            out.append(line)
-            if m and m.group(1)[0] == fence_open[0] and len(m.group(1)) >= len(fence_open):
-                fence_open = None
-            continue
-        if m:
-            fence_open = m.group(1)
-            out.append(line)
-            continue
-        parts, pos = [], 0
-        for span in _SPAN.finditer(line):
-            parts += [_defang_plain(line[pos:span.start()]), span.group(0)]
-            pos = span.end()
-        out.append("".join(parts) + _defang_plain(line[pos:]))
-    return "\n".join(out)
-
-
-def culprit_line(items: Sequence[RedItem]) -> str:
+def culprit_line(items: Sequence[RedItem], q: Quote | None = None) -> str:
     """The body's culprit: fork commit (landing unit), upstream commit and PR, and how it was found."""
+    q = q or Quote()
     known = [i for i in items if i.culprit_detail is not None]
     if known:
         c = known[0].culprit_detail
         assert c is not None
-        text = f"fork commit {code(c.fork_sha[:12])} (landing unit: {code(c.unit_subject)})"
+        text = f"fork commit {q.code(c.fork_sha[:12])} (landing unit: {q.code(c.unit_subject)})"
         if c.upstream_sha:
-            text += f"; upstream commit {code(c.upstream_sha[:12])}" + (f" {code(c.upstream_subject)}" if
-                                                                       c.upstream_subject else "")
+            text += f"; upstream commit {q.code(c.upstream_sha[:12])}" + (f" {q.code(c.upstream_subject)}" if
+                                                                         c.upstream_subject else "")
         text += f" (PR #{c.pr})" if c.pr and f"#{c.pr})" not in text else ""
         how = (f"bisection {c.bisection_id}, confidence {c.confidence:.0%}" if c.source == "bisection"
                else "the only commit between the last green and the first red run")
         return f"{text}; found by {how}"
     tried = [i.bisection for i in items if i.bisection is not None]
     if tried:
-        return f"nobody: bisection {tried[0].id} says {tried[0].status} ({code(tried[0].message)})"
+        return (f"nobody: bisection {tried[0].id} says {q.prose(str(tried[0].status), one_line=True)} "
+                f"({q.code(tried[0].message)})")
     return "not known yet (run `forkflow trunk --bisect`)"
 
 
 def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Sequence[str],
                 suggestions: Sequence[Any]) -> str:
+    """The issue's body: every untrusted value quoted, the whole checked against its template."""
+    return render_checked(lambda q: _body(q, items, owners, suggestions))
+
+
+def body_constructs(items: Sequence[RedItem], owners: Sequence[str],
+                    suggestions: Sequence[Any]) -> tuple[Construct, ...]:
+    """What the body's template itself mentions or links (its owners, the culprit's PR)."""
+    return template_constructs(lambda q: _body(q, items, owners, suggestions))
+
+
+def _body(q: Quote, items: Sequence[RedItem], owners: Sequence[str], suggestions: Sequence[Any]) -> str:
     first = max(items, key=lambda i: i.runs_red)
     f = first.failure
-    lines = [f"**Signature** ({f.signature.kind.value}): {code(f.signature.text)}", "",
-             f"**Red since** run {first.since_run_id} at {code(first.since_rev[:12])}"
-             + (f" (last green {code(first.last_green_rev[:12])})" if first.last_green_rev else ""),
-             f"**Culprit**: {culprit_line(items)}",
-             "", "**Affected tests**:", *[f"- {code(i.failure.job)} :: {code(i.failure.test)}" for i in items],
-             "", "**Log excerpt**:", "", fence(f.signature.excerpt[-3000:]), "",
+    lines = [f"**Signature** ({f.signature.kind.value}): {q.code(f.signature.text)}", "",
+             f"**Red since** run {first.since_run_id} at {q.code(first.since_rev[:12])}"
+             + (f" (last green {q.code(first.last_green_rev[:12])})" if first.last_green_rev else ""),
+             f"**Culprit**: {culprit_line(items, q)}",
+             "", "**Affected tests**:", *[f"- {q.code(i.failure.job)} :: {q.code(i.failure.test)}" for i in items],
+             "", "**Log excerpt**:", "", q.block(f.signature.excerpt[-3000:]), "",
              f"**Owners**: {', '.join(owners) if owners else 'none found in CODEOWNERS'}", "",
              "**Suggested fix**:"]
     for s in suggestions:
         if s.text or s.warnings:
-            lines += ["", f"_{s.source}_" + (f" ({defang('; '.join(s.warnings))})" if s.warnings else ""),
-                      "", defang(s.text)]
+            warned = f" ({q.prose('; '.join(s.warnings), one_line=True)})" if s.warnings else ""
+            lines += ["", f"_{s.source}_{warned}", "", q.markdown(s.text)]
     return "\n".join(lines)
 
 
@@ -275,7 +245,7 @@ def _carry_out(repo: Repo, sink: IssueSink, agent: Agent | None, step: Step,
     suggestions = suggest(sig.text, sig.excerpt, culprit, owners, agent)
     title = f"[forkflow] {sig.kind.value}: {sig.text.split(': ', 1)[-1][:90]} ({step.key[:8]})"
     draft = IssueDraft(step.key, title, render_body(step.items, culprit, owners, suggestions),
-                       ("forkflow", "nightly-failure"))
+                       ("forkflow", "nightly-failure"), body_constructs(step.items, owners, suggestions))
     comment = f"Still failing in nightly run {run_id} ({len(step.items)} test(s))."
     found = sink.find(step.key)
     if found is None and t is not None:

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import re
+import logging
 from dataclasses import dataclass
 from typing import Protocol
 
 from forkflow.errors import UserError
+from forkflow.markdown_safe import Construct, prose, untrusted_constructs
+
+log = logging.getLogger("forkflow.triage.sinks")
 
 MARKER = "<!-- forkflow:group={key} -->"
 _MARKER_RX = re.compile(r"<!--\s*forkflow:group=([0-9a-f]{16})\s*-->")
@@ -33,6 +37,26 @@ class IssueDraft:
     title: str
     body: str          # without the marker; the sink adds it
     labels: tuple[str, ...] = ("forkflow",)
+    # what the body's template mentions or links itself (its owners); nothing else may render
+    allowed: tuple[Construct, ...] = ()
+
+
+def forge_body(draft: IssueDraft) -> str:
+    """The body a sink sends: its marker, then the draft's body once a CommonMark parser finds
+    in it no mention, link, image, HTML, heading or issue reference but the `allowed` ones;
+    a body that has one is not sent (fail closed): a plain note says why."""
+    found = untrusted_constructs(draft.body, draft.allowed)
+    body = draft.body
+    if found:
+        log.warning("tracking issue %s: body withheld, it holds %s", draft.key, found[0])
+        body = ("forkflow withheld this body: a value in it would have rendered as Markdown "
+                f"({prose(found[0].kind)}); run `forkflow triage` to read the failure.")
+    return f"{marker(draft.key)}\n{body}"
+
+
+def forge_title(title: str) -> str:
+    """A title as one line of plain Markdown text (a Markdown file's heading)."""
+    return prose(title, 200, one_line=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forkflow.triage.sinks.base import IssueDraft, IssueRef, key_in, marker
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, forge_body, key_in
 from forkflow.triage.sinks.http import ForgeClient
 
 
@@ -42,13 +42,13 @@ class GitHubSink:
         labels = sorted({self.label, *draft.labels})
         issue = self.client.request(
             "POST", f"/repos/{self.repo}/issues",
-            json={"title": draft.title, "body": f"{marker(draft.key)}\n{draft.body}", "labels": labels},
+            json={"title": draft.title, "body": forge_body(draft), "labels": labels},
             recover=lambda: self.find(draft.key))
         return issue if isinstance(issue, IssueRef) else self._ref(issue)
 
     def update(self, ref: IssueRef, draft: IssueDraft, comment: str) -> IssueRef:
         issue = self.client.request("PATCH", f"/repos/{self.repo}/issues/{ref.id}", json={
-            "title": draft.title, "body": f"{marker(draft.key)}\n{draft.body}", "state": "open"})
+            "title": draft.title, "body": forge_body(draft), "state": "open"})
         if comment:
             self.client.request("POST", f"/repos/{self.repo}/issues/{ref.id}/comments",
                                 json={"body": comment})

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from forkflow.triage.sinks.base import IssueDraft, IssueRef, key_in, marker
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, forge_body, key_in
 from forkflow.triage.sinks.http import ForgeClient
 
 
@@ -42,14 +42,14 @@ class GitLabSink:
         labels = ",".join(sorted({self.label, *draft.labels}))
         issue = self.client.request(
             "POST", self._base,
-            json={"title": draft.title, "description": f"{marker(draft.key)}\n{draft.body}",
+            json={"title": draft.title, "description": forge_body(draft),
                   "labels": labels},
             recover=lambda: self.find(draft.key))
         return issue if isinstance(issue, IssueRef) else self._ref(issue)
 
     def update(self, ref: IssueRef, draft: IssueDraft, comment: str) -> IssueRef:
         body: dict[str, Any] = {"title": draft.title,
-                                "description": f"{marker(draft.key)}\n{draft.body}"}
+                                "description": forge_body(draft)}
         if not ref.open:
             body["state_event"] = "reopen"
         issue = self.client.request("PUT", f"{self._base}/{ref.id}", json=body)

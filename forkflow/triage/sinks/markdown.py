@@ -6,7 +6,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from forkflow.triage.sinks.base import IssueDraft, IssueRef, key_in, marker
+from forkflow.triage.sinks.base import IssueDraft, IssueRef, forge_body, forge_title, key_in
 
 
 class MarkdownSink:
@@ -40,9 +40,10 @@ class MarkdownSink:
         return self._ref(key, "\nstate: closed\n" not in text.split("\n---\n", 1)[0] + "\n")
 
     def _render(self, draft: IssueDraft, state: str, log: list[str]) -> str:
-        head = f"---\nstate: {state}\nlabels: {', '.join(draft.labels)}\n---\n{marker(draft.key)}\n"
+        head = f"---\nstate: {state}\nlabels: {', '.join(draft.labels)}\n---\n"
         history = "\n## History\n\n" + "\n".join(log) + "\n" if log else ""
-        return f"{head}# {draft.title}\n\n{draft.body}\n{history}"
+        marked, body = forge_body(draft).split("\n", 1)
+        return f"{head}{marked}\n# {forge_title(draft.title)}\n\n{body}\n{history}"
 
     def _history(self, key: str) -> list[str]:
         return self._history_of(self._path(key))
