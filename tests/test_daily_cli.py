@@ -131,12 +131,13 @@ def test_demo_serve_removes_its_temp_folder_on_sigterm(tmp_path: Path) -> None:
     assert not any(p.name.startswith("forkflow-demo-") for p in tmp.iterdir())
 
 
-def test_triage_rerun_missing_test_is_not_a_pass() -> None:
+def test_triage_rerun_missing_or_skipped_test_is_not_a_pass() -> None:
     from forkflow.tiers.reports import TestOutcome
     from forkflow.triage.triage import rerun_passes
 
-    got = {"t::a": TestOutcome.PASS, "t::b": TestOutcome.FAIL}
-    assert rerun_passes(["t::a", "t::b", "t::gone"], got) == {"t::a": True, "t::b": False, "t::gone": False}
+    got = {"t::a": TestOutcome.PASS, "t::b": TestOutcome.FAIL, "t::s": TestOutcome.SKIP}
+    assert rerun_passes(["t::a", "t::b", "t::gone", "t::s"], got) == {
+        "t::a": True, "t::b": False, "t::gone": False, "t::s": False}
 
 
 def test_unit_rerun_refuses_a_dirty_checkout_of_the_fork_branch(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
