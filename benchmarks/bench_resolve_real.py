@@ -24,7 +24,6 @@ upstream snapshot).  History learning uses only picks dated strictly before the 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import sys
 import re
@@ -41,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from forkflow.conflicts import guardrails  # noqa: E402
 from forkflow.conflicts.case import ConflictCase, decode, encode  # noqa: E402
-from forkflow.conflicts.classify import extract_regions, fill_regions, has_markers, regions  # noqa: E402
-from forkflow.conflicts.engine import deterministic_resolvers  # noqa: E402
+from forkflow.conflicts import trust  # noqa: E402
+from forkflow.conflicts.classify import fill_regions, has_markers, regions  # noqa: E402
+from forkflow.conflicts.engine import deterministic_resolvers, resolve_case  # noqa: E402
 from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal  # noqa: E402
@@ -52,15 +52,8 @@ from forkflow.git.repo import Repo  # noqa: E402
 from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 
-LANGS = ("C++", "Python", "TableGen", "MLIR", "other")
-_EXT = {".py": "Python", ".pyi": "Python", ".td": "TableGen", ".mlir": "MLIR"}
-_CPP = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cu", ".cuh", ".inc")
-
-
-def language(path: str) -> str:
-    dot = path.rfind(".")
-    ext = path[dot:].lower() if dot >= 0 else ""
-    return "C++" if ext in _CPP else _EXT.get(ext, "other")
+LANGS = trust.LANGUAGES
+language = trust.language
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,48 +165,9 @@ def replay(repo: Repo, picker: MemoryPicker, holes: Placeholders, pick: dict[str
         yield Sample(fork_sha, str(pick["fork_commit_date"])[:10], x.case, x.fork)
 
 
-def normalised(data: bytes | None) -> list[bytes] | None:
-    return None if data is None else data.split()
-
-
 def verdict(s: Sample, content: bytes | None) -> str:
-    """identical | ws-identical | regions-identical | different, against the fork's file.
-
-    regions-identical: every line of the answer inside a conflict region is what the fork has there
-    (whitespace aside), but the fork's commit also changed lines outside the regions (it reformatted
-    the file, or adapted other code), which no resolution of the conflict can reproduce."""
-    if content == s.fork:
-        return "identical"
-    if normalised(content) == normalised(s.fork):
-        return "ws-identical"
-    if content is not None and s.fork is not None and s.case.segments and regions_match(s.case, content, s.fork):
-        return "regions-identical"
-    return "different"
-
-
-def regions_match(case: ConflictCase, content: bytes, fork: bytes) -> bool:
-    """Whether the fork's file differs from the answer only outside the answer's conflict regions."""
-    texts = extract_regions(case.segments, content.decode("utf-8", "surrogateescape"))
-    if texts is None:
-        return False
-    spans = []  # [first, last) line of each region in the answer
-    line = 0
-    it = iter(texts)
-    for seg in case.segments:
-        n = (seg if isinstance(seg, str) else next(it)).count("\n")
-        if not isinstance(seg, str):
-            spans.append((line, line + n))
-        line += n
-    ours = [x.strip() for x in content.decode("utf-8", "replace").splitlines()]
-    theirs = [x.strip() for x in fork.decode("utf-8", "replace").splitlines()]
-    sm = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
-    for op, i1, i2, _, _ in sm.get_opcodes():
-        if op == "equal":
-            continue
-        for a, b in spans:
-            if (i1 < b and a < i2) or (i1 == i2 and a < i1 < b):
-                return False
-    return True
+    """identical | ws-identical | regions-identical | different, against the fork's file (trust.verdict)."""
+    return trust.verdict(s.case, content, s.fork)
 
 
 def baselines() -> dict[str, Callable[[ConflictCase], Proposal | None]]:
@@ -313,17 +267,6 @@ def merge_into(total: dict[str, dict[str, Tally]], part: dict[str, dict[str, Tal
                 setattr(tt, k, getattr(tt, k) + getattr(t, k))
 
 
-def build_history(repo: Repo, picker: MemoryPicker, holes: Placeholders, picks: list[dict[str, object]], until: str) -> list[tuple[str, Sample]]:
-    """Settled conflicts of every single-commit pick (any kind) dated before `until`, oldest first."""
-    out = []
-    for p in picks:
-        if str(p["fork_commit_date"]) >= until:
-            break
-        for s in replay(repo, picker, holes, p):
-            out.append((str(p["fork_commit_date"]), s))
-    return out
-
-
 def agent_resolver(args: argparse.Namespace) -> object | None:
     if not (args.agent_command or args.agent_url):
         return None
@@ -347,6 +290,9 @@ def main() -> int:
     ap.add_argument("--agent-url", default="")
     ap.add_argument("--agent-model", default="")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--min-precision", type=float, default=trust.DEFAULT_MIN_PRECISION,
+                    help="the trust gate's [trust] min_precision")
+    ap.add_argument("--min-cases", type=int, default=trust.DEFAULT_MIN_CASES, help="the trust gate's [trust] min_cases")
     args = ap.parse_args()
     try:
         return _run(args)
@@ -366,32 +312,162 @@ def _run(args: argparse.Namespace) -> int:
     picker, holes = open_picker(args.repo)
     picks = load_picks(records, since, until)
     every = load_picks(records, "0000-00-00", until, ("RESOLVED", "single"))
-    past = [] if args.no_history else build_history(repo, picker, holes, every, str(picks[-1]["fork_commit_date"]) if picks else "")
+    window = {str(p["fork_sha"]) for p in picks}
     agent = agent_resolver(args)
     total: dict[str, dict[str, Tally]] = {}
     reasons: dict[str, dict[str, int]] = defaultdict(dict)
     rules: dict[str, Tally] = {}  # the chain's accepted answers by the rule that gave them
+    walk = WalkForward(trust.TrustSettings(args.min_precision, args.min_cases))
+    history = History()
+    pending: list[Sample] = []  # settled by picks of the current date: they teach only later dates
     conflicted = 0
-    for p in picks:
-        samples = list(replay(repo, picker, holes, p))
-        conflicted += bool(samples)
-        history = History()
-        for date, s in past:  # only what the fork had settled strictly before this pick
-            if date < str(p["fork_commit_date"]):
+    day = ""
+    for p in every:
+        when = str(p["fork_commit_date"])
+        if when != day:  # strictly earlier picks only: history and the book grow when the date moves
+            for s in pending:
                 learn(history, s.case, s.fork, s.fork_sha[:10])
-        merge_into(total, measure(samples, history, agent, reasons, rules))
-    report(args, picks, conflicted, total, reasons, rules, time.monotonic() - start)
+            walk.settle()
+            pending.clear()
+            day = when
+        samples = list(replay(repo, picker, holes, p))
+        scored = str(p["fork_sha"]) in window
+        walk.pick(samples, history, scored)
+        if scored:
+            conflicted += bool(samples)
+            merge_into(total, measure(samples, None if args.no_history else history, agent, reasons, rules))
+        pending.extend(samples if not args.no_history else [])
+    doc = report(args, picks, conflicted, total, reasons, rules, time.monotonic() - start)
+    if args.json:
+        print(json.dumps(doc | walk.doc(), indent=1))
+    else:
+        walk.report()
     return 0
+
+
+@dataclass
+class Window:
+    """One month of the walk-forward: each conflicted file's fate under the trust gate."""
+
+    files: int = 0
+    auto: int = 0  # lands without a person: every rule of the answer trusted by the earlier picks' backtest
+    auto_same: int = 0
+    proposed: int = 0  # a rule answered, not trusted yet: waits for a person's approval
+    proposed_same: int = 0  # ... and would be identical to the fork's file if approved
+    refused: int = 0  # no rule answered: kept for a person
+    auto_ident: int = 0  # of auto_same, the whole file as the fork's (whitespace aside), not only its regions
+    proposed_ident: int = 0
+    auto_estimate: float = 0.0  # sum of the backtest's precision estimate of each auto-accepted answer
+    proposed_estimate: float = 0.0
+    proposed_estimated: int = 0  # proposals whose rules had any case yet (the estimate's denominator)
+
+
+class WalkForward:
+    """The trust gate replayed over time: each file is gated by the backtest of strictly earlier
+    picks (any kind), as `ingest` gates it by the fork's past picks."""
+
+    def __init__(self, settings: trust.TrustSettings) -> None:
+        self.settings = settings
+        self.book = trust.RuleBook()
+        self.pending: list[tuple[tuple[str, ...], bool]] = []
+        self.months: dict[str, Window] = defaultdict(Window)
+        self.by_rule: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # auto, same, proposed, same
+        self.wrong: list[str] = []  # auto-accepted and different: the fork commit, path, rules and records
+
+    def settle(self) -> None:
+        for rules, same in self.pending:
+            self.book.add(rules, same)
+        self.book.files += len(self.pending)
+        self.pending.clear()
+
+    def estimate(self, rules: tuple[str, ...]) -> float | None:
+        known = [self.book.record(r).precision for r in rules]
+        return None if any(p is None for p in known) else min(p for p in known if p is not None)
+
+    def pick(self, samples: list[Sample], history: History, scored: bool) -> None:
+        for s in samples:
+            outcome = resolve_case(s.case, deterministic_resolvers(history))
+            v = trust.verdict(s.case, outcome.content, s.fork) if outcome.resolved else "none"
+            same = v not in ("different", "none")
+            ident = v in ("identical", "ws-identical")
+            rules = trust.outcome_rules(outcome, s.case.path) if outcome.resolved and trust.gated(outcome) else ()
+            if rules:
+                self.pending.append((rules, same))
+            if not scored:
+                continue
+            w = self.months[s.date[:7]]
+            w.files += 1
+            est = self.estimate(rules) if rules else None
+            if outcome.resolved and self.book.trusted(rules, self.settings):
+                w.auto += 1
+                w.auto_same += same
+                w.auto_ident += ident
+                w.auto_estimate += est or 0.0
+                if not same:
+                    self.wrong.append(f"{s.date} {s.fork_sha[:10]} {s.case.path}: " + "; ".join(
+                        f"{r} ({self.book.record(r).describe()})" for r in rules))
+                for r in rules:
+                    self.by_rule[r][0] += 1
+                    self.by_rule[r][1] += same
+            elif outcome.resolved:
+                w.proposed += 1
+                w.proposed_same += same
+                w.proposed_ident += ident
+                if est is not None:
+                    w.proposed_estimate += est
+                    w.proposed_estimated += 1
+                for r in rules:
+                    self.by_rule[r][2] += 1
+                    self.by_rule[r][3] += same
+            else:
+                w.refused += 1
+
+    def windows(self) -> dict[str, Window]:
+        months = dict(sorted(self.months.items()))
+        every = Window()
+        for w in months.values():
+            for k in vars(every):
+                setattr(every, k, getattr(every, k) + getattr(w, k))
+        return months | {"all": every}
+
+    def doc(self) -> dict[str, object]:
+        return {"walk_forward": {m: vars(w) for m, w in self.windows().items()},
+                "min_precision": self.settings.min_precision, "min_cases": self.settings.min_cases,
+                "by_rule": dict(self.by_rule), "auto_different": self.wrong,
+                "book": {r: [x.identical, x.different] for r, x in self.book.records.items()}}
+
+    def report(self) -> None:
+        print(f"walk-forward trust gate (precision >= {100 * self.settings.min_precision:.0f}% over >= "
+              f"{self.settings.min_cases} cases, each file gated by the backtest of strictly earlier picks)")
+        print(f"{'month':<9}{'files':>6}{'auto':>6}{'same':>6}{'diff':>6}{'est%':>6}{'meas%':>7}{'proposed':>9}"
+              f"{'same':>6}{'diff':>6}{'est%':>6}{'meas%':>7}{'refused':>8}{'auto+approved: same':>20}{'identical':>13}")
+        print("same: as the fork's file, or as the fork's in the conflict regions (the fork's commit changed other "
+              "lines too); identical: the whole file as the fork's, whitespace aside; est%: the backtest's precision "
+              "of the answer's rules when it was gated; meas%: same / answers")
+        for m, w in self.windows().items():
+            est_a = 100 * w.auto_estimate / w.auto if w.auto else float("nan")
+            meas_a = 100 * w.auto_same / w.auto if w.auto else float("nan")
+            est_p = 100 * w.proposed_estimate / w.proposed_estimated if w.proposed_estimated else float("nan")
+            meas_p = 100 * w.proposed_same / w.proposed if w.proposed else float("nan")
+            both = w.auto_same + w.proposed_same
+            ident = w.auto_ident + w.proposed_ident
+            print(f"{m:<9}{w.files:>6}{w.auto:>6}{w.auto_same:>6}{w.auto - w.auto_same:>6}{est_a:>6.0f}{meas_a:>7.0f}"
+                  f"{w.proposed:>9}{w.proposed_same:>6}{w.proposed - w.proposed_same:>6}{est_p:>6.0f}{meas_p:>7.0f}"
+                  f"{w.refused:>8}{both:>11} ({100 * both / max(w.files, 1):.0f}%){ident:>8} ({100 * ident / max(w.files, 1):.0f}%)")
+        for line in self.wrong:
+            print(f"  auto-accepted and different: {line}")
+        print("scored files by rule: auto-accepted (same) / proposed (same)")
+        for r, (a, sa, pr, sp) in sorted(self.by_rule.items(), key=lambda kv: -kv[1][0] - kv[1][2]):
+            print(f"  {a:>3} ({sa:>3}) / {pr:>3} ({sp:>3})  {r}")
 
 
 def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted: int,
            total: dict[str, dict[str, Tally]], reasons: dict[str, dict[str, int]], rules: dict[str, Tally],
-           secs: float) -> None:
+           secs: float) -> dict[str, object]:
     if args.json:
-        print(json.dumps({"picks": len(picks), "conflicted_picks": conflicted, "seconds": round(secs, 1),
-                          "tallies": {n: {lang: vars(t) for lang, t in per.items()} for n, per in total.items()},
-                          "rules": {r: vars(t) for r, t in rules.items()}, "declined": reasons}, indent=1))
-        return
+        return {"picks": len(picks), "conflicted_picks": conflicted, "seconds": round(secs, 1),
+                "tallies": {n: {lang: vars(t) for lang, t in per.items()} for n, per in total.items()},
+                "rules": {r: vars(t) for r, t in rules.items()}, "declined": reasons}
     files = total.get("base:ours", {}).get("all", Tally()).files
     print(f"{len(picks)} RESOLVED picks {args.since}..{args.until}; {conflicted} conflict; {files} conflicted "
           f"files; {secs:.0f}s")
@@ -420,6 +496,7 @@ def report(args: argparse.Namespace, picks: list[dict[str, object]], conflicted:
     for name, why in reasons.items():
         for text, n in sorted(why.items(), key=lambda kv: -kv[1])[:8]:
             print(f"  {name} declined {n}x: {text}")
+    return {}
 
 
 if __name__ == "__main__":

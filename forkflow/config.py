@@ -33,6 +33,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "fork": ("branch", "name"),
     "store": ("url",),
     "ledger": ("infer_threshold", "markers", "opt_out"),
+    "trust": ("min_precision", "min_cases"),  # conflicts/trust.py: when a resolver rule lands alone
     "ingest": ("l1_command", "l1_timeout", "max_bundle", "resolvers", "split_failed_bundles",
                "split_max_gate_runs", "pin_files", "push_remote", "chain", "agent", "land",
                "untested_paths", "review"),

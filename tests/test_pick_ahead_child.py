@@ -235,7 +235,8 @@ def test_the_landing_takes_the_childs_resolutions(builder: ForkBuilder, monkeypa
     builder.fetch()
     fork = builder.f.path
     (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
-                                        + '\n[[ingest.chain]]\nname = "all"\npaths = ["**"]\n')
+                                        + '\n[[ingest.chain]]\nname = "all"\npaths = ["**"]\n'
+                                        + '\n[trust]\nmin_cases = 0\n')  # no past picks: trust trivial here
     asked: list[str] = []
     parent, real = os.getpid(), TrivialResolver.propose
 

@@ -14,6 +14,7 @@ from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import case_from_marked
 from forkflow.conflicts.classify import ConflictKind
 from forkflow.conflicts.settle import by_hand, has_file_resolution
+from forkflow.conflicts.rules_view import proposal_diff, rule_rows, stored_or_backtested
 from forkflow.context import Context, open_context
 from forkflow import wiring
 from forkflow.errors import UserError
@@ -26,6 +27,7 @@ from forkflow.landing.ingest import (
 from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
+from forkflow.ledger.merges import MERGE, intake_of
 from forkflow.render import (
     conflict_owners,
     exit_code,
@@ -90,6 +92,9 @@ def ingest_cmd(
         raise UserError("--push pushes what --land landed; add --land")
     mode = Mode.DRY_RUN if dry_run else Mode.LAND if do_land else Mode.VALIDATE
     ctx = open_context(repo, store)
+    if unit is None and intake_of(ctx.config) == MERGE:  # a fork that merges upstream: docs/ingest.md
+        from forkflow.cli.merge_view import merge_ingest
+        return merge_ingest(ctx, mode, until, push, json_out)
     options = IngestOptions(mode, push, max_units, until, max_bundle)
     with progress_bar(console, disable=json_out) as bar:
         if unit is not None:
@@ -178,11 +183,13 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     with c.store.session_scope() as s:
         attempts = [a for a in crecords.attempts(s, c.fork_id, x.upstream_sha) if a.path == x.path]
     waiting = _waiting_proposal(c, x)
+    record = _record(c, waiting.rule) if waiting is not None and waiting.rule else None
     if json_out:
         print_json(_conflict_json(x) | {"agent_attempts": [
             {"backend": a.backend, "outcome": a.outcome, "reason": a.reason, "duration_ms": a.duration_ms}
             for a in attempts]} | {"proposal": None if waiting is None else {
                 "attempt_id": waiting.attempt_id, "hash": waiting.digest, "backend": waiting.backend,
+                "rule": waiting.rule or None, "record": record, "diff": proposal_diff(x, waiting.content),
                 "content": waiting.content}})
         return 0
     console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]")
@@ -198,10 +205,17 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
     if x.marked:
         console.rule("conflicted file (fork | base | upstream)")
         console.out(x.marked, highlight=False)
-    if waiting is not None:
+    if waiting is not None and waiting.rule:
+        console.rule(f"rule proposal #{waiting.attempt_id}, hash {waiting.digest}: read it before approving")
+        console.print(f"rule {escape(waiting.rule)}", soft_wrap=True)
+        console.print(f"its record on this fork: {escape(record or 'none')} (`forkflow conflicts rules`)", soft_wrap=True)
+        console.rule("the proposal against the fork's file")
+        console.out(proposal_diff(x, waiting.content) or "(the fork's file as it is)", highlight=False)
+    elif waiting is not None:
         console.rule(f"agent proposal #{waiting.attempt_id} ({escape(waiting.backend)}), hash {waiting.digest}: "
                      "read it before approving")
         console.out(waiting.content, highlight=False)
+    if waiting is not None:
         console.print(f"approve it (the next `forkflow ingest` picks it and runs L1): "
                       f"forkflow conflicts approve {x.id} --proposal {waiting.digest}", soft_wrap=True)
     if has_file_resolution(x):
@@ -237,6 +251,43 @@ def conflicts_resolve(
         crecords.save_resolution(s, x.key, x.path, texts, "person")
         crecords.set_conflict_status(s, x.id, "resolved")
     console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
+    return 0
+
+
+def _record(c: Context, rule: str) -> str:
+    """The rule's record on this fork, as the last backtest stored it."""
+    from forkflow.conflicts.rulebook import load_book
+
+    with c.store.session_scope() as s:
+        found = load_book(s, c.fork_id)
+    return found[0].record(rule).describe() if found is not None else "not backtested yet"
+
+
+@conflicts_app.command("rules")
+def conflicts_rules(
+    refresh: Annotated[bool, typer.Option("--refresh", help="Backtest again on the fork's past picks.")] = False,
+    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
+) -> int:
+    """Each resolver rule's record on this fork (its past answers against the files the fork's
+    engineers committed), and whether its answers land alone or wait for a person."""
+    c = open_context(repo, store)
+    book, when, settings = stored_or_backtested(c.repo, c.config, c.store, c.fork_id, refresh)
+    rows = rule_rows(book, settings)
+    if json_out:
+        print_json({"min_precision": settings.min_precision, "min_cases": settings.min_cases,
+                    "files": book.files, "computed_at": when.isoformat(), "rules": rows})
+        return 0
+    console.print(f"{book.files} past conflicted file(s) replayed ({when:%Y-%m-%d %H:%M} UTC); a rule's answer "
+                  f"lands alone at >= {100 * settings.min_precision:g}% precision over >= {settings.min_cases} "
+                  "cases ([trust] in forkflow.toml), else it is a proposal a person approves", soft_wrap=True)
+    if not rows:
+        console.print("no rule has answered on this fork's past picks yet: every rule proposes")
+        return 0
+    console.print(f"{'cases':>6} {'identical':>9} {'different':>9} {'precision':>9}  {'status':<9} rule", highlight=False)
+    for r in rows:
+        prec = "-" if r["precision"] is None else f"{100 * float(str(r['precision'])):.0f}%"
+        console.print(f"{r['cases']:>6} {r['identical']:>9} {r['different']:>9} {prec:>9}  {r['status']:<9} "
+                      f"{escape(str(r['rule']))}", highlight=False, soft_wrap=True)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Agent-made code needs a person: an agent's resolution that passed the guardrails is kept as a
+"""Agent-made code needs a person, and so does the answer of a resolver rule this fork's history
+does not trust yet (conflicts/trust.py): an agent's resolution that passed the guardrails is kept as a
 proposal, and only a person's approval (`forkflow conflicts approve ID --proposal HASH`, or the
 dashboard's token-checked button) records it; the next `forkflow ingest` then picks with it and runs L1.
 
@@ -26,6 +27,8 @@ from forkflow.store.schema_ingest import AgentAttemptRow
 
 PROPOSED = "proposed"  # the attempt outcome of a guardrail-approved answer that waits for a person
 APPROVED = "agent-approved"  # that attempt's outcome once approved, and the recorded resolution's source
+RULE_APPROVED = "rule-approved"  # the same for a resolver rule's proposal (conflicts/trust.py)
+RULE_BACKEND = "rule"  # the attempt log's backend of a rule's proposal (trust.RULE_BACKEND)
 HASH_LEN = 12  # hex digits of sha256 a person reads and types back
 
 
@@ -35,6 +38,7 @@ class Proposal:
     backend: str
     content: str  # the whole resolved file the agent proposed
     digest: str  # proposal_hash(path, content): what an approval must name
+    rule: str = ""  # the resolver rule that proposed it, not trusted alone on this fork; "" for the agent
 
 
 def proposal_hash(path: str, content: str) -> str:
@@ -52,7 +56,8 @@ def proposal(s: Session, fid: int, x: crecords.ConflictInfo) -> Proposal | None:
                    .order_by(AgentAttemptRow.id.desc()).limit(1))
     if row is None:
         return None
-    return Proposal(row.id, row.backend, row.response, proposal_hash(x.path, row.response))
+    rule = row.request.removeprefix("rule ") if row.backend == RULE_BACKEND else ""
+    return Proposal(row.id, row.backend, row.response, proposal_hash(x.path, row.response), rule)
 
 
 def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple[crecords.ConflictInfo, Proposal]:
@@ -69,7 +74,7 @@ def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple
         raise UserError(f"conflict {cid} is {x.status}; only an open conflict can be approved")
     p = proposal(s, fid, x)
     if p is None:
-        raise UserError(f"conflict {cid} has no agent proposal waiting for approval; settle it with "
+        raise UserError(f"conflict {cid} has no proposal (agent or rule) waiting for approval; settle it with "
                         f"`forkflow conflicts resolve {cid} --file FILE`")
     given = (shown or "").strip().lower()
     if not given:
@@ -81,12 +86,13 @@ def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple
     verdict = guardrails.check(case, p.content.encode("utf-8", "surrogateescape")) if case else None
     if verdict is None or not verdict.ok:
         why = verdict.reason if verdict is not None else "the conflict has no text regions"
-        raise UserError(f"the agent proposal of conflict {cid} no longer passes the guardrails ({why}); "
+        raise UserError(f"the proposal of conflict {cid} no longer passes the guardrails ({why}); "
                         f"settle it with `forkflow conflicts resolve {cid} --file FILE`")
-    crecords.save_resolution(s, x.key, x.path, verdict.regions, APPROVED)
+    source = RULE_APPROVED if p.rule else APPROVED
+    crecords.save_resolution(s, x.key, x.path, verdict.regions, source)
     crecords.set_conflict_status(s, x.id, "resolved")
     row = s.get(AgentAttemptRow, p.attempt_id)
     assert row is not None
-    row.outcome = APPROVED  # who approved what stays in the attempt log
+    row.outcome = source  # who approved what stays in the attempt log
     row.reason = f"{row.reason}; approved by {by}"[:2000]
     return x, p

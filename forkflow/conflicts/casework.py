@@ -7,13 +7,16 @@ from dataclasses import replace
 from forkflow.conflicts.bare import bare_case
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.engine import extra_factories
-from forkflow.conflicts.learn import fork_history
+from forkflow.config import Config
+from forkflow.conflicts.learn import fork_book, fork_history
 from forkflow.conflicts.resolvers import Resolver
 from forkflow.conflicts.resolvers.agent import (
     AgentResolver, AgentSettings, Attempt, Backend, CommandBackend, HttpBackend,
 )
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
+from forkflow.conflicts.rulebook import save_book
+from forkflow.conflicts.trust import RuleBook, TrustGate, trust_settings
 from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, PathConflict
 from forkflow.models import Sha
@@ -58,3 +61,25 @@ def build_resolvers(order: tuple[str, ...], lookup: Callable[[str], tuple[list[s
 def _agent(settings: AgentSettings, log: Callable[[Attempt], None], env: dict[str, str]) -> Resolver | None:
     backend = agent_backend(settings, env)
     return AgentResolver(backend, log, settings.max_bytes, settings.autoland) if backend is not None else None
+
+
+def trust_gate(repo: Repo, config: Config, reader: object, writes: bool = True) -> TrustGate:
+    """The landing's trust gate (conflicts/trust.py): each rule's backtest on this fork, learnt with
+    the fork's history at the first conflict and kept in the store for `forkflow conflicts rules`
+    and the dashboard.  `reader` logs proposals (`log_attempt`) and names the store and fork
+    (`store`, `fork_id`); a dry run (`writes` False) logs and keeps nothing."""
+    found = getattr(reader, "log_attempt", None) if writes else None
+    log: Callable[[Attempt], None] = found if callable(found) else (lambda a: None)
+    store = getattr(reader, "store", None) if writes else None
+    fid = getattr(reader, "fork_id", None)
+    kept: list[RuleBook] = []
+
+    def book() -> RuleBook:
+        if not kept:
+            kept.append(fork_book(repo))
+            if store is not None and isinstance(fid, int):
+                with store.session_scope() as s:
+                    save_book(s, fid, kept[0])
+        return kept[0]
+
+    return TrustGate(trust_settings(config), book, log)

@@ -22,6 +22,7 @@ class CaseResolution:
     resolver: str = ""
     regions: tuple[str, ...] = ()
     tried: tuple[str, ...] = ()  # "resolver: what happened", for the record kept for people
+    note: str = ""  # the winning proposal's note: the rules that made it (conflicts/trust.py)
 
 
 def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
@@ -37,7 +38,7 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
             known = ahead[1]
             tried += known.tried
             if known.resolved:
-                return CaseResolution(True, known.content, known.resolver, known.regions, tuple(tried))
+                return CaseResolution(True, known.content, known.resolver, known.regions, tuple(tried), known.note)
             i += len(ahead[0])
             continue
         r = resolvers[i]
@@ -51,7 +52,7 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
             tried.append(f"{r.name}: rejected ({verdict.reason})")
             continue
         tried.append(f"{r.name}: {proposal.note}")
-        return CaseResolution(True, proposal.content, r.name, verdict.regions, tuple(tried))
+        return CaseResolution(True, proposal.content, r.name, verdict.regions, tuple(tried), proposal.note)
     return CaseResolution(False, tried=tuple(tried))
 
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from forkflow.conflicts.case import ConflictCase, Example
 from forkflow.conflicts.classify import ConflictKind, Region, Segment, extract_regions, regions
+
+if TYPE_CHECKING:
+    from forkflow.conflicts.trustbook import RuleBook
 
 ANCHOR_LINES = 3  # clean lines each side of a region that must be found in the fork's file
 
@@ -35,6 +39,8 @@ class History:
         # (folder, the side that deleted) -> how the fork settled its newest delete/modify there
         self.folders: dict[tuple[str, str], tuple[str, str]] = {}
         self.by_path: dict[str, list[Example]] = {}  # examples for an agent, oldest first
+        # each resolver rule's backtest on the same picks (conflicts/trust.py); None: not backtested
+        self.book: RuleBook | None = None
 
     def examples(self, path: str, limit: int = 4, max_chars: int = 6_000) -> tuple[Example, ...]:
         """The newest regions the fork settled in this file, small enough to show an agent."""

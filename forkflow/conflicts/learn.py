@@ -17,6 +17,7 @@ from pathlib import Path
 
 from forkflow.conflicts.case import ConflictCase
 from forkflow.conflicts.history import History, learn
+from forkflow.conflicts.trust import RuleBook, backtest
 from forkflow.children import LEARN_CHILD, python_child, take_early
 from forkflow.config import DEFAULT_MARKERS
 from forkflow.errors import GitError, UserError
@@ -63,20 +64,26 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
 
 def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[History, list[str]]:
     """A History of every conflict the given (upstream sha, fork sha) picks settled, oldest first,
-    and the picks that could not be replayed (with why)."""
+    and the picks that could not be replayed (with why).  The same replay backtests every resolver
+    rule (`conflicts.trust.backtest`): the history's `book`."""
     repo = Repo(path)
     # the replays' merged files and trees stay in memory, never on disk: 3,100 loose objects a run
     # were written and never read again (and slowed the landing's writes in the same folders)
     picker = MemoryPicker(path, batch_writes=True)
-    history = History()
     skipped: list[str] = []
-    for upstream_sha, fork_sha in picks:
-        try:
-            for s in replay_pick(repo, picker, upstream_sha, fork_sha, origin=False):  # history reads no origin
-                learn(history, s.case, s.fork, fork_sha[:10])
-        except (ObjectError, KeyError, UserError) as e:  # a marker naming a commit not here
-            skipped.append(f"{fork_sha[:10]}: {e}")
-        picker.forget_writes(over=LEARN_MEMORY)
+
+    def replayed() -> Iterator[tuple[str, ConflictCase, bytes | None]]:
+        for upstream_sha, fork_sha in picks:
+            try:
+                # the backtest's `lag` rule reads the path at the fork point (a merge-base per conflicted pick)
+                for s in list(replay_pick(repo, picker, upstream_sha, fork_sha, origin=True)):
+                    yield fork_sha, s.case, s.fork
+            except (ObjectError, KeyError, UserError, GitError) as e:  # a marker naming a commit not here
+                skipped.append(f"{fork_sha[:10]}: {e}")
+            picker.forget_writes(over=LEARN_MEMORY)
+
+    book, history = backtest(replayed())
+    history.book = book
     return history, skipped
 
 
@@ -110,6 +117,11 @@ def fork_history(repo: Repo) -> History:
         except (GitError, UserError):  # no history to learn from is no reason to stop a pick
             _HISTORIES[cache] = History()
     return _HISTORIES[cache]
+
+
+def fork_book(repo: Repo) -> RuleBook:
+    """Each resolver rule's backtest on the fork's past picks (learnt with `fork_history`)."""
+    return fork_history(repo).book or RuleBook()
 
 
 def learn_ahead(repo: Repo) -> bool:

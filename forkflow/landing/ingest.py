@@ -21,7 +21,7 @@ from forkflow.conflicts.engine import pure_run, resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
-from forkflow.conflicts.casework import build_case, build_resolvers
+from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.ahead import AheadPicks
@@ -212,6 +212,7 @@ class Ingestor:
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
+        self.trust = trust_gate(repo, config, reader, writes=options.mode is not Mode.DRY_RUN)  # conflicts/trust.py
 
     @property
     def writes(self) -> bool:
@@ -744,6 +745,7 @@ class Ingestor:
                 return None
             known = ahead.get(conflict.path)  # what the child picking ahead made of this very case
             outcome = resolve_case(case, self.resolvers, (pure, known) if known is not None else None)
+            outcome = self.trust.gate(case, outcome)  # an untrusted rule's answer waits for a person
             if outcome.resolved:
                 out[case.path] = outcome.content
                 used.append((case, outcome.regions, outcome.resolver))
