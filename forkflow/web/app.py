@@ -24,7 +24,7 @@ from forkflow.context import Context
 from forkflow.errors import StoreError, UserError
 from forkflow.web.errors import Forbidden, NotFound, Unavailable
 from forkflow.web.render import html_page, wants_json
-from forkflow.web.security import MAX_FORM, BodyLimit, HostCheck, record
+from forkflow.web.security import MAX_FORM, ActionLog, BadBody, BodyLimit, HostCheck, note_refusal, record
 from forkflow.web.source import open_source
 
 STATIC = Path(__file__).parent / "static"
@@ -64,6 +64,7 @@ def create_app(target: str | Context, token: str | None = None, *, fork: str | N
     app.add_middleware(BodyLimit, limit=4 * MAX_FORM)
     if allowed_hosts is not None:
         app.add_middleware(HostCheck, allowed=tuple(allowed_hosts))
+    app.add_middleware(ActionLog)  # outermost: it sees the refusals of the two above
     _handlers(app)
     return app
 
@@ -94,6 +95,7 @@ def _handlers(app: FastAPI) -> None:
     def on(cls: type[Exception], status: int | None) -> None:
         async def handle(request: Request, exc: Exception) -> Response:
             code = status if status is not None else getattr(exc, "status_code", 500)
+            note_refusal(request, _message(exc))  # the actions log's reason, if the route gave none
             return error_response(request, code, _message(exc))
 
         app.add_exception_handler(cls, handle)
@@ -102,6 +104,7 @@ def _handlers(app: FastAPI) -> None:
     on(Forbidden, 403)
     on(Unavailable, 409)
     on(UserError, 400)
+    on(BadBody, None)  # 400, 413 or 415
     on(StoreError, 503)
     on(StarletteHTTPException, None)
 
@@ -126,4 +129,5 @@ def _message(exc: Exception) -> str:
         if exc.status_code == 404:
             return "no such page; the pages are / (overview), /ingestion, /validation, /l2 and /triage"
         return str(exc.detail)
-    return " ".join(str(exc).split())
+    # one line, and text that encodes (a lone surrogate from a JSON body is written as its escape)
+    return " ".join(str(exc).encode("utf-8", "backslashreplace").decode("utf-8").split())
