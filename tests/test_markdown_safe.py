@@ -6,6 +6,7 @@ heading) but the ones their templates write themselves.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,51 @@ def test_markdown_sink_file_heading_is_plain(tmp_path: Path) -> None:
 def test_deterministic_suggestion_quotes_its_subject() -> None:
     s = deterministic_suggestion("E   assert `x` @a", Culprit("a" * 40, "Closes #1 @core-team", "diff"), ())
     assert [c for c in constructs(markdown(s.text))] == []
+
+
+# -- agent answers: read up to a cap, and the issue says so ---------------------------------------
+
+@pytest.mark.security
+def test_a_command_agent_that_never_stops_writing_is_cut_and_says_so() -> None:
+    import sys
+
+    from forkflow.triage.suggest import MAX_ANSWER_BYTES, CommandAgent, suggest
+
+    endless = f"{sys.executable} -c \"import sys\nwhile True: sys.stdout.write('@core-team ' * 4096)\""
+    _, agent = suggest("CRASH: x", "log", None, (), CommandAgent(endless, timeout=30))
+    assert f"agent answer cut: over {MAX_ANSWER_BYTES} bytes, only those were read" in agent.warnings
+    assert 0 < len(agent.text) <= 4000
+    body = render_body([_item("x")], None, OWNERS, [agent])
+    assert "agent answer cut" in body and untrusted_constructs(body, body_constructs([_item("x")], OWNERS, [agent])) == []
+
+
+@pytest.mark.security
+def test_a_chat_agent_answer_over_the_cap_is_refused_and_says_so() -> None:
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from forkflow.triage.suggest import MAX_ANSWER_BYTES, ChatAgent, suggest
+
+    answer = json.dumps({"choices": [{"message": {"content": "x" * (MAX_ANSWER_BYTES * 2)}}]}).encode()
+
+    class Big(BaseHTTPRequestHandler):
+        def log_message(self, *_args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Big)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _, agent = suggest("CRASH: x", "log", None, (), ChatAgent(f"http://127.0.0.1:{server.server_port}", "m",
+                                                                  timeout=30))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert agent.text == "" and agent.warnings == (f"agent failed (answer larger than {MAX_ANSWER_BYTES} bytes)",)
