@@ -30,7 +30,7 @@ DEFAULT_MARKERS: tuple[str, ...] = (
 # (issue 12).  A subsystem that reads a new key adds it to this table in the same change.
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "upstream": ("remote", "branch", "first_parent"),
-    "fork": ("branch", "name"),
+    "fork": ("branch", "name", "intake"),
     "store": ("url",),
     "ledger": ("infer_threshold", "markers", "opt_out"),
     "trust": ("min_precision", "min_cases"),  # conflicts/trust.py: when a resolver rule lands alone

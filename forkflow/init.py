@@ -10,6 +10,7 @@ from forkflow.config import CONFIG_NAME, Config, load_config, parse_config, rend
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.git.run import refuse_option_like
+from forkflow.ledger.merges import PICK, Intake, detect_intake
 from forkflow.state import migrate_state, state_dir
 from forkflow.store import forks
 from forkflow.store.session import Store, redact
@@ -84,12 +85,15 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
         if repo.merge_base(fork_tip, upstream_tip) is None:
             raise UserError(f"fork branch '{fork_branch}' and {remote}/{upstream_branch} share no "
                             "history; check that --upstream names this fork's upstream")
-        written = _write_config(cfg_path, remote, upstream_branch, fork_branch, store_url)
+        intake = detect_intake(repo, fork_tip, upstream_tip)
+        written = _write_config(cfg_path, remote, upstream_branch, fork_branch, store_url, intake)
     except BaseException:
         if remote_added:  # nothing half-written: take back the remote we added
             repo.git("remote", "remove", remote, check=False)
         raise
     config = load_config(cfg_path)
+    if written:
+        print(f"intake {intake.describe()}; set [fork] intake in {CONFIG_NAME} to change it", file=sys.stderr)
     moved = migrate_state(repo, config.root)
     if moved:
         print(moved, file=sys.stderr)
@@ -99,7 +103,7 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
 
 
 def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: str,
-                  store_url: str | None) -> bool:
+                  store_url: str | None, intake: Intake | None = None) -> bool:
     # a URL with a password never goes into a file that may be committed: use FORKFLOW_STORE
     in_file = store_url if store_url and not has_password(store_url) else ""
     if path.exists():
@@ -112,11 +116,25 @@ def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: st
         return False
     # the fork's identity is fixed at init: moving the checkout keeps its history (issue 12)
     text = render_config(remote, upstream_branch, fork_branch, in_file, f"{path.parent.name}:{fork_branch}")
+    text = with_intake(text, intake.style if intake is not None else PICK)
     parse_config(text)  # the template always parses
     tmp = path.with_suffix(".toml.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
     return True
+
+
+INTAKE_COMMENT = ('# How the fork takes upstream: "pick" (cherry-picks and bundles) or "merge" (merge commits whose\n'
+                  "# second parent is upstream's). `forkflow init` read it from the fork's history; status, history,\n"
+                  "# replay and ingest follow it.\n")
+
+
+def with_intake(text: str, style: str) -> str:
+    """The config text with `intake = "<style>"` as the first key of its [fork] section."""
+    head, sep, rest = text.partition("[fork]\n")
+    if not sep:
+        return text + f'\n[fork]\n{INTAKE_COMMENT}intake = "{style}"\n'
+    return f'{head}{sep}{INTAKE_COMMENT}intake = "{style}"\n{rest}'
 
 
 def _open_store(repo: Repo, config: Config, url: str) -> None:

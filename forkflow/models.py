@@ -32,10 +32,12 @@ class EvidenceKind(str, enum.Enum):
     MESSAGE = "message"          # listed as deferred / skipped in a fork pick commit's message
     DECIDED = "decided"          # a person's decision (`forkflow decide`), with its reason
     OPT_OUT = "opt-out"          # the upstream message carries an opt-out marker ([ledger] opt_out)
+    MERGE = "merge"              # the fork's branch merged it: an ancestor of the fork tip
 
     @property
     def strength(self) -> int:
         order = [
+            EvidenceKind.MERGE,
             EvidenceKind.TRAILER,
             EvidenceKind.MARKER,
             EvidenceKind.PATCH_ID,

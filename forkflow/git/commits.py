@@ -110,3 +110,21 @@ def copy_commit(picker: MemoryPicker, sha: Sha, tree: str, parents: Sequence[Sha
     new = picker.repo.create_commit(None, commit.author, commit.committer, commit.message,
                                     pygit2.Oid(hex=tree), oids)
     return Sha(str(new))
+
+
+def merge_commits(picker: MemoryPicker, ours: Sha, theirs: Sha, *, write: bool = False) -> tuple[str, tuple[str, ...]]:
+    """The whole-tree merge of commit `theirs` into commit `ours` (their merge base found as git
+    finds it, renames found), in the picker's object database: (tree, conflicted paths).  With
+    `write`, the tree of a clean merge is written; else, and when anything conflicts, it is ""."""
+    index = picker.repo.merge_commits(ours, theirs)
+    if index.conflicts is not None:
+        paths = sorted({e.path for trio in index.conflicts for e in trio if e is not None})
+        return "", tuple(paths)
+    return (str(index.write_tree(picker.repo)) if write else ""), ()
+
+
+def write_merge(picker: MemoryPicker, tree: str, parents: Sequence[Sha], message: str) -> Sha:
+    """A merge commit of `parents` on `tree` by the picker's committer (no ref moves)."""
+    who = picker.committer()
+    oids: list[str | pygit2.Oid] = [pygit2.Oid(hex=p) for p in parents]
+    return Sha(str(picker.repo.create_commit(None, who, who, message, pygit2.Oid(hex=tree), oids)))

@@ -13,6 +13,7 @@ from forkflow.config import Config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger.classify import LedgerBuilder
+from forkflow.ledger.merges import MERGE, intake_of, merged_upstream, original_fork_point
 from forkflow.ledger.refs import check_repo, ingestion_ref
 from forkflow.models import (
     Commit,
@@ -57,7 +58,8 @@ def _cache_key(fork_tip: Sha, upstream_tip: Sha, fork_point: Sha, point: Sha | N
                recorded: list[RecordedDecision], config: Config) -> str:
     h = hashlib.sha256()
     parts = [__version__, fork_tip, upstream_tip, fork_point, point or "-",
-             repr(config.ledger), repr(config.section("upstream").get("first_parent", False))]
+             repr(config.ledger), repr(config.section("upstream").get("first_parent", False)),
+             intake_of(config)]
     parts += sorted(f"{r.sha}:{r.disposition.value}:{r.reason}:{','.join(r.fork_shas)}:{r.source.value}:"
                     f"{r.verdict}:{r.until}:{r.task}:{r.decided_by}" for r in recorded)
     if any(r.until for r in recorded):  # a deferral lapses at midnight: the key changes with the day
@@ -70,10 +72,15 @@ def _cache_key(fork_tip: Sha, upstream_tip: Sha, fork_point: Sha, point: Sha | N
 def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_tip: Sha, fork_point: Sha,
              recorded_point: Sha | None, recorded: list[RecordedDecision]) -> Ledger:
     first_parent = bool(config.section("upstream").get("first_parent", False))
-    upstream = repo.log(f"{fork_point}..{upstream_tip}", first_parent=first_parent)
+    merging = intake_of(config) == MERGE
+    # a merge fork's ledger starts where the fork grew from: what its merges took is listed, TAKEN
+    origin = (original_fork_point(repo, fork_tip, upstream_tip) or fork_point) if merging else fork_point
+    upstream = repo.log(f"{origin}..{upstream_tip}", first_parent=first_parent)
     fork_commits = repo.log(fork_tip, f"^{upstream_tip}")
     builder = LedgerBuilder(upstream, config.ledger.markers, config.ledger.opt_out,
                             is_inverse=InverseDiff(repo))
+    if merging:
+        builder.add_merged(merged_upstream(repo, fork_tip, origin, set(builder.by_sha)))
     builder.add_fork_commits(fork_commits)
     unreadable = _match_patch_ids(repo, store, builder)
     builder.add_title_matches()
@@ -83,8 +90,11 @@ def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_t
         notes.append(f"{len(unreadable)} commit(s) have no patch-id: their blobs are missing from this clone "
                      f"and could not be fetched (first: {unreadable[0][:12]}); they were matched by markers "
                      "and titles only")
-    point, inferred = _ingestion_point(entries, recorded_point, config.ledger.infer_threshold)
-    if recorded_point is not None and point is None:
+    if merging:  # the merge base and what is decided right after it: merges move the point
+        point, inferred = _decided_point(entries, fork_point), True
+    else:
+        point, inferred = _ingestion_point(entries, recorded_point, config.ledger.infer_threshold)
+    if not merging and recorded_point is not None and point is None:
         notes.append(f"the recorded ingestion point {recorded_point[:12]} is not an upstream commit "
                      "after the fork point; it was ignored and inferred instead")
         point, inferred = _ingestion_point(entries, None, config.ledger.infer_threshold)
@@ -223,6 +233,21 @@ def _match_patch_ids(repo: Repo, store: Store, builder: LedgerBuilder) -> list[S
         {sha: facts[sha][0] or "" for sha in candidates},
     )
     return [sha for sha in need_pid if sha not in pids]
+
+
+def _decided_point(entries: list[LedgerEntry], fork_point: Sha) -> Sha | None:
+    """A merge fork's ingestion point: the newest upstream commit up to which every listed commit
+    is handled (merged, picked, skipped, deferred), never before the merge base."""
+    best: Sha | None = None
+    for e in entries:
+        if e.disposition is Disposition.PENDING:
+            break
+        best = e.commit.sha
+    if best is None or not any(e.commit.sha == fork_point for e in entries):
+        return best
+    cut = next(i for i, e in enumerate(entries) if e.commit.sha == fork_point)
+    mine = next(i for i, e in enumerate(entries) if e.commit.sha == best)
+    return best if mine >= cut else fork_point
 
 
 def _ingestion_point(entries: list[LedgerEntry], recorded: Sha | None,

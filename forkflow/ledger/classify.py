@@ -77,10 +77,24 @@ class LedgerBuilder:
         self.by_diff: dict[str, Sha] = {}  # review number (D123) -> fork commit
         self.by_subject: dict[str, Sha] = {}
         self.fork_revert_of: dict[Sha, Sha] = {}  # fork revert -> the fork pick it reverted
+        self.merged: set[Sha] = set()  # upstream commits the fork tip reaches (a merge fork's merges)
 
     def unique_pr(self, pr: int) -> Sha | None:
         hits = self.by_pr.get(pr, [])
         return hits[0] if len(hits) == 1 else None
+
+    # -- phase 0: merges ---------------------------------------------------
+    def add_merged(self, shas: Iterable[Sha]) -> None:
+        """Upstream commits the fork branch reaches: a merge fork's merges brought them in.  Git's
+        own history says so, not a message; a fork pick of one of them counts once (it is one
+        upstream commit), and no fork commit is matched to it by patch-id or title."""
+        for u in shas:
+            if u in self.by_sha:
+                self.merged.add(u)
+                self.evidence[u].append(Evidence(EvidenceKind.MERGE, None, "merged: the fork branch reaches it"))
+
+    def taken(self, u: Sha) -> bool:
+        return u in self.picked_by or u in self.merged
 
     # -- phase 1: messages -------------------------------------------------
     def add_fork_commits(self, fork_commits: Iterable[Commit]) -> None:
@@ -212,7 +226,7 @@ class LedgerBuilder:
 
     # -- phase 2: patch-ids and titles ------------------------------------
     def unpicked_upstream(self) -> list[Sha]:
-        return [c.sha for c in self.upstream if c.sha not in self.picked_by]
+        return [c.sha for c in self.upstream if not self.taken(c.sha)]
 
     def add_patch_id_matches(self, fork_ids: dict[Sha, str], upstream_ids: dict[Sha, str]) -> None:
         """Match unmatched fork commits to unpicked upstream commits by equal patch-id."""
@@ -240,7 +254,7 @@ class LedgerBuilder:
             # "Fix x (#8121) (#735)": the fork's review number follows upstream's PR number
             for pr in sections.subject_prs(subject)[-1:] or [p for p in [ev.pr_number(subject)] if p]:
                 u = self.unique_pr(pr)
-                if u is None or u in self.picked_by:
+                if u is None or self.taken(u):
                     continue
                 if ev.normalized_title(_subject(self.by_sha[u])) == ev.normalized_title(subject):
                     self._pick(u, c.sha, Evidence(EvidenceKind.TITLE_PR, c.sha, f"same title and PR #{pr}"))
@@ -255,9 +269,9 @@ class LedgerBuilder:
             evid = tuple(sorted(self.evidence.get(c.sha, []), key=lambda e: -e.kind.strength))
             picks = tuple(self.picked_by.get(c.sha, []))
             pr = self.prs[c.sha]
-            if c.sha in self.reverted:
+            if c.sha in self.reverted and c.sha not in self.merged:
                 out.append(LedgerEntry(c, pr, Disposition.REVERTED, picks, evid, "reverted in the fork"))
-            elif picks:
+            elif picks or c.sha in self.merged:
                 out.append(LedgerEntry(c, pr, Disposition.PICKED, picks, evid))
             elif c.sha in cancelled:
                 other = cancelled[c.sha]
@@ -298,7 +312,7 @@ class LedgerBuilder:
         out: dict[Sha, Sha] = {}
         for r in live_reverts:
             t = reverts[r]
-            if t in self.picked_by or r in self.picked_by or reverted_by.get(t) != r:
+            if self.taken(t) or self.taken(r) or reverted_by.get(t) != r:
                 continue
             out[t] = r
             out[r] = t

@@ -9,6 +9,7 @@ from forkflow.errors import UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger import records
 from forkflow.ledger.build import build_ledger
+from forkflow.ledger.merges import first_parent_before
 from forkflow.ledger.refs import check_repo
 from forkflow.ledger.report import snapshot_of
 from forkflow.models import Ledger
@@ -52,8 +53,10 @@ def backfill(repo: Repo, config: Config, store: Store, fork_id: int, since: date
         if progress:
             progress(i, len(points))
         ts = int(at.timestamp())
-        fork_tip = repo.rev_before(fork_ref, ts)
-        upstream_tip = repo.rev_before(upstream_ref, ts)
+        # each branch as it was: its first-parent history (a merge fork's merges bring in older
+        # upstream commits, which a plain `rev-list --before` would take for the fork's tip)
+        fork_tip = first_parent_before(repo, fork_ref, ts)
+        upstream_tip = first_parent_before(repo, upstream_ref, ts)
         if fork_tip is None or upstream_tip is None:
             continue
         if last is None or last[:2] != (fork_tip, upstream_tip):

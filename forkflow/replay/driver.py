@@ -21,6 +21,7 @@ from forkflow import __version__
 from forkflow.config import Config
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
+from forkflow.ledger.merges import MERGE, intake_of, original_fork_point
 from forkflow.ledger.refs import check_repo
 from forkflow.models import Disposition, Ledger, Sha
 from forkflow.replay import records
@@ -101,6 +102,8 @@ def points(repo: Repo, config: Config, request: Request) -> list[Point]:
     fork_point = repo.merge_base(fork_tip, upstream_tip)
     if fork_point is None:
         raise UserError(f"fork branch '{config.fork_branch}' and upstream share no history; check --upstream")
+    if intake_of(config) == MERGE:  # each merge moves the merge base: the fork began where it grew from
+        fork_point = original_fork_point(repo, fork_tip, upstream_tip) or fork_point
     now = request.now or int(time.time())
     times = step_times(request.since, request.until, request.every, now=now,
                        fork_point_date=repo.commit_date(fork_point))

@@ -1,0 +1,201 @@
+"""`forkflow ingest` on a fork that merges upstream (`[fork] intake = "merge"`).
+
+What such a team does by hand, faster: find the newest upstream commit that merges into the fork
+without conflict, build that merge in memory, run L1 on it, land it by compare-and-swap as one
+merge commit whose message lists the upstream range and its PRs, and name the first upstream
+commit that conflicts, with its files, as the next thing for a person.
+
+The search runs over upstream's first-parent chain after the merge base (c1..cn).  A merge of
+ck brings in c1..ck, so a conflict, once some ck brings it, stays in every later one: the chain
+is clean up to a boundary and conflicted after it (an upstream revert can make a later commit
+clean again; the search then stops at the first boundary, which a linear scan of every commit
+in order finds too).  Trials: the tip first (one merge when everything is clean), then galloping
+from the merge base (c1, c2, c4, c8, ...) and bisection, about 2 log2(k) merges for a boundary at
+k.  An upstream commit that touches forkflow's own files (docs/security.md) bounds the search:
+it and what follows wait for a person.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from forkflow.config import Config
+from forkflow.errors import UserError
+from forkflow.git.commits import merge_commits, write_merge
+from forkflow.git.pick import MemoryPicker, touches_own_files
+from forkflow.git.repo import Repo
+from forkflow.landing.gate import Gate
+from forkflow.ledger.evidence import pr_number
+from forkflow.ledger.refs import check_repo
+from forkflow.models import Sha
+
+
+@dataclass(frozen=True, slots=True)
+class NextConflict:
+    """The first upstream commit whose merge conflicts: the next thing for a person."""
+
+    sha: Sha
+    subject: str
+    files: tuple[str, ...]
+    reason: str = ""  # why it waits, when not a conflict (forkflow's own files)
+
+
+@dataclass(slots=True)
+class MergeReport:
+    mode: str  # dry-run | validate | land
+    base: Sha  # the fork tip the merge is made on
+    merge_base: Sha
+    upstream_tip: Sha
+    pending: int  # upstream first-parent commits after the merge base, up to the tip (or --until)
+    target: Sha | None = None  # the newest upstream commit merged (None: nothing merges)
+    merged: int = 0  # upstream first-parent commits the merge brings in
+    prs: tuple[int, ...] = ()
+    trials: int = 0
+    trial_log: list[tuple[int, bool]] = field(default_factory=list)  # (chain index, clean) in order
+    candidate: Sha | None = None  # the merge commit made
+    gate: str = ""
+    passed: bool | None = None
+    landed: bool = False
+    tip: Sha = Sha("")
+    next_conflict: NextConflict | None = None
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        nxt = self.next_conflict
+        return {
+            "intake": "merge", "mode": self.mode, "base": self.base, "merge_base": self.merge_base,
+            "upstream_tip": self.upstream_tip, "pending": self.pending, "target": self.target,
+            "merged": self.merged, "prs": list(self.prs), "trials": self.trials, "candidate": self.candidate,
+            "gate": self.gate, "passed": self.passed, "landed": self.landed, "tip": self.tip,
+            "next": None if nxt is None else {"sha": nxt.sha, "subject": nxt.subject, "files": list(nxt.files),
+                                              "reason": nxt.reason},
+            "seconds": round(self.seconds, 2), "notes": list(self.notes),
+        }
+
+
+def search_boundary(n: int, clean: Callable[[int], bool]) -> int:
+    """The index k (0-based, -1 for none) of the newest of chain[0..n-1] such that its merge is
+    clean and the next one's is not (or k = n-1): the tip first, then galloping from the start and
+    bisection.  `clean(i)` is one merge trial.  [pure]"""
+    if n == 0:
+        return -1
+    if clean(n - 1):
+        return n - 1
+    lo, hi = -1, n - 1  # lo: known clean (-1 is the merge base itself), hi: known conflicted
+    step = 1
+    while lo + step < hi:
+        i = lo + step
+        if clean(i):
+            lo, step = i, step * 2
+        else:
+            hi = i
+            break
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if clean(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def merge_message(config: Config, merge_base: Sha, target: Sha, merged: Sequence[tuple[Sha, str]],
+                  nxt: NextConflict | None) -> str:
+    """The merge commit's message: the upstream range and its PRs (shas and numbers only: upstream's
+    words are not the fork's, see docs/ledger.md)."""
+    prs = [p for p in (pr_number(subject) for _, subject in merged) if p is not None]
+    lines = [f"Merge upstream commit '{target}'", "",
+             f"Merges {len(merged)} commit(s) of {config.upstream_remote}/{config.upstream_branch}: "
+             f"{merge_base[:12]}..{target[:12]}.", "",
+             f"Upstream range: {merge_base}..{target}"]
+    if prs:
+        lines.append("Upstream PRs: " + " ".join(f"#{p}" for p in prs))
+    if nxt is not None:
+        lines += ["", f"Next for a person: {nxt.sha[:12]} "
+                  + (nxt.reason if nxt.reason else f"conflicts in {', '.join(nxt.files[:5])}"
+                     + (f" and {len(nxt.files) - 5} more" if len(nxt.files) > 5 else ""))]
+    return "\n".join(lines) + "\n"
+
+
+def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "validate",
+                 until: str | None = None) -> MergeReport:
+    """Merge the newest cleanly mergeable upstream commit into the fork branch (see the module)."""
+    start = time.monotonic()
+    if mode not in ("dry-run", "validate", "land"):
+        raise UserError(f"unknown mode {mode!r}")
+    fork_tip, upstream_tip = check_repo(repo, config)
+    merge_base = repo.merge_base(fork_tip, upstream_tip)
+    if merge_base is None:
+        raise UserError(f"fork branch '{config.fork_branch}' and upstream share no history; check --upstream")
+    top = upstream_tip
+    if until is not None:
+        found = repo.resolve(until)
+        if found is None or not repo.is_ancestor(found, upstream_tip):
+            raise UserError(f"--until {until!r} is not a commit of upstream's branch; pass an upstream sha")
+        top = found
+    chain = [Sha(s) for s in repo.git("rev-list", "--first-parent", "--reverse", top, f"^{fork_tip}").split()]
+    report = MergeReport(mode, fork_tip, merge_base, upstream_tip, len(chain), tip=fork_tip)
+    if not chain:
+        report.notes.append("up to date: the fork branch reaches upstream's tip")
+        report.seconds = time.monotonic() - start
+        return report
+    subjects = dict(line.split(" ", 1) for line in repo.git(
+        "log", "--no-walk=unsorted", "--format=%H %s", *chain).splitlines() if " " in line)
+    n = len(chain)
+    files = repo.changed_files(chain)
+    for i, sha in enumerate(chain):  # forkflow's own files: never merged, a person decides
+        why = touches_own_files(files.get(sha, ()))
+        if why:
+            report.next_conflict = NextConflict(sha, subjects.get(sha, ""), (), why)
+            report.notes.append(f"{sha[:12]} {why}; the merge stops before it")
+            n = i
+            break
+    picker = MemoryPicker(repo.path, batch_writes=True)
+    seen: dict[int, tuple[str, ...]] = {}
+
+    def clean(i: int) -> bool:
+        if i not in seen:
+            seen[i] = merge_commits(picker, fork_tip, chain[i])[1]
+            report.trial_log.append((i, not seen[i]))
+        return not seen[i]
+
+    k = search_boundary(n, clean)
+    report.trials = len(report.trial_log)
+    if k + 1 < n:
+        first = chain[k + 1]
+        if k + 1 not in seen:
+            clean(k + 1)
+        report.next_conflict = NextConflict(first, subjects.get(first, ""), seen[k + 1])
+    if k < 0:
+        report.notes.append("no upstream commit merges without conflict: the first one needs a person")
+        report.seconds = time.monotonic() - start
+        return report
+    target = chain[k]
+    merged = [(s, subjects.get(s, "")) for s in chain[: k + 1]]
+    report.target, report.merged = target, k + 1
+    report.prs = tuple(p for p in (pr_number(subj) for _, subj in merged) if p is not None)
+    if mode == "dry-run":
+        report.seconds = time.monotonic() - start
+        return report
+    tree, conflicted = merge_commits(picker, fork_tip, target, write=True)
+    assert not conflicted, "the search found this merge clean"
+    candidate = write_merge(picker, tree, [fork_tip, target],
+                            merge_message(config, merge_base, target, merged, report.next_conflict))
+    picker.flush([candidate])  # git (and the gate's work tree) sees it from here
+    report.candidate = candidate
+    if gate is None:
+        raise UserError("no L1 gate: set [ingest] l1_command in forkflow.toml")
+    result = gate.check(candidate, fork_tip)
+    report.gate, report.passed = result.summary, result.passed
+    if not result.passed:
+        report.notes.append(f"L1 failed on the merge of {target[:12]}: {result.summary}; nothing landed")
+    elif mode == "land":
+        if repo.update_ref(config.fork_ref, candidate, fork_tip, message=f"forkflow: merge upstream {target[:12]}"):
+            report.landed, report.tip = True, candidate
+        else:
+            report.notes.append(f"the fork branch moved while L1 ran (it is no longer {fork_tip[:12]}); "
+                                "nothing landed: run `forkflow ingest --land` again")
+    report.seconds = time.monotonic() - start
+    return report
