@@ -331,3 +331,19 @@ def test_a_cancelled_job_is_keyed_by_what_made_the_runner_cancel_it() -> None:
     assert shut.text == "INFRA: runner shut down"
     assert plain.text == "INFRA: job cancelled by the runner"
     assert classify_failure(Failure("t", plain), Evidence()).family is InfraFamily.MACHINE
+
+
+def test_the_tracking_issue_of_an_infra_group_says_what_to_do() -> None:
+    from forkflow.triage.tracking import render_body
+    from forkflow.triage.trunk import RedItem
+
+    def body(log: str) -> str:
+        sig = signature_of(log)
+        return render_body([RedItem(Failure("test_x", sig, 1, "unit"), "L2", 1, "a" * 40, 2, None)],
+                           None, (), [])
+    env = body("Device arch: sm_120\n" + NO_KERNEL)
+    # the action is quoted as prose (Markdown's punctuation escaped), like any text in the body
+    assert "**Suggested action** (INFRA, environment): rebuild the wheel" in env and "sm\\_120" in env
+    assert "**Suggested action** (INFRA, machine): free disk space" in body(
+        "OSError: [Errno 28] No space left on device\n")
+    assert "Suggested action" not in body(ERROR)
