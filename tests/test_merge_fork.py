@@ -332,3 +332,37 @@ def test_fork_whose_last_merge_is_older_than_the_window_reads_right(builder: For
     assert [s.counts["pending"] for s in snaps] == [1, 2, 3, 4]
     assert all(s.ingestion_point == u1 for s in snaps)
     assert [round(s.days_behind) for s in snaps] == [1, 2, 3, 4]
+
+
+def test_replay_on_a_merge_fork_merges_instead_of_picking(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    b = builder
+    day = 86400
+    b.upstream_commit({"README": "r\n", "lib/a.py": "A = 1\n"}, "Initial")
+    b.branch_fork()
+    b.fork_commit({"fork/x.py": "X = 1\n"}, "[fork] our feature (#700)")
+    b.tick(day)
+    u1 = b.upstream_commit({"lib/b.py": "B = 1\n"}, "Add b (#1)")
+    _merge(b, u1)
+    b.tick(day)
+    b.upstream_commit({"lib/c.py": "C = 1\n"}, "Add c (#2)")
+    b.upstream_commit({"lib/d.py": "D = 1\n"}, "Add d (#3)")
+    b.tick(day)
+    b.fork_commit({"fork/y.py": "Y = 1\n"}, "[fork] more (#701)")
+    b.tick(day)
+    _merge(b, b.upstream.head())
+    b.fetch()
+    fork = _init(b, cli)
+    first = int(_git(fork, "log", "-1", "--format=%ct", "main^2~2"))  # after the first merge
+    since = datetime.fromtimestamp(first + day, timezone.utc).date().isoformat()
+    until = datetime.fromtimestamp(first + 2 * day, timezone.utc).date().isoformat()
+    r = cli("replay", "--since", since, "--until", until, "--every", "day", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    steps = r.json()["steps"]
+    assert steps
+    landed = {x["sha"] for s in steps for x in s["landed"]}
+    assert _git(fork, "rev-parse", "upstream/main") in landed
+    # forkflow's branch merged upstream: its tip is a merge whose second parent is upstream's
+    scratch = fork / ".git" / "forkflow" / "replay" / "repo.git"  # where replay works (docs/replay.md)
+    parents = _git(fork, f"--git-dir={scratch}", "log", "-1", "--format=%P", steps[0]["tip"]).split()
+    assert len(parents) == 2 and _git(fork, "merge-base", "--is-ancestor", parents[1], "upstream/main") == ""
+    assert steps[0]["after"]["pending"] == 0

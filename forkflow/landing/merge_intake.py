@@ -26,6 +26,7 @@ from forkflow.git.commits import merge_commits, write_merge
 from forkflow.git.pick import MemoryPicker, touches_own_files
 from forkflow.git.repo import Repo
 from forkflow.landing.gate import Gate
+from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger.evidence import pr_number
 from forkflow.ledger.refs import check_repo
 from forkflow.models import Sha
@@ -194,6 +195,7 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     elif mode == "land":
         if repo.update_ref(config.fork_ref, candidate, fork_tip, message=f"forkflow: merge upstream {target[:12]}"):
             report.landed, report.tip = True, candidate
+            report.notes += catch_up_work_trees(repo, config, fork_tip, candidate)  # a checkout of the branch follows
         else:
             report.notes.append(f"the fork branch moved while L1 ran (it is no longer {fork_tip[:12]}); "
                                 "nothing landed: run `forkflow ingest --land` again")

@@ -25,13 +25,15 @@ from forkflow.landing.ingest import IngestOptions, Mode, UnitResult, UnitStatus
 from forkflow.landing.stored import store_ingestor
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
+from forkflow.landing.merge_intake import merge_intake
 from forkflow.ledger.build import build_ledger
+from forkflow.ledger.merges import MERGE, intake_of
 from forkflow.models import Disposition, GateResult, Ledger, Sha
 from forkflow.replay.model import Landed, State
 from forkflow.store import forks
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "4"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "5"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
@@ -92,7 +94,10 @@ class Engine:
         """`forkflow ingest --land` on the scratch fork branch; the state it leaves.
 
         With `point` (the real fork's ingestion point), it also counts the upstream commits at
-        or before that very point that forkflow's branch has not taken: the real backlog's twin."""
+        or before that very point that forkflow's branch has not taken: the real backlog's twin.
+        A fork that merges upstream (`[fork] intake = "merge"`) gets merge-mode ingest."""
+        if intake_of(self.config) == MERGE:
+            return self._merge_ingest(fork_id, upstream_tip, point)
         ingestor = store_ingestor(self.repo, self.config, self.store, fork_id, IngestOptions(mode=Mode.LAND),
                                   self.gate, settings=self.settings)
         try:
@@ -119,6 +124,28 @@ class Engine:
             waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
             units=len(report.results), notes=report.notes, tip=report.tip,
             backlog_at=backlog_at(after, point) if point else 0)
+
+    def _merge_ingest(self, fork_id: int, upstream_tip: Sha, point: Sha | None) -> StateWork:
+        """The newest cleanly mergeable upstream commit merged, gated and landed (merge_intake.py)."""
+        try:
+            report = merge_intake(self.repo, self.config, self.gate, "land")
+        finally:
+            if isinstance(self.gate, CommandGate):
+                self.gate.close()
+        after = self.status(fork_id, report.tip, upstream_tip, recorded=True)
+        landed: list[tuple[str, str, str, str]] = []
+        if report.landed and report.target is not None:
+            merged = self.repo.git("rev-list", "--reverse", report.target, f"^{report.base}").split()
+            subjects: dict[str, str] = {e.commit.sha: e.commit.subject for e in after.entries}
+            landed = [(sha, subjects.get(sha, ""), "applied", "") for sha in merged]
+        waiting = report.pending - report.merged
+        notes = tuple(report.notes) + ((f"next for a person: {report.next_conflict.sha[:12]}",)
+                                       if report.next_conflict is not None else ())
+        return StateWork(after=state_of(after), landed=tuple(landed), skipped=0,
+                         deferred=1 if report.next_conflict is not None else 0,
+                         waiting=max(0, waiting - (1 if report.next_conflict is not None else 0)),
+                         units=1 if report.candidate else 0, notes=notes, tip=report.tip,
+                         backlog_at=backlog_at(after, point) if point else 0)
 
     def same_rule(self, name: str, fork_tip: Sha, upstream_tip: Sha) -> State:
         """forkflow's fork measured as the real one is: by its picks alone, the point inferred.
