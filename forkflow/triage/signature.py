@@ -183,8 +183,12 @@ def _on_footer(buf: bytes, pos: int) -> bool:
 
 
 def _keeps_head(head: str) -> bool:
-    """Whether the text before a footer on its line is an error of its own (a few words)."""
-    return len(head.split()) >= 4
+    """Whether the text before a footer on its line is an error of its own: a few words that say
+    error (not a logger's `[W123 ProcessGroupNCCL.cpp:1168] Warning: WARNING:`)."""
+    return len(head.split()) >= 4 and _HEAD_ERROR.search(head) is not None
+
+
+_HEAD_ERROR = re.compile(r"(?i)error\b|exception\b|\bfail|out of memory")
 
 
 def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
