@@ -151,12 +151,20 @@ def _add(out: list[str], block: str, quote: str, tight: bool = False) -> None:
 def _inline(children: Sequence[Token]) -> str:
     parts: list[str] = []
     run: list[str] = []  # text escaped as one run: `&#64;` then `x` must not make `@x`
+    hrefs: list[str] = []
     for c in [*children, None]:
         if c is not None and c.type in ("text", "text_special", "html_inline", "image"):
             run.append(normalise(c.content).replace("\n", " "))
             continue
+        if c is not None and c.type == "link_open" and c.markup != "autolink":
+            hrefs.append(str(c.attrGet("href") or ""))
+            continue
+        if c is not None and c.type == "link_close" and c.markup != "autolink":
+            href = hrefs.pop() if hrefs else ""
+            run.append(f" ({href})" if href else "")  # shown as text, broken so it links nowhere
+            continue
         if c is not None and c.type not in ("code_inline", "softbreak", "hardbreak"):
-            continue  # emphasis, links: their marks go, their text stays in the run
+            continue  # emphasis: its marks go, its text stays in the run
         parts.append(_escape("".join(run)))
         run = []
         if c is None:
