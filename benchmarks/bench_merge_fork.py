@@ -20,10 +20,11 @@ days behind = U_T's date minus the date of the newest upstream commit up to whic
 merged or cherry-picked (the merge base, unless picks follow right after it).
 
 Figures: weekly `history --backfill` vs truth, `status` wall time, and merge-mode `ingest --land`
-(`l1_command = "true"`: merge-ability only) at each ingest date: the upstream commit it merges up
-to, next to the newest cleanly mergeable one found by `git merge-tree --write-tree` of every
-pending commit in order, the merge trials it used, its wall time, and whether its merge's tree is
-the tree `git merge` makes of the same commit.  No date after --until is read.
+(`l1_command = "true"`: merge-ability only) at each ingest date: the newest cleanly mergeable
+upstream commit its search found, next to the one `git merge-tree --write-tree` of every pending
+commit in order finds, the merge trials it used, its wall time, the commit it merged up to (one
+further where the resolvers settled the next conflict) and, for a clean merge, whether its tree
+is the tree `git merge` makes of the same commit.  No date after --until is read.
 """
 from __future__ import annotations
 
@@ -197,18 +198,19 @@ def ingest_at(comb: Path, root: Path, scratch: Path, day: str) -> dict[str, Any]
     rc, out, took = forkflow("ingest", "--land", "--json", cwd=repo, ok=(0, 4))
     doc = json.loads(out)
     newest, boundary, scan_s = exhaustive(repo, base, chain)
-    target = doc["target"]
-    found = chain.index(target) if target in chain else -1
+    target, clean = doc["target"], doc["clean_target"]
+    found = chain.index(clean) if clean in chain else -1
     row: dict[str, Any] = {
         "date": day, "pending": len(chain), "merge_base": info["merge_base"][:12],
-        "merged_up_to": target[:12] if target else None, "index": found,
+        "clean_up_to": clean[:12] if clean else None, "index": found,
+        "merged_up_to": target[:12] if target else None, "resolved_by": doc["resolved_by"],
         "newest_clean_by_scan": chain[newest][:12] if newest >= 0 else None, "scan_index": newest,
         "boundary_by_scan": boundary, "equal": found == newest, "trials": doc["trials"],
         "wall_s": round(took, 1), "scan_s": round(scan_s, 1), "landed": doc["landed"],
         "next_conflict": (doc["next"] or {}).get("sha", "")[:12] or None,
         "next_files": len((doc["next"] or {}).get("files", [])),
     }
-    if doc["landed"]:
+    if doc["landed"] and not doc["resolved_by"]:
         tip = git("rev-parse", "main", cwd=repo).strip()
         theirs = git("merge-tree", "--write-tree", base, target, cwd=repo).split()[0]
         row["tree_equals_git_merge"] = git("rev-parse", f"{tip}^{{tree}}", cwd=repo).strip() == theirs

@@ -366,3 +366,24 @@ def test_replay_on_a_merge_fork_merges_instead_of_picking(builder: ForkBuilder, 
     parents = _git(fork, f"--git-dir={scratch}", "log", "-1", "--format=%P", steps[0]["tip"]).split()
     assert len(parents) == 2 and _git(fork, "merge-base", "--is-ancestor", parents[1], "upstream/main") == ""
     assert steps[0]["after"]["pending"] == 0
+
+
+def test_merge_conflict_is_kept_and_a_persons_resolution_is_reused_on_retry(conflicting: ForkBuilder, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    fork = _init(conflicting, cli, intake="merge")
+    c4 = _git(fork, "rev-parse", "upstream/main~2")
+    assert cli("ingest", "--land", "--json", repo=fork).rc == 4
+    rows = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    (x,) = [r for r in rows if r["upstream_sha"] == c4]
+    assert x["path"] == "lib/a.py" and x["chain"] == "merge"
+    resolved = tmp_path / "a.py"
+    resolved.write_text("A = 'fork and upstream'\n")
+    assert cli("conflicts", "resolve", str(x["id"]), "--file", str(resolved), repo=fork).rc == 0
+    r = cli("ingest", "--land", "--json", repo=fork)
+    doc = r.json()
+    assert doc["landed"] and doc["target"] == c4 and doc["resolved_by"] == {"lib/a.py": "recorded"}
+    assert doc["clean_target"] is None  # nothing after the last merge merges without the resolution
+    assert _git(fork, "show", "main:lib/a.py") == "A = 'fork and upstream'"
+    assert _git(fork, "rev-parse", "main^2") == c4
+    assert not [r for r in cli("conflicts", "--json", repo=fork).json()["conflicts"] if r["upstream_sha"] == c4]
+    doc = cli("ingest", "--land", "--json", repo=fork).json()  # the rest merges cleanly now
+    assert doc["landed"] and doc["target"] == _git(fork, "rev-parse", "upstream/main") and doc["next"] is None

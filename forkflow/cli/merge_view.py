@@ -9,7 +9,7 @@ from forkflow.context import Context
 from forkflow.errors import GitError, UserError
 from forkflow.landing.ingest import Mode, check_push_remote
 from forkflow.landing.lock import fork_lock
-from forkflow.landing.merge_intake import MergeReport, merge_intake
+from forkflow.landing.merge_intake import ConflictDesk, MergeReport, merge_intake
 from forkflow.landing.settings import ingest_settings
 from forkflow.landing.wired import select_gate
 from forkflow.landing.worktree import refuse_dirty_work_trees
@@ -22,14 +22,15 @@ def merge_ingest(ctx: Context, mode: Mode, until: str | None, push: bool, json_o
     if push:
         check_push_remote(ctx.repo, settings)
     if mode is Mode.DRY_RUN:
-        report = merge_intake(ctx.repo, ctx.config, None, "dry-run", until)
+        report = merge_intake(ctx.repo, ctx.config, None, "dry-run", until, ConflictDesk(ctx.store, ctx.fork_id, False))
     else:
         with fork_lock(ctx.repo, ctx.store, ctx.fork_id):
             if mode is Mode.LAND:
                 refuse_dirty_work_trees(ctx.repo, ctx.config)
             gate = select_gate(ctx, settings)
             try:
-                report = merge_intake(ctx.repo, ctx.config, gate, mode.value, until)
+                report = merge_intake(ctx.repo, ctx.config, gate, mode.value, until,
+                                      ConflictDesk(ctx.store, ctx.fork_id, True))
             finally:
                 close = getattr(gate, "close", None)
                 if close is not None:
@@ -74,11 +75,16 @@ def render(r: MergeReport, owner: str) -> None:
         console.print(f"{what} {r.merged} commit(s) up to {short(r.target)}"
                       + (f" as {short(r.candidate)}" if r.candidate else "")
                       + (f"; L1: {escape(r.gate)}" if r.gate else ""), highlight=False)
+    for path, resolver in sorted(r.resolved_by.items()):
+        console.print(f"  resolved {escape(path)} ({escape(resolver)})", highlight=False)
     nxt = r.next_conflict
     if nxt is not None:
         why = escape(nxt.reason) if nxt.reason else "conflicts in " + escape(", ".join(nxt.files[:10])) + (
             f" and {len(nxt.files) - 10} more" if len(nxt.files) > 10 else "")
         console.print(f"next for a person: {short(nxt.sha)} {escape(nxt.subject)}: {why}"
                       + (f" (owner {escape(owner)})" if owner and owner != "-" else ""), highlight=False)
+        if not nxt.reason and r.mode != "dry-run":
+            console.print("its conflicts are kept: `forkflow conflicts`, then `forkflow conflicts resolve ID --file F`; "
+                          "the next `forkflow ingest` merges with that resolution", highlight=False)
     for note in r.notes:
         console.print(escape(note), highlight=False)

@@ -16,20 +16,28 @@ it and what follows wait for a person.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from forkflow.config import Config
+from forkflow.conflicts import records as crecords
+from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
+from forkflow.conflicts.engine import resolve_case
+from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import UserError
-from forkflow.git.commits import merge_commits, write_merge
-from forkflow.git.pick import MemoryPicker, touches_own_files
+from forkflow.git.commits import merge_commits, resolved_merge, write_merge
+from forkflow.git.pick import MemoryPicker, MissingBlob, PathConflict, touches_own_files
 from forkflow.git.repo import Repo
 from forkflow.landing.gate import Gate
+from forkflow.landing.settings import ingest_settings
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger.evidence import pr_number
 from forkflow.ledger.refs import check_repo
 from forkflow.models import Sha
+from forkflow.store.session import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,8 @@ class MergeReport:
     upstream_tip: Sha
     pending: int  # upstream first-parent commits after the merge base, up to the tip (or --until)
     target: Sha | None = None  # the newest upstream commit merged (None: nothing merges)
+    clean_target: Sha | None = None  # the newest one that merges without conflict (the search's answer)
+    resolved_by: dict[str, str] = field(default_factory=dict)  # path -> resolver, where the merge of target conflicted
     merged: int = 0  # upstream first-parent commits the merge brings in
     prs: tuple[int, ...] = ()
     trials: int = 0
@@ -68,6 +78,7 @@ class MergeReport:
         return {
             "intake": "merge", "mode": self.mode, "base": self.base, "merge_base": self.merge_base,
             "upstream_tip": self.upstream_tip, "pending": self.pending, "target": self.target,
+            "clean_target": self.clean_target, "resolved_by": dict(self.resolved_by),
             "merged": self.merged, "prs": list(self.prs), "trials": self.trials, "candidate": self.candidate,
             "gate": self.gate, "passed": self.passed, "landed": self.landed, "tip": self.tip,
             "next": None if nxt is None else {"sha": nxt.sha, "subject": nxt.subject, "files": list(nxt.files),
@@ -120,9 +131,53 @@ def merge_message(config: Config, merge_base: Sha, target: Sha, merged: Sequence
     return "\n".join(lines) + "\n"
 
 
+class ConflictDesk:
+    """A merge's conflicts and forkflow's store, as picks' conflicts are kept (`forkflow conflicts`):
+    each path no resolver settles is kept for a person, keyed by its regions; a person's resolution
+    (`forkflow conflicts resolve ID --file F`) and a resolver's answer that landed are found again
+    by that key when the merge is retried, as git's rerere would.  `store` None: nothing is kept
+    nor looked up (a dry run of replay's scratch forks keeps nothing either)."""
+
+    def __init__(self, store: Store | None, fork_id: int | None, writes: bool) -> None:
+        self.store, self.fork_id, self.writes = store, fork_id, writes
+
+    def lookup_resolution(self, key: str) -> tuple[list[str], str] | None:
+        if self.store is None:
+            return None
+        with self.store.connection_scope() as s:
+            return crecords.lookup_resolution(s, key)
+
+    def log_attempt(self, attempt: Attempt) -> None:
+        if self.store is not None and self.fork_id is not None and self.writes:
+            with self.store.session_scope() as s:
+                crecords.add_attempt(s, self.fork_id, attempt)
+
+    def keep(self, sha: Sha, base: Sha, unresolved: Sequence[tuple[ConflictCase, tuple[str, ...]]]) -> None:
+        if self.store is None or self.fork_id is None or not self.writes:
+            return
+        with self.store.connection_scope() as s:
+            for case, tried in unresolved:
+                crecords.upsert_conflict(s, self.fork_id, upstream_sha=sha, subject=case.subject, path=case.path,
+                                         kind=case.kind.value, chain=MERGE_CHAIN, base_sha=base, key=case.key,
+                                         marked=case.marked if case.segments else "", tried=tried)
+
+    def landed(self, merged: Sequence[Sha], used: Sequence[tuple[ConflictCase, tuple[str, ...], str]]) -> None:
+        if self.store is None or self.fork_id is None or not self.writes:
+            return
+        with self.store.connection_scope() as s:
+            for case, regions, resolver in used:
+                if case.key:
+                    crecords.save_resolution(s, case.key, case.path, list(regions), resolver)
+            crecords.close_conflicts(s, self.fork_id, list(merged))
+
+
+MERGE_CHAIN = "merge"  # the `chain` of a merge's conflicts in `forkflow conflicts`
+
+
 def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "validate",
-                 until: str | None = None) -> MergeReport:
-    """Merge the newest cleanly mergeable upstream commit into the fork branch (see the module)."""
+                 until: str | None = None, desk: ConflictDesk | None = None) -> MergeReport:
+    """Merge the newest cleanly mergeable upstream commit into the fork branch (see the module);
+    where the first conflicting commit's merge is settled by the resolvers, that one instead."""
     start = time.monotonic()
     if mode not in ("dry-run", "validate", "land"):
         raise UserError(f"unknown mode {mode!r}")
@@ -154,7 +209,8 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
             n = i
             break
     picker = MemoryPicker(repo.path, batch_writes=True)
-    seen: dict[int, tuple[str, ...]] = {}
+
+    seen: dict[int, tuple[PathConflict, ...]] = {}
 
     def clean(i: int) -> bool:
         if i not in seen:
@@ -164,11 +220,22 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
 
     k = search_boundary(n, clean)
     report.trials = len(report.trial_log)
+    report.clean_target = chain[k] if k >= 0 else None
+    used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
+    settled: dict[str, bytes | None] | None = None
     if k + 1 < n:
         first = chain[k + 1]
         if k + 1 not in seen:
             clean(k + 1)
-        report.next_conflict = NextConflict(first, subjects.get(first, ""), seen[k + 1])
+        report.next_conflict = NextConflict(first, subjects.get(first, ""), tuple(c.path for c in seen[k + 1]))
+        settled = _settle(repo, config, picker, first, merge_base, seen[k + 1], desk or ConflictDesk(None, None, False),
+                          mode, fork_tip, used)
+        if settled is not None:  # the resolvers settled the merge of the first conflicting commit
+            report.resolved_by = {case.path: resolver for case, _, resolver in used}
+            report.notes.append(f"the merge of {first[:12]} conflicted in {len(used)} file(s), settled by "
+                                + ", ".join(sorted(set(report.resolved_by.values()))))
+            report.next_conflict = None
+            k += 1
     if k < 0:
         report.notes.append("no upstream commit merges without conflict: the first one needs a person")
         report.seconds = time.monotonic() - start
@@ -180,8 +247,11 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     if mode == "dry-run":
         report.seconds = time.monotonic() - start
         return report
-    tree, conflicted = merge_commits(picker, fork_tip, target, write=True)
-    assert not conflicted, "the search found this merge clean"
+    if settled is not None:
+        tree = resolved_merge(picker, fork_tip, target, settled)
+    else:
+        tree, conflicted = merge_commits(picker, fork_tip, target, write=True)
+        assert not conflicted, "the search found this merge clean"
     candidate = write_merge(picker, tree, [fork_tip, target],
                             merge_message(config, merge_base, target, merged, report.next_conflict))
     picker.flush([candidate])  # git (and the gate's work tree) sees it from here
@@ -195,9 +265,41 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     elif mode == "land":
         if repo.update_ref(config.fork_ref, candidate, fork_tip, message=f"forkflow: merge upstream {target[:12]}"):
             report.landed, report.tip = True, candidate
+            (desk or ConflictDesk(None, None, False)).landed([s for s, _ in merged], used)
             report.notes += catch_up_work_trees(repo, config, fork_tip, candidate)  # a checkout of the branch follows
         else:
             report.notes.append(f"the fork branch moved while L1 ran (it is no longer {fork_tip[:12]}); "
                                 "nothing landed: run `forkflow ingest --land` again")
     report.seconds = time.monotonic() - start
     return report
+
+
+def _settle(repo: Repo, config: Config, picker: MemoryPicker, sha: Sha, merge_base: Sha,
+            conflicts: Sequence[PathConflict], desk: ConflictDesk, mode: str, base: Sha,
+            used: list[tuple[ConflictCase, tuple[str, ...], str]]) -> dict[str, bytes | None] | None:
+    """The resolvers on each conflicted path of the merge of `sha` (the configured ones, a person's
+    recorded resolution first, under the trust rules as picks' conflicts are): every path's
+    content, or None, after keeping the unsettled ones for a person."""
+    settings = ingest_settings(config)
+    writes = mode != "dry-run"
+    resolvers = build_resolvers(settings.resolvers, desk.lookup_resolution, settings.agent, desk.log_attempt,
+                                dict(os.environ), with_agent=writes)
+    trust = trust_gate(repo, config, desk, writes=writes)
+    out: dict[str, bytes | None] = {}
+    unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
+    for conflict in conflicts:
+        try:
+            case = build_case(repo, picker, sha, conflict, fork_point=merge_base)
+        except MissingBlob:
+            return None
+        outcome = trust.gate(case, resolve_case(case, resolvers))
+        if outcome.resolved:
+            out[case.path] = outcome.content
+            used.append((case, outcome.regions, outcome.resolver))
+        else:
+            unresolved.append((case, outcome.tried))
+    if unresolved:
+        used.clear()
+        desk.keep(sha, base, unresolved)
+        return None
+    return out

@@ -25,7 +25,7 @@ from forkflow.landing.ingest import IngestOptions, Mode, UnitResult, UnitStatus
 from forkflow.landing.stored import store_ingestor
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
-from forkflow.landing.merge_intake import merge_intake
+from forkflow.landing.merge_intake import ConflictDesk, merge_intake
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.merges import MERGE, intake_of
 from forkflow.models import Disposition, GateResult, Ledger, Sha
@@ -128,7 +128,8 @@ class Engine:
     def _merge_ingest(self, fork_id: int, upstream_tip: Sha, point: Sha | None) -> StateWork:
         """The newest cleanly mergeable upstream commit merged, gated and landed (merge_intake.py)."""
         try:
-            report = merge_intake(self.repo, self.config, self.gate, "land")
+            report = merge_intake(self.repo, self.config, self.gate, "land",
+                                  desk=ConflictDesk(self.store, fork_id, True))
         finally:
             if isinstance(self.gate, CommandGate):
                 self.gate.close()
