@@ -6,11 +6,11 @@ commit copied onto another parent.  Callers see shas, tree ids and bytes, never 
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import pygit2
 
-from forkflow.git.pick import MemoryPicker
+from forkflow.git.pick import MemoryPicker, PathConflict, Side
 from forkflow.models import Sha
 
 # what libgit2 raises when an object cannot be read (a partial clone, a damaged repository)
@@ -112,15 +112,42 @@ def copy_commit(picker: MemoryPicker, sha: Sha, tree: str, parents: Sequence[Sha
     return Sha(str(new))
 
 
-def merge_commits(picker: MemoryPicker, ours: Sha, theirs: Sha, *, write: bool = False) -> tuple[str, tuple[str, ...]]:
+def merge_commits(picker: MemoryPicker, ours: Sha, theirs: Sha, *, write: bool = False) -> tuple[str, tuple[PathConflict, ...]]:
     """The whole-tree merge of commit `theirs` into commit `ours` (their merge base found as git
     finds it, renames found), in the picker's object database: (tree, conflicted paths).  With
     `write`, the tree of a clean merge is written; else, and when anything conflicts, it is ""."""
     index = picker.repo.merge_commits(ours, theirs)
     if index.conflicts is not None:
-        paths = sorted({e.path for trio in index.conflicts for e in trio if e is not None})
-        return "", tuple(paths)
+        return "", tuple(_path_conflict(*trio) for trio in index.conflicts)
     return (str(index.write_tree(picker.repo)) if write else ""), ()
+
+
+def _side(e: pygit2.IndexEntry | None) -> Side | None:
+    return Side(str(e.id), int(e.mode), str(e.path)) if e is not None else None
+
+
+def _path_conflict(base: pygit2.IndexEntry | None, ours: pygit2.IndexEntry | None,
+                   theirs: pygit2.IndexEntry | None) -> PathConflict:
+    path = next(str(e.path) for e in (ours, theirs, base) if e is not None)
+    return PathConflict(path, _side(base), _side(ours), _side(theirs))
+
+
+def resolved_merge(picker: MemoryPicker, ours: Sha, theirs: Sha, resolutions: Mapping[str, bytes | None]) -> str:
+    """The tree of the merge of `theirs` into `ours` with each conflicted path settled by
+    `resolutions` (content, or None to delete it); a path left unsettled raises KeyError."""
+    repo = picker.repo
+    index = repo.merge_commits(ours, theirs)
+    conflicts = index.conflicts
+    if conflicts is not None:
+        trios = [tuple(trio) for trio in conflicts]
+        for base, mine, upstream in trios:
+            path = next(str(e.path) for e in (mine, upstream, base) if e is not None)
+            content = resolutions[path]
+            mode = next(e.mode for e in (mine, upstream, base) if e is not None)
+            del conflicts[path]
+            if content is not None:
+                index.add(pygit2.IndexEntry(path, repo.create_blob(content), mode))
+    return str(index.write_tree(repo))
 
 
 def write_merge(picker: MemoryPicker, tree: str, parents: Sequence[Sha], message: str) -> Sha:
