@@ -347,3 +347,16 @@ def test_the_tracking_issue_of_an_infra_group_says_what_to_do() -> None:
     assert "**Suggested action** (INFRA, machine): free disk space" in body(
         "OSError: [Errno 28] No space left on device\n")
     assert "Suggested action" not in body(ERROR)
+
+
+def test_a_loggers_words_before_a_footer_are_not_the_error() -> None:
+    err = "RuntimeError: out of resource: shared memory, Required: 98304, Hardware limit: 65536\n"
+    tail = ("[W298675 ProcessGroupNCCL.cpp:1168] Warning: WARNING: process group has NOT been destroyed "
+            "before we destruct ProcessGroupNCCL.\n")
+    assert signature_of(err + tail).key == signature_of(err).key
+    # an error's own words before a footer stay, wherever the window around the hit starts
+    row = ("t.py | T | test_big | torch.OutOfMemoryError: XPU out of memory. Tried to allocate 16.00 GiB. "
+           "GPU 0 has a total capacity of 11.59 GiB. To execute this test, run the following: python t.py\n")
+    sig = signature_of(row)
+    assert "total capacity of 11.59 GiB" in sig.excerpt
+    assert classify_failure(Failure("t", sig), Evidence()).family is InfraFamily.MACHINE

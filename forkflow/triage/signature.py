@@ -185,9 +185,12 @@ def _on_footer(buf: bytes, pos: int) -> bool:
 def _keeps_head(head: str) -> bool:
     """Whether the text before a footer on its line is an error of its own: a few words that say
     error (not a logger's `[W123 ProcessGroupNCCL.cpp:1168] Warning: WARNING:`)."""
-    return len(head.split()) >= 4 and _HEAD_ERROR.search(head) is not None
+    return len(head.split()) >= 4 and (_HEAD_ERROR.search(head) is not None
+                                       or bool(_TRIGGER_TEXT.find_matches_as_indexes(head)))
 
 
+# (any trigger's words say error too: `Tried to allocate 16.00 GiB` starts a window at its hit)
+_TRIGGER_TEXT = ahocorasick_rs.AhoCorasick([t.literal.decode() for t in TRIGGERS])
 _HEAD_ERROR = re.compile(r"(?i)error\b|exception\b|\bfail|out of memory")
 
 
