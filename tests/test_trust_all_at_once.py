@@ -6,6 +6,7 @@ ordinary commits are those of the same history without the tricks.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from forkflow.state import state_dir
 from forkflow.testing.gitrepo import ForkBuilder
 
 LONG_S = "Up\u017ftream-Commit"
+# GitHub's closing keywords, as its documentation lists them, before an issue reference
+GITHUB_CLOSING = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+(?:[\w.-]+/[\w.-]+)?#\d")
 
 
 def _raw_commit(builder: ForkBuilder, files: dict[str, str], message: str) -> str:
@@ -59,7 +62,7 @@ def _history(builder: ForkBuilder, cli, tricks: bool) -> tuple[Path, dict[str, s
                                               "Add a config (#14)")
         named["t_markdown"] = b.upstream_commit(
             {"md.txt": "m\n"}, "Closes #1 @triton-team ![x](https://evil.example/p.png) <img src=x>",
-            body="\t```\n@team [link](https://evil.example)\n")
+            body="\t```\n@team [link](https://evil.example)\nFixes #2, resolves: fork/repo#3\n")
     named["x"] = b.upstream_commit({"x.txt": "x 1\n"}, "Add x (#20)")
     named["later50"] = b.upstream_commit({"l50.txt": "l\n"}, "Later (#50)")
     named["later51"] = b.upstream_commit({"l51.txt": "l\n"}, "Later (#51)")
@@ -99,6 +102,10 @@ def test_every_trick_at_once_changes_nothing_but_the_tricks(cli, tmp_path: Path)
         assert rows[named[name]]["fork_shas"] == []
     for name in ("t_cr", "t_vt", "t_long_s", "t_sections", "t_revert", "t_markdown"):
         assert rows[named[name]]["disposition"] == "PICKED", name
+    # no upstream words close the fork's issues once the pick reaches the default branch
+    message = run_git("log", "-1", "--format=%B", rows[named["t_markdown"]]["fork_shas"][0], cwd=fork)
+    assert "Closes" in message  # still readable
+    assert not GITHUB_CLOSING.search(message), message
     # the fork's config and store are its own
     assert "curl" not in (fork / "forkflow.toml").read_text()
     assert not (fork / ".forkflow" / "forkflow.db-journal").exists()
@@ -111,3 +118,16 @@ def test_every_trick_at_once_changes_nothing_but_the_tricks(cli, tmp_path: Path)
     assert _rows(cli, fork) == rows
     subjects = run_git("log", "--format=%s", "main", cwd=fork).splitlines()
     assert len(subjects) == len(set(subjects))
+
+
+def test_a_single_pick_closes_no_fork_issue() -> None:
+    from forkflow.landing.message import single_message
+    from forkflow.ledger import trailers as tr
+    from forkflow.models import Sha
+
+    raw = "Fix #7 crash (#1240)\n\nFixes #2, resolves: fork/repo#3\nCloses https://x/y/issues/4\n".encode()
+    msg = single_message(Sha("a" * 40), raw).decode()
+    assert not GITHUB_CLOSING.search(msg), msg
+    assert "Closes\u2060 https://" in msg  # the url form is broken too
+    assert msg.replace("\u2060", "").startswith("Fix #7 crash (#1240)")
+    assert tr.trailers(msg) == ["a" * 40]

@@ -1,6 +1,7 @@
 """Commit messages of landed units: `Upstream-Commit:` trailers, bundle titles listing PRs.  [pure]"""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,8 +26,23 @@ def single_message(sha: Sha, raw: bytes) -> bytes:
     breaks or case, reads as this commit's evidence: a trailer, a marker, a revert, a section.
     Bytes that are not UTF-8 pass through unchanged (surrogateescape)."""
     subject, quoted = tr.quote_upstream(raw.decode("utf-8", "surrogateescape"))
+    subject, quoted = defuse_closing(subject), [defuse_closing(line) for line in quoted]
     text = subject + ("\n\n" + "\n".join(quoted) if quoted else "") + f"\n\n{tr.trailer(sha)}\n"
     return text.encode("utf-8", "surrogateescape")
+
+
+# A forge closes the fork's issue N when a commit whose message says "Fixes #N" (or "closes
+# owner/repo#N", "resolved: https://.../issues/N") reaches the default branch: upstream's words
+# would close the fork's issues.  A word joiner after the keyword keeps the text readable and the
+# forge's keyword grammar unmatched.
+_CLOSING = re.compile(r"(?i)\b(clos(?:e|es|ed)|fix(?:|es|ed)|resolv(?:e|es|ed))(?=:?[ \t]+(?:[\w.-]+/[\w.-]+)?#\d"
+                      r"|:?[ \t]+https?://|:?[ \t]+(?i:GH)-\d)")
+WORD_JOINER = "\u2060"
+
+
+def defuse_closing(line: str) -> str:
+    """`line` with every closing keyword that names an issue broken by a word joiner."""
+    return _CLOSING.sub(lambda m: m.group(1) + WORD_JOINER, line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +74,13 @@ def bundle_title(members: Sequence[Member]) -> str:
 
 def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = ()) -> str:
     """The title, one line per upstream commit, the decisions in its range by section, one trailer each."""
-    body = "\n".join(f"- {m.sha[:12]} {_one_line(m.subject)}" for m in members)
+    body = "\n".join(f"- {m.sha[:12]} {defuse_closing(_one_line(m.subject))}" for m in members)
     for deferred, header in ((True, "Deferred"), (False, "Skipped")):
         rows = [d for d in decided if d.deferred is deferred]
         if rows:  # the ledger reads these lists back as decisions, never as picks
             body += f"\n\n{header} ({len(rows)}):\n" + "\n".join(
-                f"- {d.sha[:12]} {_one_line(d.subject)[:80]}: {_one_line(d.reason)[:160]}" for d in rows)
+                f"- {d.sha[:12]} {defuse_closing(_one_line(d.subject)[:80])}: {_one_line(d.reason)[:160]}"
+                for d in rows)
     trailers = "\n".join(tr.trailer(m.sha) for m in members)
     return f"{bundle_title(members)}\n\n{body}\n\n{trailers}\n"
 
