@@ -387,3 +387,25 @@ def test_merge_conflict_is_kept_and_a_persons_resolution_is_reused_on_retry(conf
     assert not [r for r in cli("conflicts", "--json", repo=fork).json()["conflicts"] if r["upstream_sha"] == c4]
     doc = cli("ingest", "--land", "--json", repo=fork).json()  # the rest merges cleanly now
     assert doc["landed"] and doc["target"] == _git(fork, "rev-parse", "upstream/main") and doc["next"] is None
+
+
+@pytest.mark.security
+def test_a_merged_upstream_commit_that_upstream_rewrote_away_is_not_the_forks_word(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    """Upstream's commit, merged by the fork, then dropped by a force-push: it sits on the fork
+    side now, but its message is upstream's, not the fork's; it cannot skip or pick anything."""
+    b = builder
+    b.upstream_commit({"a": "1\n"}, "Initial")
+    b.branch_fork()
+    b.fork_commit({"f": "1\n"}, "[fork] feature")
+    base = b.upstream.head()
+    x = b.upstream_commit({"x": "1\n"}, "Backport fixes (#5)", "Skipped (1):\n- #7 not needed downstream")
+    _merge(b, x)
+    b.upstream.git("reset", "-q", "--hard", base)  # the force-push: x is gone from upstream's main
+    b.upstream_commit({"y": "1\n"}, "Add y (#6)")
+    b.upstream_commit({"z": "1\n"}, "Add z (#7)")
+    b.f.git("fetch", "-q", "--force", "upstream", "+main:refs/remotes/upstream/main")
+    fork = _init(b, cli)
+    doc = _status(cli, fork)
+    rows = _rows(doc)
+    assert rows["Add z (#7)"]["disposition"] == "PENDING"
+    assert any("no longer has" in n for n in doc["notes"])

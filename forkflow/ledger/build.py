@@ -13,7 +13,7 @@ from forkflow.config import Config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger.classify import LedgerBuilder
-from forkflow.ledger.merges import MERGE, intake_of, merged_upstream, original_fork_point
+from forkflow.ledger.merges import MERGE, former_upstream, intake_of, merged_upstream, original_fork_point
 from forkflow.ledger.refs import check_repo, ingestion_ref
 from forkflow.models import (
     Commit,
@@ -81,11 +81,12 @@ def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_t
                             is_inverse=InverseDiff(repo))
     if merging:
         builder.add_merged(merged_upstream(repo, fork_tip, origin, set(builder.by_sha)))
-    builder.add_fork_commits(fork_commits)
+    # whatever the intake: a merge of upstream whose commits upstream rewrote away brought upstream's words
+    former, notes = former_upstream(repo, fork_tip, upstream_tip, config.upstream_remote, config.upstream_branch)
+    builder.add_fork_commits(fork_commits, patch_only=former)
     unreadable = _match_patch_ids(repo, store, builder)
     builder.add_title_matches()
     entries = builder.entries(recorded, today=_today())
-    notes: list[str] = []
     if unreadable:
         notes.append(f"{len(unreadable)} commit(s) have no patch-id: their blobs are missing from this clone "
                      f"and could not be fetched (first: {unreadable[0][:12]}); they were matched by markers "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
 
 from forkflow.ledger import evidence as ev
 from forkflow.ledger import sections
@@ -78,6 +78,7 @@ class LedgerBuilder:
         self.by_subject: dict[str, Sha] = {}
         self.fork_revert_of: dict[Sha, Sha] = {}  # fork revert -> the fork pick it reverted
         self.merged: set[Sha] = set()  # upstream commits the fork tip reaches (a merge fork's merges)
+        self.patch_only: set[Sha] = set()  # fork-side commits whose words are upstream's (add_fork_commits)
 
     def unique_pr(self, pr: int) -> Sha | None:
         hits = self.by_pr.get(pr, [])
@@ -97,12 +98,18 @@ class LedgerBuilder:
         return u in self.picked_by or u in self.merged
 
     # -- phase 1: messages -------------------------------------------------
-    def add_fork_commits(self, fork_commits: Iterable[Commit]) -> None:
-        """Read every fork commit's message, oldest first."""
+    def add_fork_commits(self, fork_commits: Iterable[Commit], patch_only: Set[Sha] = frozenset()) -> None:
+        """Read every fork commit's message, oldest first.  `patch_only`: commits on the fork side
+        whose words are upstream's (a merge brought them in, upstream later rewrote its branch):
+        matched by patch-id only, their messages never read."""
         fork_index: dict[Sha, Commit] = {}
         for c in fork_commits:
             if c.sha in self.by_sha:
                 continue  # an upstream commit is never evidence about another one
+            if c.sha in patch_only:
+                self.unmatched.append(c)
+                self.patch_only.add(c.sha)
+                continue
             fork_index[c.sha] = c
             message = tr.normalized(c.message)  # one line rule for every pattern below
             subject = tr.split_message(message)[0]
@@ -249,7 +256,7 @@ class LedgerBuilder:
         """The weakest signal: same title and a PR number that names one upstream commit."""
         for c in self.unmatched:
             subject = _subject(c)
-            if sections.is_fork_revert(subject):
+            if sections.is_fork_revert(subject) or c.sha in self.patch_only:
                 continue
             # "Fix x (#8121) (#735)": the fork's review number follows upstream's PR number
             for pr in sections.subject_prs(subject)[-1:] or [p for p in [ev.pr_number(subject)] if p]:

@@ -14,6 +14,7 @@ upstream commit before a later merge brought it in is one taken commit, never tw
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from forkflow.config import Config
@@ -102,3 +103,37 @@ def first_parent_before(repo: Repo, ref: str, unix_time: int) -> Sha | None:
     on or before it.  Without --first-parent, git finds an upstream commit a later merge brought in."""
     out = repo.git("rev-list", "-1", "--first-parent", f"--before={unix_time}", ref, check=False).strip()
     return Sha(out) if out else None
+
+
+_MERGE_OF = re.compile(r"Merge (?:commit '([0-9a-f]{7,40})'|(?:remote-tracking )?branch '([^']+)')", re.A)
+
+
+def former_upstream(repo: Repo, fork_tip: str, upstream_tip: str, remote: str, branch: str) -> tuple[set[Sha], list[str]]:
+    """Commits a merge of upstream brought in that upstream's branch no longer has (upstream was
+    rewritten, force-pushed): the fork's merge says in its own words that it merged upstream
+    (`Merge commit '<sha>'` naming its second parent, or `Merge branch '<remote>/<branch>'`), yet
+    that parent is on the fork side now.  They are upstream's words, not the fork's: the ledger
+    reads them by their patch only.  Returns them and one note per such merge."""
+    rows = fork_side(repo, fork_tip, upstream_tip)
+    own = {sha for sha, _ in rows}
+    merges = [(sha, parents) for sha, parents in rows if len(parents) >= 2 and parents[1] in own]
+    if not merges:
+        return set(), []
+    subjects = dict(line.split(" ", 1) for line in repo.git(
+        "log", "--no-walk=unsorted", "--format=%H %s", *[m for m, _ in merges]).splitlines() if " " in line)
+    out: set[Sha] = set()
+    notes: list[str] = []
+    for sha, parents in merges:
+        m = _MERGE_OF.match(subjects.get(sha, ""))
+        if m is None:
+            continue
+        named, ref = m.group(1), m.group(2)
+        if named is not None and not parents[1].startswith(named):
+            continue
+        if ref is not None and ref not in (f"{remote}/{branch}", f"refs/remotes/{remote}/{branch}"):
+            continue
+        side = repo.git("rev-list", parents[1], f"^{parents[0]}", f"^{upstream_tip}").split()
+        out |= {Sha(x) for x in side}
+        notes.append(f"merge {sha[:12]} merged upstream commit {parents[1][:12]}, which upstream's branch no longer "
+                     f"has (rewritten upstream?); the {len(side)} commit(s) it brought count by their patch only")
+    return out, notes
