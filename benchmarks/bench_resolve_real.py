@@ -10,13 +10,20 @@ commit's parent).  Each conflicted file is then settled by each resolver alone a
 baselines (take the fork's side, take upstream's, union of both), and each answer is compared with
 the file the fork's engineers committed: identical, identical after whitespace normalisation, or
 different, and whether the guardrails accepted it.  An accepted answer that differs from the fork's
-is the costly case: it would land without a person.  `chain` is the deterministic resolvers tried in
-order (recorded history, trivial, structural, lag, layout: ingest's default order without the
-agent), the first accepted answer winning; each is also measured alone.  `tokens` is the
-structural resolver that also merges edits of the same lines word by word (not in ingest's chain);
-`chain+tokens` is the chain with it last.  Each conflicted file carries the path at the fork point
-(where the fork commit's parent and the upstream commit meet), which tells the fork's own edits from
-upstream changes it has not picked.
+is the costly case when it lands without a person.  `chain` is the deterministic resolvers tried in
+order (recorded history, trivial, structural, lag, layout, tokens, syntax: ingest's default order
+without the agent), the first accepted answer winning; each is also measured alone.  Each
+conflicted file carries the path at the fork point (where the fork commit's parent and the upstream
+commit meet), which tells the fork's own edits from upstream changes it has not picked.
+
+The walk-forward (printed last) is the trust gate of `ingest` replayed over time
+(conflicts/trust.py): every single-commit pick of any kind is replayed once, oldest first; each
+conflicted file is gated by the backtest of strictly earlier picks (each rule's answers there
+against the fork's files), so each month is scored as if unseen.  Per month: auto-accepted (every
+rule of the answer trusted: it lands without a person), proposed (a person approves it), refused
+(no rule answered); same / different among each; and the backtest's estimate of precision next to
+the measured one.  `--extra NAME,...` appends resolvers to the chain there, to measure one before
+it joins ingest's chain.
 
 `--repo` must hold both sides' objects (a realfork pair's `fork.git` does: its alternates reach the
 upstream snapshot).  History learning uses only picks dated strictly before the pick being replayed.
@@ -45,13 +52,16 @@ from forkflow.conflicts.classify import fill_regions, has_markers, regions  # no
 from forkflow.conflicts.engine import deterministic_resolvers, resolve_case  # noqa: E402
 from forkflow.conflicts.history import History, learn  # noqa: E402
 from forkflow.conflicts.learn import replay_pick  # noqa: E402
-from forkflow.conflicts.resolvers import Proposal  # noqa: E402
+from forkflow.conflicts.resolvers import Proposal, Resolver  # noqa: E402
 from forkflow.conflicts.resolvers.structural import StructuralResolver  # noqa: E402
+from forkflow.conflicts.resolvers.syntax import SyntaxResolver  # noqa: E402
 from forkflow.errors import UserError  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
 from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 
+EXTRA: dict[str, Callable[[], Resolver]] = {"syntax": SyntaxResolver,
+                                            "tokens": lambda: StructuralResolver(by_tokens=True)}
 LANGS = trust.LANGUAGES
 language = trust.language
 
@@ -211,7 +221,6 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
     tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
     chain = deterministic_resolvers(history)
     runners: dict[str, Callable[[ConflictCase], Proposal | None]] = {r.name: r.propose for r in chain}
-    runners["tokens"] = StructuralResolver(by_tokens=True).propose  # measured, not in ingest's chain
     runners.update(baselines())
     if agent is not None:
         def ask(case: ConflictCase) -> Proposal | None:
@@ -222,7 +231,6 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
     for s in samples:
         lang = language(s.case.path)
         first: tuple[bool, str, bool] | None = None
-        with_tokens: tuple[bool, str, bool] | None = None
         for name, run in runners.items():
             p = run(s.case)
             ok = p is not None and guardrails.check(s.case, p.content).ok
@@ -235,22 +243,17 @@ def measure(samples: list[Sample], history: History | None, agent: object | None
                 why = getattr(run.__self__, "last_reason", "") if hasattr(run, "__self__") else ""
                 if why:
                     reasons[name][why] = reasons[name].get(why, 0) + 1
-            if ok and first is None and not name.startswith("base:") and name not in ("agent", "tokens"):
+            if ok and first is None and not name.startswith("base:") and name not in ("agent",):
                 first = (True, v, has)
                 assert p is not None
                 rule = f"{name}: {p.note.split('; ')[0].split(' (')[0]}"
                 rules.setdefault(rule, Tally()).add(True, True, v, has)
-            if ok and name == "tokens":
-                with_tokens = (True, v, has)
             if name == "trivial":
                 unit["trivial"].append(v if ok else "none")
         f = first or (False, "none", False)
         unit["chain"].append(f[1] if f[0] else "none")
         for key in (lang, "all"):
             tallies["chain"][key].add(f[0], f[0], f[1], f[2])
-        g = first or with_tokens or (False, "none", False)
-        for key in (lang, "all"):
-            tallies["chain+tokens"][key].add(g[0], g[0], g[1], g[2])
     if samples:  # the pick lands without a person when every conflicted file is settled
         for name, verdicts in unit.items():
             settled = "none" not in verdicts
@@ -292,6 +295,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--min-precision", type=float, default=trust.DEFAULT_MIN_PRECISION,
                     help="the trust gate's [trust] min_precision")
+    ap.add_argument("--extra", default="", help="resolvers appended to the chain in the walk-forward, "
+                    "comma-separated (measuring one before it joins ingest's chain)")
+    ap.add_argument("--drop", default="", help="resolvers of the chain left out of the walk-forward, comma-separated")
     ap.add_argument("--min-cases", type=int, default=trust.DEFAULT_MIN_CASES, help="the trust gate's [trust] min_cases")
     args = ap.parse_args()
     try:
@@ -317,7 +323,12 @@ def _run(args: argparse.Namespace) -> int:
     total: dict[str, dict[str, Tally]] = {}
     reasons: dict[str, dict[str, int]] = defaultdict(dict)
     rules: dict[str, Tally] = {}  # the chain's accepted answers by the rule that gave them
-    walk = WalkForward(trust.TrustSettings(args.min_precision, args.min_cases))
+    extra = tuple(x for x in args.extra.split(",") if x)
+    unknown = [x for x in extra if x not in EXTRA]
+    if unknown:
+        raise UserError(f"--extra {unknown[0]!r} is no resolver here; pass some of {', '.join(EXTRA)}")
+    drop = tuple(x for x in args.drop.split(",") if x)
+    walk = WalkForward(trust.TrustSettings(args.min_precision, args.min_cases), extra, drop)
     history = History()
     pending: list[Sample] = []  # settled by picks of the current date: they teach only later dates
     conflicted = 0
@@ -366,8 +377,10 @@ class WalkForward:
     """The trust gate replayed over time: each file is gated by the backtest of strictly earlier
     picks (any kind), as `ingest` gates it by the fork's past picks."""
 
-    def __init__(self, settings: trust.TrustSettings) -> None:
+    def __init__(self, settings: trust.TrustSettings, extra: tuple[str, ...] = (), drop: tuple[str, ...] = ()) -> None:
         self.settings = settings
+        self.extra = extra  # resolvers appended to ingest's chain, measured before they are kept
+        self.drop = drop  # resolvers of ingest's chain left out (what one of them adds)
         self.book = trust.RuleBook()
         self.pending: list[tuple[tuple[str, ...], bool]] = []
         self.months: dict[str, Window] = defaultdict(Window)
@@ -386,7 +399,9 @@ class WalkForward:
 
     def pick(self, samples: list[Sample], history: History, scored: bool) -> None:
         for s in samples:
-            outcome = resolve_case(s.case, deterministic_resolvers(history))
+            chain = [r for r in deterministic_resolvers(history) if r.name not in self.drop] + \
+                [EXTRA[n]() for n in self.extra]
+            outcome = resolve_case(s.case, chain)
             v = trust.verdict(s.case, outcome.content, s.fork) if outcome.resolved else "none"
             same = v not in ("different", "none")
             ident = v in ("identical", "ws-identical")

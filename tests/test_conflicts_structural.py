@@ -266,9 +266,10 @@ def test_structural_is_in_ingests_default_chain() -> None:
 
     assert DEFAULT_ORDER.index("trivial") < DEFAULT_ORDER.index("structural") < DEFAULT_ORDER.index("agent")
     chain = build_resolvers(DEFAULT_ORDER, lambda key: None, AgentSettings(), lambda a: None, {})
-    assert [r.name for r in chain] == ["recorded", "trivial", "structural", "lag", "layout"]  # no agent
+    assert [r.name for r in chain] == ["recorded", "trivial", "structural", "lag", "layout", "tokens",
+                                       "syntax"]  # no agent
     assert [r.name for r in deterministic_resolvers(History())] == ["history", "trivial", "structural", "lag",
-                                                                     "layout"]
+                                                                     "layout", "tokens", "syntax"]
 
 
 def test_structural_says_when_one_side_moved_code_the_other_edited(tmp_path: Path) -> None:
@@ -295,7 +296,8 @@ def test_ingest_reuses_a_resolution_from_the_forks_own_past_pick(cli, builder) -
     fork = builder.f.path
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
-        f.write('\n[ingest]\nl1_command = "true"\n')
+        # one past pick is no record: trust rules without one here (tests/test_resolver_trust.py gates)
+        f.write('\n[ingest]\nl1_command = "true"\n\n[trust]\nmin_cases = 0\n')
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["landed"], doc
     assert (fork / "b.py").read_text() == "x = g(1, fork=True)\n"

@@ -2,6 +2,7 @@
 history: backtested on the fork's past hand-resolved picks (conflicts/trust.py)."""
 from __future__ import annotations
 
+import html
 import json
 import sys
 from pathlib import Path
@@ -135,3 +136,94 @@ def test_rules_are_named_without_what_names_the_file() -> None:
     assert book.status("new", TrustSettings(0.95, 0)) == "trusted"  # min_cases = 0 opts out
     assert book.trusted(["r"], TrustSettings(0.5, 3))
     assert not book.trusted(["r", "new"], TrustSettings(0.5, 3))  # every rule of an answer must be trusted
+
+
+def test_the_dashboard_shows_the_rules_and_a_rules_proposal(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from forkflow.context import open_context
+    from forkflow.web.app import create_app
+
+    fork = _fork(cli, builder, past=2, agree=False)
+    with TestClient(create_app(open_context(fork), None)) as client:
+        assert "no backtest yet" in client.get("/ingestion/rules").text
+        assert cli("ingest", "--land", repo=fork).rc == 4
+        (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+        doc = client.get("/api/ingestion/rules").json()
+        (row,) = [r for r in doc["rules"] if "only whitespace" in r["rule"]]
+        assert (row["cases"], row["identical"], row["different"], row["status"]) == (2, 0, 2, "proposes")
+        page = client.get("/ingestion/rules")
+        assert "Content-Security-Policy" in page.headers and "proposes" in page.text
+        assert html.escape(str(row["rule"])) in page.text  # the rule names, escaped
+        text = client.get(f"/ingestion/conflicts/{c['id']}").text
+        shown = client.get(f"/api/ingestion/conflicts/{c['id']}").json()["proposal"]
+        assert "rule proposal" in text and "0 of 2 past answers" in shown["record"] and "+x = 999" in text
+        assert shown["rule"] == row["rule"]
+
+
+# -- the syntax-tree merge -----------------------------------------------------------------------
+def _conflict(tmp_path: Path, name: str, base: str, ours: str, theirs: str):  # type: ignore[no-untyped-def]
+    """The case git's own diff3 merge makes of the three versions (it must conflict)."""
+    from forkflow.conflicts.case import ConflictCase
+    from forkflow.conflicts.classify import ConflictKind, parse_marked
+    from forkflow.git.run import run_git
+    from forkflow.models import Sha
+
+    for n, text in (("base", base), ("ours", ours), ("theirs", theirs)):
+        (tmp_path / n).write_text(text)
+    marked = run_git("merge-file", "-p", "--diff3", "-L", "fork", "-L", "base", "-L", "upstream",
+                     "ours", "base", "theirs", cwd=tmp_path, check=False)
+    segments = parse_marked(marked)
+    assert segments is not None and any(not isinstance(s, str) for s in segments), "git merges it cleanly"
+    return ConflictCase(Sha("0" * 40), "s", "s", name, ConflictKind.CONTENT, base.encode(), ours.encode(),
+                        theirs.encode(), segments, "key")
+
+
+def test_syntax_merges_members_each_side_changed(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.syntax import SyntaxResolver
+
+    base = "int f(int x) {\n  return x;\n}\nint g() { return 1; }\n"
+    ours = "int f(int x) {\n  return x;\n}\nint g() { return 2; }\n"  # the fork changed g
+    theirs = "int f(int x) {\n  return x;\n}\nint h() { return 3; }\nint g() { return 1; }\n"  # upstream added h
+    p = SyntaxResolver().propose(_conflict(tmp_path, "a.cpp", base, ours, theirs))
+    assert p is not None and p.content == b"int f(int x) {\n  return x;\n}\nint h() { return 3; }\nint g() { return 2; }\n"
+    base = "x = 1\ny = 2\n"
+    p = SyntaxResolver().propose(_conflict(tmp_path, "a.py", base, "x = 1\ny = 3\n", "x = 5\ny = 2\n"))
+    assert p is not None and p.content == b"x = 5\ny = 3\n"
+
+
+def test_syntax_merges_a_class_both_sides_changed_by_its_members(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.syntax import SyntaxResolver
+
+    base = "class K:\n    def a(self):\n        return 1\n    def b(self):\n        return 2\n"
+    ours = "class K:\n    def a(self):\n        return 10\n    def b(self):\n        return 2\n"
+    theirs = "class K:\n    def a(self):\n        return 1\n    def c(self):\n        return 3\n    def b(self):\n        return 2\n"
+    r = SyntaxResolver()
+    p = r.propose(_conflict(tmp_path, "k.py", base, ours, theirs))
+    assert p is not None, r.last_reason
+    assert p.content == (b"class K:\n    def a(self):\n        return 10\n    def c(self):\n        return 3\n"
+                         b"    def b(self):\n        return 2\n")
+
+
+def test_syntax_merges_tablegen_records_by_name(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.syntax import SyntaxResolver
+
+    base = 'def A : Op<"a"> {\n  let x = 1;\n}\ndef B : Op<"b">;\n'
+    ours = 'def A : Op<"a"> {\n  let x = 1;\n}\ndef B : Op<"b", [Pure]>;\n'
+    theirs = 'def A : Op<"a"> {\n  let x = 1;\n}\ndef C : Op<"c">;\ndef B : Op<"b">;\n'
+    p = SyntaxResolver().propose(_conflict(tmp_path, "Ops.td", base, ours, theirs))
+    assert p is not None and p.content == ('def A : Op<"a"> {\n  let x = 1;\n}\ndef C : Op<"c">;\n'
+                                           'def B : Op<"b", [Pure]>;\n').encode()
+
+
+@pytest.mark.parametrize("base, ours, theirs, why", [
+    ("def f():\n    return 1\n", "def f():\n    return 2\n", "def f():\n    return 3\n", "same lines of a member"),
+    ("def f():\n    return 1\n\ndef g():\n    return 0\n", "def g():\n    return 0\n",
+     "def f():\n    return 3\n\ndef g():\n    return 0\n", "deleted a member upstream changed"),
+    ("x = 0\n", "x = 0\ndef f():\n    return 1\n", "x = 0\ndef f():\n    return 2\n", "both sides added the same member"),
+])
+def test_syntax_declines_what_takes_judgement(tmp_path: Path, base: str, ours: str, theirs: str, why: str) -> None:
+    from forkflow.conflicts.resolvers.syntax import SyntaxResolver
+
+    r = SyntaxResolver()
+    assert r.propose(_conflict(tmp_path, "m.py", base, ours, theirs)) is None and why in r.last_reason

@@ -12,6 +12,7 @@ from forkflow.conflicts.resolvers.lag import LagResolver
 from forkflow.conflicts.resolvers.layout import LayoutResolver
 from forkflow.conflicts.resolvers.recorded import HistoryResolver
 from forkflow.conflicts.resolvers.structural import StructuralResolver
+from forkflow.conflicts.resolvers.syntax import SyntaxResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
 
 
@@ -56,7 +57,7 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
     return CaseResolution(False, tried=tuple(tried))
 
 
-PURE = ("trivial", "structural", "lag", "layout")  # resolvers that read nothing but the case
+PURE = ("trivial", "structural", "lag", "layout", "tokens", "syntax")  # resolvers that read nothing but the case
 
 
 def pure_run(resolvers: Sequence[Resolver]) -> tuple[str, ...]:
@@ -73,19 +74,28 @@ def pure_run(resolvers: Sequence[Resolver]) -> tuple[str, ...]:
 def pure_resolvers(names: Sequence[str]) -> list[Resolver]:
     """Resolvers of those names (each in PURE), in that order."""
     factories: dict[str, Callable[[], Resolver]] = {"trivial": TrivialResolver, "structural": StructuralResolver,
-                                                     "lag": LagResolver, "layout": LayoutResolver}
+                                                     "lag": LagResolver, "layout": LayoutResolver,
+                                                     "tokens": _tokens, "syntax": SyntaxResolver}
     return [factories[n]() for n in names]
+
+
+def _tokens() -> Resolver:
+    return StructuralResolver(by_tokens=True)
 
 
 def deterministic_resolvers(history: History | None = None) -> list[Resolver]:
     """The resolvers that need no endpoint, in the order they are tried: the fork's own past
     resolutions, trivial merges, structural merges, a side that already has the other's change
-    word for word (`lag`), then the other side's change in lines one side only re-laid out
-    (`layout`)."""
+    word for word (`lag`), the other side's change in lines one side only re-laid out (`layout`),
+    then the two that reach further and are right less often, whose answers the trust gate keeps
+    as proposals until they earn their record on the fork (conflicts/trust.py): edits of the same
+    lines merged word by word (`tokens`) and the syntax-tree merge (`syntax`)."""
     chain: list[Resolver] = [HistoryResolver(history)] if history is not None else []
-    return chain + [TrivialResolver(), StructuralResolver(), LagResolver(), LayoutResolver()]
+    return chain + [TrivialResolver(), StructuralResolver(), LagResolver(), LayoutResolver(), _tokens(),
+                    SyntaxResolver()]
 
 
 def extra_factories() -> dict[str, Callable[[], Resolver | None]]:
     """Resolvers beyond recorded/trivial/agent that `forkflow ingest` builds by name."""
-    return {"structural": StructuralResolver, "lag": LagResolver, "layout": LayoutResolver}
+    return {"structural": StructuralResolver, "lag": LagResolver, "layout": LayoutResolver, "tokens": _tokens,
+            "syntax": SyntaxResolver}

@@ -15,6 +15,8 @@ from starlette.concurrency import run_in_threadpool
 
 from forkflow.conflicts import approval
 from forkflow.conflicts import records as conflict_records
+from forkflow.conflicts.rulebook import load_book
+from forkflow.conflicts.rules_view import proposal_diff
 from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
@@ -118,11 +120,14 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
                            "(`forkflow conflicts` too)")
         tried = conflict_records.attempts(s, fid, c.upstream_sha)
         waiting = approval.proposal(s, fid, c) if c.status == "open" else None
+        book = load_book(s, fid) if waiting is not None and waiting.rule else None  # a rule's record
     data = {"conflict": _conflict_doc(c, full=True), "settle": _settle(c, src),
             "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
                           "duration_ms": a.duration_ms} for a in tried],
             "proposal": None if waiting is None else {"attempt_id": waiting.attempt_id, "hash": waiting.digest,
-                                                      "backend": waiting.backend, "content": waiting.content},
+                                                      "backend": waiting.backend, "content": waiting.content,
+                                                      "rule": waiting.rule, "diff": proposal_diff(c, waiting.content),
+                                                      "record": book[0].record(waiting.rule).describe() if book else ""},
             "can_approve": waiting is not None and request.app.state.token is not None}
     return page(request, "ingestion_conflict.html", data)
 
