@@ -1,8 +1,8 @@
 """Child interpreters that work on the other core, and those started before the imports.  [stdlib only]
 
-A writing `forkflow ingest` on a fork far behind its upstream hands two jobs to child processes:
-learning the fork's past resolutions (`forkflow.conflicts.learn`) and picking ahead of the landing
-(`forkflow.landing.ahead`).  Each child is a fresh interpreter that imports only what its job needs.
+A writing `forkflow ingest` on a fork far behind its upstream hands one job to a child process:
+learning the fork's past resolutions (`forkflow.conflicts.learn`).  The child is a fresh interpreter
+that imports only what its job needs.
 The program's entry (`forkflow.cli.entry`) starts them before the command line's imports, which
 take about a second on one core while the other idles; the command takes them when it needs them
 (`take_early`), and the ones it never takes are killed at exit.  This module imports nothing of
@@ -16,9 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-AHEAD_MIN = 200  # upstream commits behind (or to land) from which the children do their jobs
+AHEAD_MIN = 200  # upstream commits behind from which the learning child does its job
 LEARN_CHILD = "import sys; from forkflow.conflicts.learn import _child_main; _child_main(sys.argv[1])"
-PICKS_CHILD = "from forkflow.landing.ahead import _child_main; _child_main()"
 
 _early: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}  # job -> (real path of the repository, child)
 

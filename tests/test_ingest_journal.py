@@ -1,7 +1,6 @@
 """The landing loop with a fake journal, no CLI: the events an ingest run records (issue 11)."""
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -132,53 +131,3 @@ def test_ingestor_recovery_with_fakes_settles_what_a_killed_run_left(builder: Fo
     ingestor.recover()
     assert journal.events == [("settled", (2, "abandoned")), ("landed", (1, 1))]
     assert Sha("u" * 40) in ingestor.settled and Sha("v" * 40) not in ingestor.decided
-
-
-class FailFirstGate:
-    """Fails the first candidate; notes what the landing had picked ahead while each one ran."""
-
-    def __init__(self) -> None:
-        self.checks = 0
-        self.picker: MemoryPicker | None = None
-        self.ahead: list[int] = []
-
-    def check(self, rev: Sha, base: Sha) -> GateResult:
-        self.checks += 1
-        time.sleep(0.2)  # an L1 that takes a while: the thread picks what comes next meanwhile
-        assert self.picker is not None
-        self.ahead.append(len(self.picker._ahead))
-        return GateResult(self.checks > 1, "passed" if self.checks > 1 else "failed")
-
-
-def lib_chain(builder: ForkBuilder, links: int) -> tuple[Path, Sha]:
-    """A fork (its tip returned) behind `links` upstream commits, each changing one file of lib/,
-    which forkflow.toml declares a chain: each commit a link of its own."""
-    names = "abcdefgh"[:links]
-    builder.upstream_commit({f"lib/{n}.py": f"{n} = 1\n" for n in names}, "Initial (#1)")
-    builder.branch_fork()
-    tip = Sha(builder.fork_commit({"fork.py": "f = 1\n"}, "[fork] ours"))
-    for i, n in enumerate(names):
-        builder.upstream_commit({f"lib/{n}.py": f"{n} = 2\n"}, f"Change {n} (#{i + 2})")
-    builder.fetch()
-    fork = builder.f.path
-    (fork / "forkflow.toml").write_text(render_config("upstream", "main", "main")
-                                        + '\n[[ingest.chain]]\nname = "lib"\npaths = ["lib/**"]\n')
-    return fork, tip
-
-
-def test_ingest_picks_ahead_during_l1_and_never_lands_a_guess(builder: ForkBuilder) -> None:
-    """While a chain link's L1 runs, the next link is picked onto its candidate; the link fails, so
-    the next one lands on the branch as it was, picked again (issue 11: the landing's speed)."""
-    fork, tip = lib_chain(builder, 2)
-    ctx = open_context(fork)
-    gate = FailFirstGate()
-    ingestor = wiring.ingestor(ctx, IngestOptions(mode=Mode.LAND), gate, journal=FakeJournal())
-    gate.picker = ingestor.picker
-    report = ingestor.run()
-    assert [r.status for r in report.results] == [UnitStatus.FAILED, UnitStatus.LANDED]
-    assert gate.ahead[0] == 1  # link 2, picked onto link 1's candidate while its L1 ran
-    landed = report.results[1].fork_sha
-    assert landed is not None
-    assert builder.f.git("rev-parse", f"{landed}^").strip() == tip  # on the branch as it was, not the guess
-    assert builder.f.git("show", f"{landed}:lib/a.py") == "a = 1\n"
-    assert builder.f.git("show", f"{landed}:lib/b.py") == "b = 2\n"

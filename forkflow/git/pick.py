@@ -254,7 +254,6 @@ _Conflicted = tuple[str, str, pygit2.Index] | None  # the last conflicted tree m
 # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
 _PathConflicted = tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None
 MAX_AHEAD = 512  # picks made ahead and not taken yet
-MAX_ADOPTED = 4096  # ... and picks another picker made ahead (a child goes on along the whole backlog)
 
 
 class MemoryPicker:
@@ -274,19 +273,12 @@ class MemoryPicker:
         self._basenames: dict[str, int] = {}  # file name -> count in the fork tip's tree
         self._merged: dict[tuple[str, str, str], Entry | None] = {}  # (base, ours, theirs) blob ids -> merge
         self._names: dict[tuple[str, bytes], bool] = {}  # (blob id, name) -> the blob has the name
-        self.names_read: list[tuple[tuple[str, bytes], bool]] | None = None  # when a list, each one read too
         self._conflicted: _Conflicted = None  # the last conflicted merge, for resolve()
         self._path_conflicted: _PathConflicted = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
         self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
         # (onto tree, sha) -> a pick made ahead (`pick_ahead`) with what `resolve` keeps of it
         self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
-        self.on_kept: Callable[[str, Sha, PickStep, _PathConflicted], None] | None = None  # each pick kept ahead
-        # takes in picks made ahead elsewhere (`adopt`), given the pick about to be made
-        self._inbox: Callable[[str, Sha], None] | None = None
-        # each pick ahead as it starts, and (None, None) when one ends with nothing kept
-        self.on_picking: Callable[[str | None, Sha | None], None] | None = None
-        self.missed_ahead = False  # a pick was not among those made ahead elsewhere (its taker resets this)
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -419,10 +411,7 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
-        if self._inbox is not None:
-            self._inbox(onto_tree, sha)
         ahead = self._ahead.pop((onto_tree, sha), None)
-        self.missed_ahead |= ahead is None and self._inbox is not None
         if ahead is not None:
             step, conflicted, path_conflicted = ahead
             if step.status is PickStatus.CONFLICT:  # what `resolve` reuses of the merge
@@ -438,55 +427,14 @@ class MemoryPicker:
         key = (onto_tree, sha)
         if key in self._ahead:
             return self._ahead[key][0]
-        if self.on_picking is not None:
-            self.on_picking(onto_tree, sha)
-        kept = False
-        try:
-            step = self._pick(onto_tree, sha)
-            if step.status is not PickStatus.MISSING:
-                if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
-                    self._ahead.clear()
-                conflicted = step.status is PickStatus.CONFLICT
-                self._ahead[key] = (step, self._conflicted if conflicted else None,
-                                    self._path_conflicted if conflicted else None)
-                kept = True
-                if self.on_kept is not None:
-                    self.on_kept(onto_tree, sha, step, self._path_conflicted if conflicted else None)
-        finally:
-            if self.on_picking is not None and not kept:
-                self.on_picking(None, None)  # nothing comes of it: nobody is to wait for it
+        step = self._pick(onto_tree, sha)
+        if step.status is not PickStatus.MISSING:
+            if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
+                self._ahead.clear()
+            conflicted = step.status is PickStatus.CONFLICT
+            self._ahead[key] = (step, self._conflicted if conflicted else None,
+                                self._path_conflicted if conflicted else None)
         return step
-
-    def adopt(self, onto_tree: str, sha: Sha, step: PickStep, path_conflicted: _PathConflicted,
-              objects: Sequence[tuple[bytes, int, bytes]]) -> None:
-        """A pick made ahead by another picker of this repository (`forkflow.landing.ahead`), with the
-        objects it wrote (raw id, type, data): kept as `pick_ahead` keeps its own."""
-        if self._memory is None:
-            return
-        for raw, kind, data in objects:
-            self._memory.write_cb(pygit2.Oid(raw=raw), data, kind)
-        while len(self._ahead) >= MAX_ADOPTED:  # the oldest first: the ones the landing went past
-            del self._ahead[next(iter(self._ahead))]
-        self._ahead.setdefault((onto_tree, sha), (step, None, path_conflicted))
-
-    def know_names(self, found: Sequence[tuple[tuple[str, bytes], bool]]) -> None:
-        """Whether blobs hold names, as another picker of this repository read them (`names_read`):
-        a function of the blob, so the waits told from them are the ones read here."""
-        self._names.update(found)
-
-    def knowledge(self, tree: str) -> tuple[frozenset[str], dict[str, Sequence[str]], dict[str, int]]:
-        """What this picker knows that shapes its picks (the fork point's files, the paths each commit
-        changes, the file names of the first tree it picked onto: `tree` when none yet), for
-        another picker of the same repository to pick as this one would (`learn`)."""
-        root = self.repo.get(tree)
-        if not self._basenames and isinstance(root, pygit2.Tree):
-            self._index_names(root)
-        return self._old_paths, dict(self._paths), dict(self._basenames)
-
-    def learn(self, knowledge: tuple[frozenset[str], dict[str, Sequence[str]], dict[str, int]]) -> None:
-        self._old_paths, paths, basenames = knowledge
-        self._paths.update(paths)
-        self._basenames.update(basenames)
 
     def _pick(self, onto_tree: str, sha: Sha) -> PickStep:
         unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
@@ -1043,8 +991,6 @@ class MemoryPicker:
                     self._names[key] = name in data and word.search(data) is not None
                 except (KeyError, pygit2.GitError):  # a blob this clone lacks says nothing
                     self._names[key] = False
-                if self.names_read is not None:
-                    self.names_read.append((key, self._names[key]))
             if self._names[key]:
                 return True
         return False

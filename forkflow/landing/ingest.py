@@ -9,29 +9,28 @@ from __future__ import annotations
 
 import enum
 import os
-import sys
-import threading
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from forkflow.config import Config
 from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.engine import pure_run, resolve_case
+from forkflow.conflicts.engine import CaseResolution, resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
-from forkflow.landing.ahead import AheadPicks
+from forkflow.landing.queue import Batch, Item, Runners, Staged, Verdict, add_to, halves, opens_batch
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.git.repo import Repo
-from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions, Signature, UnitPick
+from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus, PickStep, Resolutions, Signature, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.classify import decider_of
@@ -41,8 +40,6 @@ from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
 MAX_CAS_TRIES = 5
-PICK_AHEAD_MAX = 64  # commits picked ahead while one unit's L1 runs
-PICK_AHEAD_SWITCH_S = 0.0005  # the interpreter's switch interval meanwhile (5 ms by default)
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
 
@@ -63,6 +60,7 @@ class UnitStatus(str, enum.Enum):
     ABANDONED = "abandoned"  # the branch kept moving, or L1 could not run: left pending
     IN_REVIEW = "in-review"  # passed L1, proposed for review ([ingest] land = "review")
     CLOSED = "closed"  # its review was closed (a person's deferral) or went stale (planned again)
+    STAGED = "picking"  # on the landing queue's stack, not gated yet (settles before any report)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +202,16 @@ class Ingestor:
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
         self._fork_point: Sha | None = None  # the cases' origin (a `git merge-base` per case otherwise)
-        self._coming: list[Sha] = []  # the plan's commits in landing order (see _pick_ahead)
-        self._first = 0  # ... where the unit being landed starts
-        self._next = 0  # ... and the first one after it (after the link, in a chain)
-        self._at = 0  # ... and where the unit (or the link) being landed starts
-        self._child: AheadPicks | None = None  # a child process picking ahead (forkflow.landing.ahead)
+        # the landing queue (`_land_queue`): runners beyond the first, the stack being staged and
+        # the real fork tip under it, the trees that failed L1 this run
+        self.more_gates: Callable[[], Gate] | None = None
+        self._runners: Runners | None = None
+        self._stack: list[Staged] | None = None  # a list while units are staged, not gated
+        self._root: Sha | None = None  # the fork tip the stack stands on
+        self._red: dict[str, tuple[GateResult, str]] = {}  # tree -> its red verdict, and where it came
+        self._batch_no = 0  # batches gated so far
+        self._answers: dict[tuple[Sha, str, str], CaseResolution] = {}  # (sha, path, conflict key) -> answer
+        self._group = 0  # red batches' halves so far
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -326,31 +329,19 @@ class Ingestor:
         if self.options.max_units is not None:
             units = units[: self.options.max_units]
         self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
-        self._coming = [sha for u in units for sha in u.commits]
-        if self._picks_ahead() and len(self._coming) >= AHEAD_MIN:
-            tree = self.picker.commit_tree(plan.base)
-            self._child = AheadPicks.start(self.picker, self.repo.path, self._coming, self.deps, tree,
-                                           pure_run(self.resolvers), self._fork_point)
-            if self._child is not None:
-                self._child.steer(tree, 0, self.held)
+        if self._queued():
+            return self._land_queue(units, plan.base)
         out: list[UnitResult] = []
-        try:
-            for unit in units:
-                if self._stop:
-                    break
-                self._first = self._at = self._next
-                self._next += len(unit.commits)
-                for r in self.process_unit(unit, plan.base):
-                    out.append(r)
-                    self.reporter.unit_done(r)
-        finally:
-            if self._child is not None:
-                self._child.close()
-                self._child = None
+        for unit in units:
+            if self._stop:
+                break
+            for r in self.process_unit(unit, plan.base):
+                out.append(r)
+                self.reporter.unit_done(r)
         return out
 
-    def _picks_ahead(self) -> bool:
-        """Whether the landing picks ahead: only where a candidate that passes L1 becomes the tip."""
+    def _queued(self) -> bool:
+        """Whether units land through the queue: where a candidate that passes L1 becomes the tip."""
         return self.options.mode is Mode.LAND and self.reviewer is None and self.gate is not None
 
     def advance_point(self) -> Sha | None:
@@ -392,7 +383,6 @@ class Ingestor:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
         for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
-            self._at, self._next = self._first + i, self._first + i + 1
             r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
@@ -400,6 +390,8 @@ class Ingestor:
         return out
 
     def _base(self, unit: Unit, start_tip: Sha) -> Sha:
+        if self._stack is not None:  # staging: onto the top of the stack
+            return self._stack[-1].candidate if self._stack else self._stack_root()
         if self.options.mode is Mode.LAND:
             tip = self._read_tip()
             if tip is None:
@@ -536,20 +528,18 @@ class Ingestor:
             self._inner_held[sha] = f"waits for {d.describe()}"
 
     def _land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
+        """Pick `shas` onto the fork tip, write the candidate, gate it and land it by compare-and-swap
+        (again on the new tip when the branch moved); while the queue stages, stop at the candidate
+        (`_stage`)."""
         is_chain = unit.kind is UnitKind.CHAIN
         elsewhere: list[Sha] = []
         for _ in range(MAX_CAS_TRIES):
             base = self._base(unit, start_tip)
-            shas, gone = self._not_picked(shas, base)
+            shas, gone = self._not_picked(shas, self._stack_root() if self._stack is not None else base)
             elsewhere += gone
             if not shas:
                 return self._picked_elsewhere(name, unit, base, elsewhere)
             base_tree = self.picker.commit_tree(base)
-            if self._child is not None and self.picker.missed_ahead:  # the child is behind, or went another way
-                self.picker.missed_ahead = False
-                self._child.steer(base_tree, self._at, self.held)
-            elif self._child is not None:
-                self._child.tell(self._at)
             pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
                                              depends=self.deps, held_before=set(self.held))
             conflicted = tuple(step.sha for step in pick.conflicted)
@@ -571,8 +561,11 @@ class Ingestor:
                        + [(s, MemberOutcome.EMPTY) for s in pick.empty] + [(s, MemberOutcome.CONFLICT) for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, UnitState.PICKING, members)
             self._store_conflicts(pick.conflicted, conflict_chain, base)
-            self.gate_runs += 1
-            verdict = self._gate(candidate, base, pick.tree)
+            if self._stack is not None:
+                return self._stage(Staged(Item(name, unit, tuple(shas)), base, candidate, pick.tree, unit_id, tuple(members),
+                                          pick.applied, pick.conflicted, conflict_chain,
+                                          is_chain or name.startswith("fork-") or bool(pick.resolved)))
+            verdict = self._gate(candidate, base, pick.tree, name)
             self.journal.unit_gated(unit_id, verdict.passed, verdict.summary)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
@@ -596,37 +589,193 @@ class Ingestor:
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
 
-    def _gate(self, candidate: Sha, base: Sha, tree: str) -> GateResult:
-        """L1 of a candidate; meanwhile a thread picks the commits that come next onto its tree, as
-        the landing will once it lands (`_pick_ahead`).  The picker is the thread's alone until
-        L1 is done: the gate moves its own work tree and runs a process."""
+    # -- the queue ------------------------------------------------------------
+    def _land_queue(self, units: Sequence[Unit], start_tip: Sha) -> list[UnitResult]:
+        """Land the units as a merge queue: stage them onto a stack (`_stage`), gate the top of each
+        batch at once on the runners (batch 1, batch 1+2, ...), land the longest green prefix by one
+        compare-and-swap, split the first red batch (`_split_red`), and stage what was built on it
+        again on the new tip.  A stack whose base moved is staged and gated again, never landed."""
         assert self.gate is not None
-        if not self._picks_ahead() or self._next >= len(self._coming):
-            return self.gate.check(candidate, base)  # the candidate does not become the branch's tip
-        if self._child is not None:  # a child picks ahead on the other core: tell it where the landing is
-            self._child.steer(tree, self._next, self.held)
-            return self.gate.check(candidate, base)
-        stop = threading.Event()
-        ahead = threading.Thread(target=self._pick_ahead, args=(tree, stop), name="forkflow-pick-ahead", daemon=True)
-        interval = sys.getswitchinterval()
-        sys.setswitchinterval(PICK_AHEAD_SWITCH_S)  # L1's waits give the thread the interpreter, and back at once
-        ahead.start()
+        todo: deque[Item] = deque()
+        for unit in units:  # a bundle is one item; a chain, one per link (each waits only for what it needs)
+            if unit.kind is UnitKind.BUNDLE:
+                todo.append(Item(unit.name, unit, tuple(unit.commits)))
+            else:
+                todo.extend(Item(f"{unit.name}#{i + 1}", unit, (sha,)) for i, sha in enumerate(unit.commits))
+        self._runners = Runners(self.gate, self.more_gates, self.settings.runners)
+        out: list[UnitResult] = []
+        moved = 0
         try:
-            return self.gate.check(candidate, base)
+            while todo and not self._stop:
+                batches = self._stage_window(todo, start_tip, out)
+                if batches and not self._settle_window(batches, todo, out):
+                    moved += 1
+                    if moved >= MAX_CAS_TRIES:
+                        self._stop = (f"the fork branch kept moving while the queue validated ({MAX_CAS_TRIES} "
+                                      "tries); what was left stays pending")
         finally:
-            stop.set()
-            ahead.join()
-            sys.setswitchinterval(interval)
+            self._stack = None
+            self._runners.close()
+            self._runners = None
+        return out
 
-    def _pick_ahead(self, tree: str, stop: threading.Event) -> None:
-        """Pick the commits of the units to come onto `tree` as the landing would if this unit lands
-        and no conflict gets resolved (`MemoryPicker.pick_ahead` keeps each pick); a wrong guess
-        costs only the picks made.  Reads the run's state, changes none of it."""
-        try:
-            self.picker.pick_sequence(tree, self._coming[self._next:self._next + PICK_AHEAD_MAX], depends=self.deps,
-                                      held_before=set(self.held), ahead=stop)
-        except Exception:  # noqa: BLE001 - a guess; the landing's own pick says what is wrong
-            return
+    def _stage_window(self, todo: deque[Item], start_tip: Sha, out: list[UnitResult]) -> list[Batch]:
+        """Stage items onto a stack on the fork tip until each runner has a full batch; the results
+        that need no gate (conflicts, waits, nothing to pick) are final at once."""
+        self._root = self._read_tip()
+        if self._root is None:
+            raise UserError(f"the fork branch {self.config.fork_ref} was deleted during ingest")
+        self._stack = []
+        batches: list[Batch] = []
+        assert self._runners is not None
+        while todo and not (len(batches) >= self._runners.count
+                            and opens_batch(batches, todo[0], self.settings.max_batch)):
+            item = todo.popleft()
+            before = len(self._stack)
+            r = self.land_unit(item.name, item.unit, item.shas, start_tip)
+            if len(self._stack) > before:
+                self._stack[-1].item = item
+                self._stack[-1].result = r
+                add_to(batches, self._stack[-1], self.settings.max_batch)
+            else:
+                out.append(r)
+                self.reporter.unit_done(r)
+        self._stack = None
+        for b in batches:
+            self._batch_no += 1
+            b.number = self._batch_no
+        return batches
+
+    def _stage(self, staged: Staged) -> UnitResult:
+        assert self._stack is not None
+        self._stack.append(staged)
+        return UnitResult(staged.name, staged.unit.kind.value, UnitStatus.STAGED, "", staged.applied,
+                          tuple(sha for sha, o in staged.members if o is MemberOutcome.EMPTY),
+                          tuple(step.sha for step in staged.conflicted), staged.candidate,
+                          self._resolved_by(staged.applied), staged.unit_id)
+
+    def _stack_root(self) -> Sha:
+        assert self._root is not None
+        return self._root
+
+    def _settle_window(self, batches: list[Batch], todo: deque[Item], out: list[UnitResult]) -> bool:
+        """Gate each batch's top at once; land the green prefix, split the first red batch, put
+        what stood on it back in front of `todo`.  False when the branch moved under the stack."""
+        root = self._stack_root()
+        verdicts = self._check_tops(batches, root)
+        green = 0
+        while green < len(batches) and verdicts[green].passed:
+            green += 1
+        for b, v in zip(batches[:green], verdicts):  # passed before the branch moves: a crash then is recovered
+            for s in b.units:
+                self.journal.unit_gated(s.unit_id, True, v.summary)
+        if green:
+            top = batches[green - 1].top
+            if not land(self.repo, self.config, top.candidate, root, f"batch {batches[green - 1].number}"):
+                self._drop(batches, todo, "the fork branch moved while this stack was validated; "
+                                          "picked again on the new tip")
+                return False
+            self._tip_seen = top.candidate
+            for b, v in zip(batches[:green], verdicts):
+                for s in b.units:
+                    out.append(self._landed(s, b, v))
+                    self.reporter.unit_done(out[-1])
+            self.advance_point()
+        if green == len(batches):
+            return True
+        red, verdict = batches[green], verdicts[green]
+        self._drop(batches[green + 1:], todo, f"stacked on batch {red.number}, which failed L1; picked again")
+        if verdict.infra:
+            self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
+            self._drop([red], todo, f"L1 could not run: {verdict.summary}")
+            return True
+        if len(red.units) > 1:  # which of its units fail: each half a batch of its own, on the new tip
+            self._drop([red], todo, f"batch {red.number} failed L1 ({verdict.summary}); split in halves")
+            first, second = halves([s.item for s in red.units])
+            for _ in red.units:
+                todo.popleft()
+            self._group += 2
+            todo.extendleft(reversed([replace(i, group=self._group - 1) for i in first]
+                                     + [replace(i, group=self._group) for i in second]))
+            return True
+        out.extend(self._failed_alone(red.top, verdict))
+        return True
+
+    def _check_tops(self, batches: Sequence[Batch], root: Sha) -> list[GateResult]:
+        """Each batch's top gated at once; a tree that failed L1 before in this run is not run again."""
+        known = [self._known_red(b.top.tree) for b in batches]
+        runs = [(b.top.candidate, root) for b, k in zip(batches, known) if k is None]
+        verdicts = iter(self._check(runs))
+        out: list[GateResult] = []
+        for b, k in zip(batches, known):
+            v = k if k is not None else next(verdicts).result
+            if k is None and not v.passed and not v.infra:
+                self._red[b.top.tree] = (v, f"batch {b.number}")
+            out.append(v)
+        return out
+
+    def _known_red(self, tree: str) -> GateResult | None:
+        known = self._red.get(tree)
+        if known is None:
+            return None
+        result, where = known
+        return GateResult(False, f"{result.summary} (the same tree failed L1 in {where}; not run again)")
+
+    def _landed(self, s: Staged, batch: Batch, verdict: GateResult) -> UnitResult:
+        together = f" (validated together in batch {batch.number}: {len(batch.commits)} commits)" \
+            if len(batch.units) > 1 else ""
+        self._record_landing(s.unit_id, s.candidate, s.members, s.base, verdict.summary + together)
+        self._defer_conflicts(s.conflicted, s.chain)
+        self._skip_empty(s.skips, s.candidate)
+        for sha in s.applied:
+            self.held.pop(sha, None)
+        r: UnitResult = s.result
+        return replace(r, status=UnitStatus.LANDED, summary=verdict.summary + together)
+
+    def _drop(self, batches: Sequence[Batch], todo: deque[Item], why: str) -> None:
+        """Staged units that will not land as staged: settled as abandoned, their items back in front."""
+        items = [s.item for b in batches for s in b.units]
+        for b in batches:
+            for s in b.units:
+                self.journal.unit_settled(s.unit_id, UnitState.ABANDONED, why)
+        todo.extendleft(reversed(items))
+
+    def _failed_alone(self, s: Staged, verdict: GateResult) -> list[UnitResult]:
+        """A unit that fails L1 on its own: deferred as before the queue; a bundle is bisected."""
+        r: UnitResult = s.result
+        self.journal.unit_gated(s.unit_id, False, verdict.summary)
+        failed = self._failed(s.name, s.unit, verdict, s.applied, [sha for sha, o in s.members if o is MemberOutcome.EMPTY],
+                              s.conflicted, s.base, s.unit_id)
+        out = [replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred)))]
+        self.reporter.unit_done(out[0])
+        if (s.unit.kind is UnitKind.BUNDLE and len(s.applied) > 1 and self.settings.split_failed_bundles
+                and not self._stop):
+            parts = self.split_bundle(s.name, s.unit, s.applied, self._stack_root())
+            for part in parts:
+                self.reporter.unit_done(part)
+            out += parts
+        return out
+
+    def _gate(self, candidate: Sha, base: Sha, tree: str, name: str) -> GateResult:
+        """L1 of a candidate.  A tree that already failed L1 in this run fails again without a run
+        (a red batch's second half, once its first half landed, is the very tree that failed)."""
+        assert self.gate is not None
+        known = self._known_red(tree)
+        if known is not None:
+            return known
+        verdict = self._check([(candidate, base)])[0]
+        if not verdict.result.passed and not verdict.result.infra:
+            self._red[tree] = (verdict.result, name)
+        return verdict.result
+
+    def _check(self, stacks: Sequence[tuple[Sha, Sha]]) -> list[Verdict]:
+        """Gate runs of (candidate, base) pairs at once, on the queue's runners (one gate outside it)."""
+        assert self.gate is not None
+        self.gate_runs += len(stacks)
+        runners = self._runners or Runners(self.gate, None, 1)
+        verdicts = runners.check_all(stacks)
+        self.notes.extend(v.runner_died for v in verdicts if v.runner_died)
+        return verdicts
 
     def _not_picked(self, shas: Sequence[Sha], base: Sha) -> tuple[Sequence[Sha], list[Sha]]:
         """`shas` less those the fork branch picked (or skipped) since this run last saw it.
@@ -703,6 +852,12 @@ class Ingestor:
             self.settled |= set(shas)
 
     def _skip_empty(self, empty: Sequence[Sha], base: Sha) -> None:
+        if self._stack and base == self._stack[-1].candidate:
+            root = self.picker.commit_tree(self._stack_root())
+            on_root = [sha for sha in empty if self.picker.pick(root, sha).status is PickStatus.EMPTY]
+            # empty on the fork tip itself: skipped now; empty only on the stack: once that lands
+            self._stack[-1].skips.extend(sha for sha in empty if sha not in on_root)
+            empty = on_root
         self._decide(Disposition.SKIPPED, empty, f"already applied: picking it onto {base[:12]} changes nothing")
 
     def _defer_conflicts(self, conflicted: Sequence[PickStep], chain: str | None) -> None:
@@ -735,16 +890,20 @@ class Ingestor:
         out: dict[str, bytes | None] = {}
         used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
         unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
-        ahead = self._child.outcomes(onto_tree, step.sha) if self._child is not None else {}
-        pure = pure_run(self.resolvers)
         for conflict in step.conflicts:
             try:
                 case = build_case(self.repo, self.picker, step.sha, conflict, fork_point=self._fork_point)
             except MissingBlob as e:  # kept for a person, with the reason; the rest goes on
                 self.notes.append(f"{step.sha[:12]}: conflict in {conflict.path} kept unresolved: {e}")
                 return None
-            known = ahead.get(conflict.path)  # what the child picking ahead made of this very case
-            outcome = resolve_case(case, self.resolvers, (pure, known) if known is not None else None)
+            # a stack picked again (its base moved, or it stood on a red batch) meets the same conflicts:
+            # the resolvers (the agent too) answer each once a run
+            memo = (step.sha, case.path, case.key) if case.key else None
+            outcome = self._answers.get(memo) if memo else None
+            if outcome is None:
+                outcome = resolve_case(case, self.resolvers)
+                if memo:
+                    self._answers[memo] = outcome
             outcome = self.trust.gate(case, outcome)  # an untrusted rule's answer waits for a person
             if outcome.resolved:
                 out[case.path] = outcome.content

@@ -8,6 +8,7 @@ from typing import Any
 from forkflow.config import Config, config_error
 from forkflow.conflicts.resolvers import DEFAULT_ORDER
 from forkflow.conflicts.resolvers.agent import AgentSettings
+from forkflow.landing.queue import DEFAULT_MAX_BATCH
 from forkflow.planning.model import ChainSpec
 from forkflow.planning.route import DEFAULT_MAX_BUNDLE
 from forkflow.tiers.tiers import Tier, load_suites, suites_of
@@ -26,6 +27,8 @@ class IngestSettings:
     has_l1_suites: bool = False
     split_failed_bundles: bool = True  # bisect a bundle that fails L1 within the run
     split_max_gate_runs: int = 16  # L1 runs one failed bundle's bisection may take
+    max_batch: int = DEFAULT_MAX_BATCH  # weighted commits one gate run of the landing queue validates
+    runners: int = 1  # gate runs at once (speculative stacks: batch 1, batch 1+2, ...)
 
 
 def _get(sect: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, config: Config,
@@ -111,10 +114,16 @@ def ingest_settings(config: Config) -> IngestSettings:
     if split_runs < 1:
         raise config_error(config.path, config.text, "ingest.split_max_gate_runs",
                            f"must be >= 1, not {split_runs} (set split_failed_bundles = false to never split)")
+    max_batch = _get(sect, "max_batch", int, DEFAULT_MAX_BATCH, config, "ingest.max_batch")
+    if max_batch < 1:
+        raise config_error(config.path, config.text, "ingest.max_batch", f"must be >= 1, not {max_batch}")
+    runners = _get(sect, "runners", int, 1, config, "ingest.runners")
+    if not 1 <= runners <= 64:
+        raise config_error(config.path, config.text, "ingest.runners", f"must be from 1 to 64, not {runners}")
     has_l1 = bool(suites_of(load_suites(config), Tier.L1))  # as `validate` reads them: no tier = L1
     return IngestSettings(
         l1_command=l1 or None, l1_timeout=float(timeout), max_bundle=max_bundle, chains=_chains(sect, config),
         pin_files=_strings(sect, "pin_files", config, "ingest.pin_files"),
         push_remote=_get(sect, "push_remote", str, "origin", config, "ingest.push_remote"),
         resolvers=resolvers, agent=_agent(sect, config), has_l1_suites=has_l1, split_failed_bundles=split,
-        split_max_gate_runs=split_runs)
+        split_max_gate_runs=split_runs, max_batch=max_batch, runners=runners)

@@ -59,10 +59,13 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
     with fork_lock(ctx.repo, ctx.store, ctx.fork_id):  # one writing run per repository and per fork in the store
         if options.mode is Mode.LAND:
             refuse_dirty_work_trees(ctx.repo, ctx.config)
+        chosen = gate is None
         if gate is None:
             gate = select_gate(ctx, settings)
         try:
             ing = ingestor(ctx, options, gate, reporter, settings)
+            if chosen and isinstance(gate, CommandGate) and settings.runners > 1:
+                ing.more_gates = lambda: select_gate(ctx, settings)  # each runner its own work tree
             review = review_settings(ctx.config) if options.mode is Mode.LAND else None
             if review is None:
                 return ing.run()
