@@ -1,7 +1,7 @@
 """forkflow on a fork that merges upstream: Intel's intel-xpu-backend-for-triton against upstream Triton.
 
     python benchmarks/bench_merge_fork.py [--realfork DIR] [--since 2026-01-05] [--until 2026-04-30]
-                                          [--ingest-dates 2026-01-12,2026-02-16,2026-03-16,2026-04-20] [--json FILE]
+                                          [--ingest-dates 2026-02-02,2026-02-16,2026-03-16,2026-03-30,2026-04-20,2026-04-27] [--json FILE]
 
 DIR (default /work/realfork) holds realfork's `work/comb.git` (extract.py: `refs/intel/main`, and
 `refs/upstream/main`, upstream Triton's main recovered as the first-parent chain of the second
@@ -222,7 +222,7 @@ def main() -> None:
     ap.add_argument("--realfork", default="/work/realfork")
     ap.add_argument("--since", default="2026-01-05")
     ap.add_argument("--until", default="2026-04-30")
-    ap.add_argument("--ingest-dates", default="2026-01-12,2026-02-16,2026-03-16,2026-04-20")
+    ap.add_argument("--ingest-dates", default="2026-02-02,2026-02-16,2026-03-16,2026-03-30,2026-04-20,2026-04-27")
     ap.add_argument("--scratch", default="")
     ap.add_argument("--json", default="")
     a = ap.parse_args()

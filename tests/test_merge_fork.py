@@ -409,3 +409,11 @@ def test_a_merged_upstream_commit_that_upstream_rewrote_away_is_not_the_forks_wo
     rows = _rows(doc)
     assert rows["Add z (#7)"]["disposition"] == "PENDING"
     assert any("no longer has" in n for n in doc["notes"])
+
+
+def test_a_config_without_intake_on_a_merging_fork_says_how_to_set_it(merging: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    fork = _init(merging, cli)
+    text = (fork / "forkflow.toml").read_text()
+    (fork / "forkflow.toml").write_text(text.replace('intake = "merge"', ""))  # written before intake existed
+    doc = _status(cli, fork)
+    assert any('set intake = "merge"' in n for n in doc["notes"])

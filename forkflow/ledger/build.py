@@ -13,7 +13,14 @@ from forkflow.config import Config
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.ledger.classify import LedgerBuilder
-from forkflow.ledger.merges import MERGE, former_upstream, intake_of, merged_upstream, original_fork_point
+from forkflow.ledger.merges import (
+    MERGE,
+    detect_intake,
+    former_upstream,
+    intake_of,
+    merged_upstream,
+    original_fork_point,
+)
 from forkflow.ledger.refs import check_repo, ingestion_ref
 from forkflow.models import (
     Commit,
@@ -83,6 +90,9 @@ def _compute(repo: Repo, config: Config, store: Store, fork_tip: Sha, upstream_t
         builder.add_merged(merged_upstream(repo, fork_tip, origin, set(builder.by_sha)))
     # whatever the intake: a merge of upstream whose commits upstream rewrote away brought upstream's words
     former, notes = former_upstream(repo, fork_tip, upstream_tip, config.upstream_remote, config.upstream_branch)
+    if "intake" not in config.section("fork") and (found := detect_intake(repo, fork_tip, upstream_tip)).style == MERGE:
+        notes.append(f"this fork merges upstream ({found.upstream_merges} merge(s) of upstream) but forkflow.toml has no "
+                     '[fork] intake: set intake = "merge" for its merges to count (docs/ledger.md)')
     builder.add_fork_commits(fork_commits, patch_only=former)
     unreadable = _match_patch_ids(repo, store, builder)
     builder.add_title_matches()
