@@ -212,7 +212,7 @@ RESOLVE_CASE = textwrap.dedent('''
     assert main(["init", "--upstream", "upstream", "--repo", fork]) == 0
     with open(fork + "/forkflow.toml", "a") as f:
         f.write('\\n[ingest]\\nl1_command = "true"\\n')
-    assert main(["ingest", "--land", "--repo", fork]) == 0
+    assert main(["ingest", "--land", "--repo", fork]) == 4  # the conflict waits for a person
     rc = main(["conflicts", "resolve", "1", "--file", "/dev/zero", "--repo", fork])
     print(f"exit {rc}")
 ''')
