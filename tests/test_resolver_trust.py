@@ -91,6 +91,7 @@ def test_a_fork_without_history_starts_with_every_rule_proposing(cli, builder: F
     assert c["proposal_waiting"]
     r = cli("conflicts", "rules", repo=fork)
     assert r.rc == 0 and "every rule proposes" in r.out and ">= 95% precision over >= 10" in r.out
+    assert "([trust] in forkflow.toml)" in r.out  # printed, not taken for markup
 
 
 def test_a_dry_run_proposes_nothing_and_stores_nothing(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]

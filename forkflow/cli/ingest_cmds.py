@@ -279,7 +279,7 @@ def conflicts_rules(
         return 0
     console.print(f"{book.files} past conflicted file(s) replayed ({when:%Y-%m-%d %H:%M} UTC); a rule's answer "
                   f"lands alone at >= {100 * settings.min_precision:g}% precision over >= {settings.min_cases} "
-                  "cases ([trust] in forkflow.toml), else it is a proposal a person approves", soft_wrap=True)
+                  "cases (\\[trust] in forkflow.toml), else it is a proposal a person approves", soft_wrap=True)
     if not rows:
         console.print("no rule has answered on this fork's past picks yet: every rule proposes")
         return 0

@@ -131,10 +131,19 @@ def regions_match(case: ConflictCase, content: bytes, fork: bytes) -> bool:
         line += n
     ours = [x.strip() for x in content.decode("utf-8", "replace").splitlines()]
     theirs = [x.strip() for x in fork.decode("utf-8", "replace").splitlines()]
-    sm = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    # the lines both files start and end with are equal: align only what lies between (a whole
+    # file's alignment was most of a real fork's backtest)
+    head = 0
+    while head < min(len(ours), len(theirs)) and ours[head] == theirs[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(ours), len(theirs)) - head and ours[-1 - tail] == theirs[-1 - tail]:
+        tail += 1
+    sm = difflib.SequenceMatcher(None, ours[head:len(ours) - tail], theirs[head:len(theirs) - tail], autojunk=False)
     for op, i1, i2, _, _ in sm.get_opcodes():
         if op == "equal":
             continue
+        i1, i2 = i1 + head, i2 + head
         for a, b in spans:
             if (i1 < b and a < i2) or (i1 == i2 and a < i1 < b):
                 return False
