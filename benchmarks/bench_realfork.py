@@ -1,6 +1,7 @@
 """forkflow against the naive baseline on a real (upstream, fork) pair, side by side.
 
-    python benchmarks/bench_realfork.py PAIR [--json OUT]
+    python benchmarks/bench_realfork.py PAIR [--json OUT] [--gate-sleep S] [--runners N]
+                                            [--seed-failures K] [--max-batch W] [--tree DIR]
 
 PAIR is a folder made by the realfork tools (`make_pair.py`, then `cut_missing.py`): upstream.git,
 downstream/ (the fork, remote `upstream`), fork.git (the fork with every blob).  Nothing in PAIR
@@ -17,6 +18,15 @@ many of them wait for a conflict), largest landing unit, wall time and commits/s
 baseline-clean commits forkflow holds back without naming a held-back dependency (should be 0);
 conflict markers forkflow added (should be 0); and, for a sample of commits both pick cleanly
 on the fork tip, whether forkflow's in-memory pick gives git's tree.
+
+The L1 gate: `true` by default.  `--gate-sleep S` makes it a command that sleeps S seconds;
+`--seed-failures K` picks K upstream commits the baseline picks cleanly (spread over the backlog)
+and makes the gate fail every candidate that carries one (an `Upstream-Commit:` trailer between
+FORKFLOW_BASE and FORKFLOW_REV).  Every run of the gate writes its start, end and revision to a
+log, from which come the gate runs, the gate-seconds (their sum) and the gate wall (their union).
+`--runners N` and `--max-batch W` set `[ingest] runners` and `max_batch`; `--tree DIR` runs the
+forkflow of another checkout (say, an older commit's `git worktree`), which then gets neither key.
+The naive baseline's gate is one run per clean commit, one after the other: S x clean seconds.
 """
 from __future__ import annotations
 
@@ -81,11 +91,17 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+TREE: list[Path] = []  # the forkflow checkout to run, when not this one
+
+
 def forkflow(down: Path, *args: str) -> tuple[float, dict[str, Any]]:
     exe = Path(sys.executable).parent / "forkflow"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
+    cmd = [str(exe)] if exe.exists() and not TREE else [sys.executable, "-m", "forkflow"]
+    env = dict(os.environ, PYTHONPATH=str(TREE[0])) if TREE else None
     t0, cpu0 = time.perf_counter(), _children_cpu()
-    p = subprocess.run([*cmd, *args, "--json", "--repo", str(down)], capture_output=True, text=True)
+    # run from the fork's folder: `python -m` puts the working folder before PYTHONPATH
+    p = subprocess.run([*cmd, *args, "--json", "--repo", str(down)], capture_output=True, text=True, env=env,
+                       cwd=down)
     took = time.perf_counter() - t0
     CPU[args[0]] = round(_children_cpu() - cpu0, 1)
     # ingest exits 4 when units wait on a person and 5 when one could not land (docs/automation.md)
@@ -96,8 +112,36 @@ def forkflow(down: Path, *args: str) -> tuple[float, dict[str, Any]]:
 
 def fresh_store(down: Path) -> None:
     shutil.rmtree(down / ".git" / "forkflow", ignore_errors=True)
+    env = dict(os.environ, PYTHONPATH=str(TREE[0])) if TREE else None
     subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream", "--repo", str(down)],
-                   capture_output=True, check=True)
+                   capture_output=True, check=True, env=env, cwd=down)
+
+
+def gate_command(log: Path, sleep: float, seeded: list[str]) -> str:
+    """The L1 command: log the run, sleep, fail a candidate that carries a seeded commit."""
+    script = log.with_suffix(".sh")
+    check = ""
+    if seeded:
+        pattern = "|".join(seeded)
+        check = (f'if git log --format=%B "$FORKFLOW_BASE..$FORKFLOW_REV" | grep -qE "^Upstream-Commit: ({pattern})"; '
+                 "then rc=1; fi\n")
+    script.write_text("#!/bin/sh\nstart=$(date +%s.%N)\nrc=0\n"
+                      + (f"sleep {sleep}\n" if sleep > 0 else "") + check
+                      + f'echo "$start $(date +%s.%N) $FORKFLOW_REV $rc" >> {log}\nexit $rc\n')
+    return f"sh {script}"
+
+
+def gate_figures(log: Path) -> dict[str, Any]:
+    """Runs, gate-seconds (their sum) and gate wall (the union of their intervals) from the gate log."""
+    rows = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+    spans = sorted((float(r[0]), float(r[1])) for r in rows)
+    union, end = 0.0, float("-inf")
+    for a, b in spans:
+        if b > end:
+            union += b - max(a, end)
+            end = b
+    return {"gate_runs": len(rows), "gate_seconds": round(sum(b - a for a, b in spans), 1),
+            "gate_wall_seconds": round(union, 1), "red_runs": sum(1 for r in rows if r[3] != "0")}
 
 
 def same_trees(down: Path, fork_git: Path, base: str, shas: list[str]) -> tuple[int, int]:
@@ -124,7 +168,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pair", type=Path)
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument("--gate-sleep", type=float, default=0.0, help="seconds each L1 run sleeps (default: none)")
+    ap.add_argument("--runners", type=int, default=1, help="[ingest] runners")
+    ap.add_argument("--seed-failures", type=int, default=0, help="upstream commits made to fail L1")
+    ap.add_argument("--max-batch", type=int, default=0, help="[ingest] max_batch (default: forkflow's)")
+    ap.add_argument("--tree", type=Path, help="run the forkflow of this checkout instead")
     args = ap.parse_args()
+    if args.tree:
+        TREE.append(args.tree.resolve())
     pair = args.pair.resolve()
     lacking = [name for name in ("upstream.git", "downstream", "fork.git") if not (pair / name).is_dir()]
     if lacking:
@@ -138,17 +189,27 @@ def main() -> None:
         git(down, "remote", "set-url", "upstream", str(work / "upstream.git"))
         git(fork_git, "fetch", "-q", str(work / "upstream.git"), "main:refs/remotes/upstream/main")
         fresh_store(down)
-        with (down / "forkflow.toml").open("a") as f:
-            f.write('\n[ingest]\nl1_command = "true"\n')
-        git(down, "update-index", "--assume-unchanged", "forkflow.toml", ok=(0, 128))
         tip = git(down, "rev-parse", "main").stdout.strip()
 
         plan_s, plan = forkflow(down, "plan")
         order = [e["sha"] for e in forkflow(down, "status", "--commits")[1]["commits"]
                  if e["disposition"] in ("PENDING", "DEFERRED")]
         base = baseline(fork_git, order)
+        clean_order = [c for c in order if base["rows"][c] == "clean"]
+        k = args.seed_failures
+        seeded = [clean_order[(i + 1) * len(clean_order) // (k + 1)] for i in range(k)] if k else []
         fresh_store(down)
+        gate_log = work / "gate.log"
+        l1 = "true" if args.gate_sleep <= 0 and not seeded else gate_command(gate_log, args.gate_sleep, seeded)
+        if l1 == "true":  # still counted: a run is a line
+            l1 = gate_command(gate_log, 0, [])
+        keys = "" if TREE else f"runners = {args.runners}\n" + (f"max_batch = {args.max_batch}\n" if args.max_batch else "")
+        with (down / "forkflow.toml").open("a") as f:
+            f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n{keys}")
+        git(down, "update-index", "--assume-unchanged", "forkflow.toml", ok=(0, 128))
         ingest_s, doc = forkflow(down, "ingest", "--land")
+        gates = gate_figures(gate_log)
+        held_seeded = [c for c in seeded if c not in {s for u in doc["units"] for s in u["picked"]}]
 
         units = doc["units"]
         landed = {s for u in units for s in u["picked"] + u["skipped"]}
@@ -169,8 +230,15 @@ def main() -> None:
                          "units": len(units), "plan_seconds_cold": round(plan_s, 1),
                          "plan_units": len(plan["units"]), "ingest_seconds": round(ingest_s, 1),
                          "plan_cpu_seconds": CPU["plan"], "ingest_cpu_seconds": CPU["ingest"],
-                         "per_s": round(len(order) / ingest_s, 1), "conflict_markers_added": markers},
-            "baseline": {k: v for k, v in base.items() if k != "rows"},
+                         "per_s": round(len(order) / ingest_s, 1), "conflict_markers_added": markers, **gates,
+                         "projected_wall_seconds_at_60s_gate": round(
+                             ingest_s - gates["gate_wall_seconds"] + gates["gate_wall_seconds"] * 60 / args.gate_sleep, 1)
+                         if args.gate_sleep > 0 else None},
+            "gate": {"sleep_s": args.gate_sleep, "runners": args.runners, "tree": str(TREE[0]) if TREE else "this",
+                     "seeded": seeded, "seeded_held": held_seeded,
+                     "seeded_landed": [c for c in seeded if c not in held_seeded]},
+            "baseline": {**{k: v for k, v in base.items() if k != "rows"}, "gate_runs": base["landed"],
+                         "gate_seconds": round(base["landed"] * args.gate_sleep, 1)},
             "baseline_clean_held_without_a_named_dependency": unnamed,
             "baseline_clean_not_landed": {c: held.get(c) for c in order if c in clean - landed},
             "landed_not_baseline_clean": sorted(landed - clean),
@@ -195,6 +263,16 @@ def main() -> None:
     print(f"{'CPU time, s':34}{f['ingest_cpu_seconds']:>12}{b['cpu_seconds']:>16}{figures['ratios']['cpu']:>8}")
     print(f"plan (cold): {f['plan_seconds_cold']} s ({f['plan_cpu_seconds']} s CPU); conflict markers added: {f['conflict_markers_added']}; "
           f"clean-pick trees equal to git's: {figures['clean_pick_trees_equal_to_git']}")
+    print(f"{'L1 gate runs':34}{f['gate_runs']:>12}{b['gate_runs']:>16}")
+    print(f"{'L1 gate-seconds (sum; wall)':34}{str(f['gate_seconds']) + '; ' + str(f['gate_wall_seconds']):>12}"
+          f"{b['gate_seconds']:>16}")
+    g = figures["gate"]
+    print(f"gate: sleep {g['sleep_s']} s, runners {g['runners']}, forkflow of {g['tree']}; "
+          f"red runs {f['red_runs']}; seeded to fail {len(g['seeded'])}, held {len(g['seeded_held'])}, "
+          f"landed {len(g['seeded_landed'])}")
+    if f["projected_wall_seconds_at_60s_gate"] is not None:
+        print(f"wall time with a 60 s gate (the gate wall scaled by 60/{g['sleep_s']}): "
+              f"{f['projected_wall_seconds_at_60s_gate']} s")
     print(f"baseline-clean commits held back without naming a dependency: "
           f"{len(figures['baseline_clean_held_without_a_named_dependency'])}")
     if args.json:

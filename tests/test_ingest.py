@@ -564,11 +564,11 @@ def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: For
 
 def test_ingest_bundle_bisection_is_bounded_and_can_be_turned_off(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     runs = tmp_path / "runs"
-    fork = _six_bundle(cli, builder, runs, "split_max_gate_runs = 2\n")
+    fork = _six_bundle(cli, builder, runs, "split_max_gate_runs = 1\n")
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    assert [u["status"] for u in doc["units"]] == ["failed", "landed", "failed", "failed"]
-    assert _gate_runs(runs) == 3  # [4-6] failed without a run: the tree that failed whole
-    assert any("bisection stopped after 2 L1 runs" in n and "2 commit(s) stay DEFERRED" in n for n in doc["notes"])
+    assert [u["status"] for u in doc["units"]] == ["failed", "landed", "failed"]
+    assert _gate_runs(runs) == 2  # [4-6] failed without a run: the tree that failed whole
+    assert any("bisection stopped after 1 L1 runs" in n and "3 commit(s) stay DEFERRED" in n for n in doc["notes"])
     rows = _rows(_status(cli, fork))
     assert [rows[str(20 + i)]["disposition"] for i in range(1, 7)] == ["PICKED"] * 3 + ["DEFERRED"] * 3
 

@@ -212,6 +212,7 @@ class Ingestor:
         self._batch_no = 0  # batches gated so far
         self._answers: dict[tuple[Sha, str, str], CaseResolution] = {}  # (sha, path, conflict key) -> answer
         self._group = 0  # red batches' halves so far
+        self._bisect_from = 0  # the gate runs made when the bisection going on began
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -689,17 +690,55 @@ class Ingestor:
             self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
             self._drop([red], todo, f"L1 could not run: {verdict.summary}")
             return True
-        if len(red.units) > 1:  # which of its units fail: each half a batch of its own, on the new tip
+        self._split_red(red, verdict, todo, out)
+        return True
+
+    def _split_red(self, red: Batch, verdict: GateResult, todo: deque[Item], out: list[UnitResult]) -> None:
+        """Find the failing commits of a red batch: its items, then a bundle's commits, in halves,
+        each half a batch of its own on the new tip (the first one gated first; the second, once the
+        first landed, is the very tree that failed: no run).  A single commit that fails is held;
+        what was split off after it goes back to the queue, batched again with the rest."""
+        if red.group == 0:  # a new bisection, with its budget of gate runs
+            self._bisect_from = self.gate_runs
+        spent = self.gate_runs - self._bisect_from
+        budget = self.settings.split_max_gate_runs
+        if len(red.units) > 1:
             self._drop([red], todo, f"batch {red.number} failed L1 ({verdict.summary}); split in halves")
-            first, second = halves([s.item for s in red.units])
             for _ in red.units:
                 todo.popleft()
-            self._group += 2
-            todo.extendleft(reversed([replace(i, group=self._group - 1) for i in first]
-                                     + [replace(i, group=self._group) for i in second]))
-            return True
-        out.extend(self._failed_alone(red.top, verdict))
-        return True
+            if spent < budget:
+                self._push_halves(todo, [s.item for s in red.units])
+                return
+            for s in red.units:  # out of budget: each unit stays out, as one that failed
+                self._fail_alone(s.item, s, verdict, out)
+        else:
+            s = red.top
+            self._fail_alone(s.item, s, verdict, out)
+            if len(s.applied) > 1 and self.settings.split_failed_bundles and not self._stop:
+                if spent < budget:
+                    for sha in s.applied:
+                        if "; split out of " not in self.reasons.get(sha, ""):  # once, naming the unit
+                            why = f"split out of {s.name}, which failed L1"
+                            self.reasons[sha] = f"{self.reasons.get(sha, '')}; {why}".lstrip("; ")
+                    index = {sha: i + 1 for i, sha in enumerate(s.unit.commits)}
+                    name = s.unit.name
+                    self._push_halves(todo, [
+                        Item(f"{name}[{index[h[0]]}]" if len(h) == 1 else f"{name}[{index[h[0]]}-{index[h[-1]]}]",
+                             s.unit, h) for h in halves(s.applied)])
+                    return
+        if spent >= budget:
+            left = [sha for s in red.units for sha in s.applied]
+            self.notes.append(f"batch {red.number}: bisection stopped after {spent} L1 runs ([ingest] "
+                              f"split_max_gate_runs); {len(left)} commit(s) stay DEFERRED for the next run")
+        for i, item in enumerate(todo):  # the failing commit is found: what was split off after it
+            if item.group:  # ... goes back to the queue, batched anew with the rest
+                todo[i] = replace(item, group=0)
+
+    def _push_halves(self, todo: deque[Item], items: Sequence[Item]) -> None:
+        first, second = halves(list(items))
+        self._group += 2
+        todo.extendleft(reversed([replace(i, group=self._group - 1) for i in first]
+                                 + [replace(i, group=self._group) for i in second]))
 
     def _check_tops(self, batches: Sequence[Batch], root: Sha) -> list[GateResult]:
         """Each batch's top gated at once; a tree that failed L1 before in this run is not run again."""
@@ -740,21 +779,14 @@ class Ingestor:
                 self.journal.unit_settled(s.unit_id, UnitState.ABANDONED, why)
         todo.extendleft(reversed(items))
 
-    def _failed_alone(self, s: Staged, verdict: GateResult) -> list[UnitResult]:
-        """A unit that fails L1 on its own: deferred as before the queue; a bundle is bisected."""
+    def _fail_alone(self, item: Item, s: Staged, verdict: GateResult, out: list[UnitResult]) -> None:
+        """A staged unit that failed L1 on its own: deferred in its chain, as before the queue."""
         r: UnitResult = s.result
         self.journal.unit_gated(s.unit_id, False, verdict.summary)
-        failed = self._failed(s.name, s.unit, verdict, s.applied, [sha for sha, o in s.members if o is MemberOutcome.EMPTY],
-                              s.conflicted, s.base, s.unit_id)
-        out = [replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred)))]
-        self.reporter.unit_done(out[0])
-        if (s.unit.kind is UnitKind.BUNDLE and len(s.applied) > 1 and self.settings.split_failed_bundles
-                and not self._stop):
-            parts = self.split_bundle(s.name, s.unit, s.applied, self._stack_root())
-            for part in parts:
-                self.reporter.unit_done(part)
-            out += parts
-        return out
+        failed = self._failed(item.name, item.unit, verdict, s.applied,
+                              [sha for sha, o in s.members if o is MemberOutcome.EMPTY], s.conflicted, s.base, s.unit_id)
+        out.append(replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred))))
+        self.reporter.unit_done(out[-1])
 
     def _gate(self, candidate: Sha, base: Sha, tree: str, name: str) -> GateResult:
         """L1 of a candidate.  A tree that already failed L1 in this run fails again without a run
