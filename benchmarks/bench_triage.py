@@ -285,6 +285,58 @@ def field_confusions() -> None:
             print(f"{text[:150]}\n    {', '.join(sorted(causes))}")
 
 
+def train_report(width: int = 1200) -> None:
+    """What to look at on the field corpus's train part (never the held-aside part): each cause
+    whose failures got different signatures, each signature shared by different causes, with
+    the failures' texts, and INFRA's misses and false alarms per family."""
+    from forkflow.triage.classify import classify_failure, Evidence, infra_family
+    from forkflow.triage.models import Failure
+
+    cases = real_corpus.load_field("train")
+    sigs = [signature_of(c.text) for c in cases]
+    fams = [infra_family(s) for s in sigs]
+    verdicts = [classify_failure(Failure(c.id, s), Evidence()).classification.value
+                for c, s in zip(cases, sigs)]
+
+    def show(i: int) -> str:
+        c, s = cases[i], sigs[i]
+        text = c.text if len(c.text) <= width else c.text[:width // 3] + "\n[...]\n" + c.text[-2 * width // 3:]
+        body = "\n".join("      | " + ln for ln in text.splitlines())
+        return (f"  - {c.id} [{c.klass}, {c.project}] cause {c.cause}\n    signature: {s.text}\n"
+                f"    env: {s.env or '-'}; verdict {verdicts[i]}"
+                f"{' (' + fams[i].value + ')' if fams[i] else ''}\n    fix: {c.fix}\n{body}")
+
+    by_cause: dict[str, list[int]] = {}
+    by_key: dict[str, list[int]] = {}
+    for i, (c, s) in enumerate(zip(cases, sigs)):
+        by_cause.setdefault(c.cause, []).append(i)
+        by_key.setdefault(s.key, []).append(i)
+    truth = [c.cause for c in cases]
+    print(f"== field train: {len(cases)} failures, {len(by_cause)} causes, {len(by_key)} signatures, "
+          f"ARI {adjusted_rand_index(truth, [s.key for s in sigs]):.3f}")
+    split = {k: v for k, v in by_cause.items() if len({sigs[i].key for i in v}) > 1}
+    print(f"== split causes ({len(split)})")
+    for cause, idx in sorted(split.items()):
+        print(f"# {cause}: {len(idx)} failures, {len({sigs[i].key for i in idx})} signatures")
+        for i in idx:
+            print(show(i))
+    merged = {k: v for k, v in by_key.items() if len({cases[i].cause for i in v}) > 1}
+    print(f"== merged signatures ({len(merged)})")
+    for key, idx in sorted(merged.items(), key=lambda kv: sigs[kv[1][0]].text):
+        print(f"# {sigs[idx[0]].text[:200]}: {len({cases[i].cause for i in idx})} causes")
+        for i in idx:
+            print(show(i))
+    for name, klass, fam in FIELD_CLASSES:
+        miss = [i for i, c in enumerate(cases) if c.klass == klass and (fams[i] is None or fams[i].value != fam)]
+        false = [i for i, c in enumerate(cases) if c.klass != klass and fams[i] is not None and fams[i].value == fam]
+        print(f"== {name}: {len(miss)} misses")
+        for i in miss:
+            print(show(i))
+        print(f"== {name}: {len(false)} false alarms")
+        for i in false:
+            print(show(i))
+
+
 def pathological() -> None:
     """Time of one signature on hostile lines (issue 14: the old path pattern was quadratic)."""
     import re
@@ -443,7 +495,13 @@ def main() -> None:
                     help="field corpus: signatures in this process instead of through the CLI")
     ap.add_argument("--field-train-confusions", action="store_true",
                     help="print the field corpus's train-part causes that are split or merged")
+    ap.add_argument("--train-report", action="store_true",
+                    help="print the field corpus's train part as its split and merged causes and "
+                         "INFRA's misses and false alarms, with the failures' texts; nothing else")
     args = ap.parse_args()
+    if args.train_report:
+        train_report()
+        return
     real_grouping(args.heldout)
     if args.confusions:
         confusions(args.heldout)

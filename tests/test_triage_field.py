@@ -360,3 +360,54 @@ def test_a_loggers_words_before_a_footer_are_not_the_error() -> None:
     sig = signature_of(row)
     assert "total capacity of 11.59 GiB" in sig.excerpt
     assert classify_failure(Failure("t", sig), Evidence()).family is InfraFamily.MACHINE
+
+
+# ----- second round: rules from the train part's split and merged causes ----------------------
+
+def test_a_docker_build_step_after_a_timestamp_is_looked_through() -> None:
+    # a pasted Jenkins log: time, two spaces, then docker build's step and its seconds
+    plain = signature_of("CMake Error at CMakeLists.txt:186 (message):\n  Unknown GPU target list!\n")
+    got = signature_of("16:45:11  #27 54.52 CMake Error at CMakeLists.txt:186 (message):\n"
+                       "16:45:11  #27 54.52   Unknown GPU target list!\n")
+    assert got.key == plain.key and "#" not in got.text, got.text
+
+
+def test_infiniband_completion_errors_are_the_network_between_nodes_with_their_status() -> None:
+    nccl = signature_of(
+        "node1:411:433 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, opcode 1, len 0, vendor err 129\n"
+        "node1:411:433 [0] NCCL INFO transport/net.cc:537 -> 2\n"
+        "node1:411:411 [1] init.cc:194 NCCL WARN Cuda failure 'an illegal memory access was encountered'\n"
+        "node1: Test NCCL failure common.cu:343 'unhandled cuda error'\n")
+    plugin = signature_of("NET/IBext:Got completion from peer 10.1.2.3<4711> with status=12 opcode=0 len=0 "
+                          "vendor err 129 (Recv)\n")
+    other = signature_of("NET/IB : Got completion with error 5, opcode 0, len 0, vendor err 244\n")
+    assert nccl.kind is K.INFRA and nccl.key == plugin.key != other.key, (nccl.text, plugin.text, other.text)
+    assert nccl.text.endswith("status 12")
+    assert infra_family(nccl) is InfraFamily.MACHINE
+
+
+def test_a_generic_collective_failure_is_keyed_by_the_warning_that_names_its_cause() -> None:
+    err = ("torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+           "NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    shm = signature_of("h1:57:90 [0] misc/shmutils.cc:72 NCCL WARN Error while creating shared memory segment "
+                       "/dev/shm/nccl-Ab3xQz (size 9637888)\n" + err)
+    shm2 = signature_of("h7:12:40 [3] misc/shmutils.cc:72 NCCL WARN Error while creating shared memory segment "
+                        "/dev/shm/nccl-Zk81pQ (size 4194304)\n" + err)
+    ibv = signature_of(err + "h2:8:9 [5] misc/ibvwrap.cc:183 NCCL WARN Call to ibv_reg_mr failed with error "
+                             "Cannot allocate memory\n")
+    bare = signature_of(err)
+    assert shm.key == shm2.key
+    assert len({shm.key, ibv.key, bare.key}) == 3, (shm.text, ibv.text, bare.text)
+    assert "shared memory segment" in shm.text and "nccl-" not in shm.text
+
+
+def test_lit_test_ids_without_an_error_are_keyed_by_their_directory() -> None:
+    def listed(test: str) -> str:
+        return f"Failed Tests (3):\n  {test}\n"
+    a = signature_of(listed("TRITON :: TritonGPU/loop-schedule.mlir"))
+    b = signature_of(listed("TRITON :: TritonGPU/combine.mlir"))
+    c = signature_of(listed("TRITON :: Conversion/tritongpu_to_llvm.mlir"))
+    assert a.key == b.key != c.key, (a.text, c.text)
+    # an error above the list is still the signature
+    err = signature_of("error: CHECK-NEXT: expected string not found in input\n" + listed("MLIR :: IR/x.mlir"))
+    assert "lit tests failed" not in err.text

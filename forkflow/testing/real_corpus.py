@@ -72,6 +72,7 @@ class FieldCase:
     split: str
     source_url: str
     test_id: str = ""
+    fix: str = ""         # how the cause was established (the thread's fix or diagnosis)
 
 
 def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
@@ -95,7 +96,8 @@ def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
                         continue
                     out.append(FieldCase(str(d["id"]), str(d["cause"]), str(d["project"]),
                                          str(d.get("surface", "")), str(d["class"]), str(d["text"]),
-                                         part, url, str(d.get("test_id", ""))))
+                                         part, url, str(d.get("test_id", "")),
+                                         str(d.get("fix", ""))))
                 except (ValueError, KeyError, TypeError):
                     continue
     return out

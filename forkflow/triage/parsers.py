@@ -525,7 +525,7 @@ def parse_cuda(before: str, after: str) -> str | None:
     key = _from_hit(after)
     comm = collective(_hit_line(before, after))
     if comm:
-        return comm
+        return comm + _nccl_warning(before, after, comm)
     if _NOT_COMPATIBLE.search(_hit_line(before, after)):
         # torch's warning that the build lacks the device's architecture: what the launch
         # will then say
@@ -684,8 +684,17 @@ def generic_line(text: str) -> tuple[str, int, str]:
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
         last = lines[-1].strip()
+        lit = _LIT_ID.match(last)
+        if lit:
+            # a lit test id with no error anywhere (an entry of `Failed Tests (5):`): what is
+            # known is the suite and the directory of tests that failed together
+            return f"lit tests failed in {lit[1]}{lit[2]}", text.count("\n", 0, len(text.rstrip())), last
         return from_exception(last), text.count("\n", 0, len(text.rstrip())), last
     return "", -1, ""
+
+
+# lit's id of a test: `MLIR :: Dialect/Linalg/tile.mlir`, `TRITON :: TritonGPU/combine.mlir`
+_LIT_ID = re.compile(r"^([A-Za-z][\w.+-]*(?: [\w.+-]+)* :: )((?:[^\s/]+/)*)[^\s/]+$")
 
 
 def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | None:
@@ -872,6 +881,26 @@ def collective(line: str) -> str | None:
         what = "collective operation timeout"
     lib = "RCCL" if "RCCL" in line else "Gloo" if "Gloo" in line else "NCCL"
     return f"{lib} error: {what}"
+
+
+# NCCL's own account of what failed (`misc/shmutils.cc:72 NCCL WARN Error while creating shared
+# memory segment ...`), printed before or after the error its caller raises
+_NCCL_WARN = re.compile(r"NCCL WARN (.+)")
+
+
+def _nccl_warning(before: str, after: str, comm: str) -> str:
+    """`: <what NCCL warned of>` for a collective failure whose reason is generic (an unhandled
+    system error has many causes, the warning names the one), the first warning around it."""
+    if "timeout" in comm:
+        return ""
+    found = _NCCL_WARN.search(before[-8000:]) or _NCCL_WARN.search(after[:8000])
+    if found is None:
+        return ""
+    # without the files it names (`/dev/shm/nccl-8Xk2Qa`: a temporary name)
+    return f": {_first_sentence(_PATH_ARG.sub('', found[1]).strip())}"
+
+
+_PATH_ARG = re.compile(r"\s*(?<![\w.])/[^\s,;:()]+")
 
 
 # lit's `TIMEOUT: Suite :: path/test.mlir (12 of 340)`, ctest's `Test #12: name ...***Timeout`

@@ -42,7 +42,9 @@ MAX_SIGNATURE = 600
 # 1: the rules up to issue 14; 2: error regions, frames of the project, footers (issue 14).
 # 3: process and runner prefixes of any shape, kinds on a structure, the device's architecture
 # in the signature of errors that depend on it, environment and machine families (issue 32).
-SIGNATURE_VERSION = 3
+# 4: InfiniBand completion errors, NCCL's warning behind a generic collective failure, lit test
+# ids keyed by their directory, and the further rules of the field corpus's second round.
+SIGNATURE_VERSION = 4
 
 K = FailureKind
 
@@ -107,6 +109,10 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
     *_infra("port already in use", "Address already in use", "EADDRINUSE"),
     *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
+    # the InfiniBand transport between nodes gave up on a work request (NCCL's `NET/IB : Got
+    # completion with error 12`, a plugin's `Got completion from peer ... with status=12`)
+    *_infra("network between nodes (InfiniBand completion error)", "Got completion with error",
+            "Got completion from peer"),
     *_infra("Ray worker crashed", "WorkerCrashedError", "The actor died unexpectedly",
             "RayActorError"),
     *_infra("disk full", "No space left on device", "no space left on device"),
@@ -336,6 +342,9 @@ class Scanner:
             if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
                 text += f": {host}" if host else ""
+            elif label.startswith("network between nodes"):  # the transport's status code
+                code = _IB_STATUS.search(_line_at(before, after))
+                text += f": status {code[1]}" if code else ""
             return Signature(K.INFRA, text, excerpt, best.line, env)
         key = PARSERS[best.kind](before, after)
         if key is None:  # the parser found nothing usable: take the hit's own line
@@ -382,6 +391,7 @@ def _cause_of_cancel(before: str) -> str:
     return found[1] if found[0] >= 0 else _CANCELLED
 
 
+_IB_STATUS = re.compile(r"completion (?:with error |from peer .*?with status=)(\d+)")
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
 
 
@@ -528,7 +538,7 @@ _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? 
              # vLLM's logger: `ERROR 06-13 07:35:59 [core.py:517] `, `INFO 08-13 04:39:39 engine.py:400] `
              r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) "
              # a compose service (`vllm-1  | `), a runner's step marker, docker build's step
-             r"|[\w.-]{1,40} +\|(?:[ \t]|(?=\n)|$)|##\[(?:error|warning|group|endgroup|debug|notice)\]|#\d+ \d+\.\d+ "
+             r"|[\w.-]{1,40} +\|(?:[ \t]|(?=\n)|$)|##\[(?:error|warning|group|endgroup|debug|notice)\]| *#\d+ \d+\.\d+ "
              # gtest's verdict column: `[  FAILED  ] Suite.Test` names a test, the error is elsewhere
              r"|\[ +(?:FAILED|OK|RUN|PASSED|SKIPPED) +\] "
              # NCCL's own: `host:pid:tid [dev] `
