@@ -36,7 +36,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "trust": ("min_precision", "min_cases"),  # conflicts/trust.py: when a resolver rule lands alone
     "ingest": ("l1_command", "l1_timeout", "max_bundle", "resolvers", "split_failed_bundles",
                "split_max_gate_runs", "pin_files", "push_remote", "chain", "agent", "land",
-               "untested_paths", "review", "max_batch", "runners"),
+               "untested_paths", "review", "max_batch", "runners", "landing"),
     "ingest.chain": ("name", "owner", "paths", "symbols"),
     "ingest.agent": ("command", "url", "model", "api_key_env", "timeout", "max_bytes", "autoland"),
     "ingest.review": ("sink", "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",

@@ -272,3 +272,28 @@ def test_a_red_batchs_halves_are_batches_of_their_own() -> None:
     assert opens_batch(batches, Item("b", _staged("b", 1, False).unit, (), group=2), 100)
     assert not opens_batch(batches, Item("c", _staged("c", 1, False).unit, (), group=1), 100)
     assert halves([1, 2, 3]) == ((1,), (2, 3))
+
+
+def test_per_commit_landing_gives_each_upstream_commit_its_own_fork_commit(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
+                                                                            tmp_path: Path) -> None:
+    log = tmp_path / "runs"
+    fork = _backlog(cli, builder, _plain(6), _logging_gate(log), 'max_bundle = 3\nlanding = "per-commit"\n')
+    start = _git(fork, "rev-parse", "main")
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert {u["status"] for u in doc["units"]} == {"landed"} and len(_runs(log)) == 1
+    bodies = _git(fork, "log", "--reverse", "--format=%B%x1e", f"{start}..main").split("\x1e")
+    trailers = [[line for line in b.splitlines() if line.startswith("Upstream-Commit: ")] for b in bodies if b.strip()]
+    assert [len(t) for t in trailers] == [1] * 6  # six fork commits, one upstream commit each, in order
+    assert [_git(fork, "show", f"main~{5 - i}:m{10 + i}.py") for i in range(6)] == [f"M = {i}" for i in range(6)]
+    rows = _dispositions(cli, fork)
+    assert all(rows[str(n)]["disposition"] == "PICKED" for n in range(10, 16))
+
+
+@pytest.mark.parametrize("line, says", [
+    ('landing = "squash"', 'ingest.landing'), ("runners = 0", "ingest.runners"), ("max_batch = 0", "ingest.max_batch")])
+def test_queue_settings_are_checked(cli, builder: ForkBuilder, tmp_path: Path, line: str, says: str) -> None:  # type: ignore[no-untyped-def]
+    fork = _backlog(cli, builder, _plain(2), "true", line + "\n")
+    before = _git(fork, "rev-parse", "main")
+    r = cli("ingest", "--land", repo=fork)
+    assert r.rc != 0 and says in r.err and len(r.err.strip().splitlines()) == 1
+    assert _git(fork, "rev-parse", "main") == before

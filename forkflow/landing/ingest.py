@@ -541,8 +541,10 @@ class Ingestor:
             if not shas:
                 return self._picked_elsewhere(name, unit, base, elsewhere)
             base_tree = self.picker.commit_tree(base)
+            trees: list[str] = []  # the tree each commit comes onto
             pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
-                                             depends=self.deps, held_before=set(self.held))
+                                             depends=self.deps, held_before=set(self.held),
+                                             visit=lambda _, tree: trees.append(tree))
             conflicted = tuple(step.sha for step in pick.conflicted)
             conflict_chain = unit.name if is_chain else None
             self._hold_picked(pick, conflict_chain)
@@ -555,9 +557,7 @@ class Ingestor:
             if not pick.applied or not self.writes:
                 return self._without_commit(name, unit, base, pick.applied, pick.empty, pick.conflicted,
                                             conflict_chain)
-            message, author, encoding = self._message(pick.applied)
-            candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
-            self.picker.flush([candidate])  # the unit's commit and trees on disk, before git needs them
+            candidate = self._write(pick, base, shas, trees)
             members = ([(s, MemberOutcome.RESOLVED if s in pick.resolved else MemberOutcome.APPLIED) for s in pick.applied]
                        + [(s, MemberOutcome.EMPTY) for s in pick.empty] + [(s, MemberOutcome.CONFLICT) for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, UnitState.PICKING, members)
@@ -950,6 +950,27 @@ class Ingestor:
 
     def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
         return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}
+
+    def _write(self, pick: UnitPick, base: Sha, shas: Sequence[Sha], trees: Sequence[str]) -> Sha:
+        """The unit's candidate on `base`: one commit, or with `[ingest] landing = "per-commit"` one
+        fork commit per upstream commit (validated together: the gate runs the last one).  Written
+        to disk, with the trees they reach, before git needs them."""
+        if self.settings.landing != "per-commit" or len(pick.applied) < 2:
+            message, author, encoding = self._message(pick.applied)
+            candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
+            self.picker.flush([candidate])
+            return candidate
+        index = {sha: i for i, sha in enumerate(shas)}
+        made: list[str] = []
+        parent = base
+        for sha in pick.applied:
+            after = index[sha] + 1  # the tree the next commit came onto is this one's result
+            tree = trees[after] if after < len(trees) else pick.tree
+            message, author, encoding = self._message((sha,))
+            parent = self.picker.write_commit(tree, parent, message, author, encoding)
+            made.append(parent)
+        self.picker.flush(made)
+        return parent
 
     def _message(self, applied: Sequence[Sha]) -> tuple[bytes, Signature | None, str | None]:
         if len(applied) == 1:

@@ -29,6 +29,7 @@ class IngestSettings:
     split_max_gate_runs: int = 16  # L1 runs one failed bundle's bisection may take
     max_batch: int = DEFAULT_MAX_BATCH  # weighted commits one gate run of the landing queue validates
     runners: int = 1  # gate runs at once (speculative stacks: batch 1, batch 1+2, ...)
+    landing: str = "bundle"  # a bundle lands as one commit; "per-commit": one fork commit per upstream commit
 
 
 def _get(sect: dict[str, Any], key: str, kind: type | tuple[type, ...], default: Any, config: Config,
@@ -120,10 +121,14 @@ def ingest_settings(config: Config) -> IngestSettings:
     runners = _get(sect, "runners", int, 1, config, "ingest.runners")
     if not 1 <= runners <= 64:
         raise config_error(config.path, config.text, "ingest.runners", f"must be from 1 to 64, not {runners}")
+    landing = _get(sect, "landing", str, "bundle", config, "ingest.landing")
+    if landing not in ("bundle", "per-commit"):
+        raise config_error(config.path, config.text, "ingest.landing",
+                           f'must be "bundle" or "per-commit", not {landing!r}')
     has_l1 = bool(suites_of(load_suites(config), Tier.L1))  # as `validate` reads them: no tier = L1
     return IngestSettings(
         l1_command=l1 or None, l1_timeout=float(timeout), max_bundle=max_bundle, chains=_chains(sect, config),
         pin_files=_strings(sect, "pin_files", config, "ingest.pin_files"),
         push_remote=_get(sect, "push_remote", str, "origin", config, "ingest.push_remote"),
         resolvers=resolvers, agent=_agent(sect, config), has_l1_suites=has_l1, split_failed_bundles=split,
-        split_max_gate_runs=split_runs, max_batch=max_batch, runners=runners)
+        split_max_gate_runs=split_runs, max_batch=max_batch, runners=runners, landing=landing)
