@@ -411,3 +411,65 @@ def test_lit_test_ids_without_an_error_are_keyed_by_their_directory() -> None:
     # an error above the list is still the signature
     err = signature_of("error: CHECK-NEXT: expected string not found in input\n" + listed("MLIR :: IR/x.mlir"))
     assert "lit tests failed" not in err.text
+
+
+def test_a_missing_symbol_version_is_keyed_by_library_and_requirer_not_the_version() -> None:
+    a = signature_of("mlir-tblgen: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n")
+    b = signature_of("/root/.cache/llvm/bin/mlir-tblgen: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.26' "
+                     "not found (required by /root/.cache/llvm/bin/mlir-tblgen)\n")
+    other = signature_of("ImportError: /usr/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found "
+                         "(required by /opt/conda/lib/python3.10/site-packages/triton/_C/libtriton.so)\n")
+    assert a.key == b.key != other.key, (a.text, b.text, other.text)
+    assert infra_family(a) is InfraFamily.ENVIRONMENT
+
+
+def test_an_assertion_that_says_what_it_checks_survives_namespace_and_expression_changes() -> None:
+    old = ("opt: lib/Conv.cpp:335: virtual mlir::LogicalResult {anonymous}::Lower::matchAndRewrite(mlir::Op, "
+           "mlir::ConversionPatternRewriter&) const: Assertion `v && v.getType().isa<mlir::IntegerType>() && "
+           "\"only scalar conditions are supported\"' failed.\n")
+    new = ("opt: include/Patterns.hpp:843: virtual llvm::LogicalResult {anonymous}::Lower::matchAndRewrite(mlir::Op, "
+           "mlir::ConversionPatternRewriter&) const: Assertion `v && isa<mlir::IntegerType>(v.getType()) && "
+           "\"only scalar conditions are supported\"' failed.\n")
+    elsewhere = new.replace("Lower::matchAndRewrite", "Fold::matchAndRewrite")
+    assert signature_of(old).key == signature_of(new).key != signature_of(elsewhere).key
+    # a template's bindings still tell its callers apart
+    cast = ("x.cpp:1: decltype(auto) llvm::cast(const From&) [To = mlir::{}, From = mlir::Type]: Assertion "
+            "`isa<To>(Val) && \"cast<Ty>() argument of incompatible type!\"' failed.\n")
+    assert signature_of(cast.format("MemRefType")).key != signature_of(cast.format("RankedTensorType")).key
+
+
+def test_a_missing_header_is_one_error_whatever_the_compiler_says() -> None:
+    gcc = signature_of("/tmp/x/main.c:5:10: fatal error: Python.h: No such file or directory\n")
+    clang = signature_of("/src/main.c:5:10: fatal error: 'Python.h' file not found\n")
+    prose = signature_of("build fails with `fatal error: 'include/Python.h' file not found` while compiling main.c\n")
+    assert gcc.key == clang.key == prose.key, (gcc.text, clang.text, prose.text)
+    assert infra_family(gcc) is InfraFamily.ENVIRONMENT
+
+
+def test_killed_after_the_process_shut_itself_down_is_no_oom_kill() -> None:
+    log = ("ERROR 02-17 20:51:49 core.py:210] AssertionError: backend needs compute capability 8.0\n"
+           "CRITICAL 02-17 20:51:49 core_client.py:158] Got fatal signal from worker processes, shutting down. "
+           "See stack trace above for root cause issue.\n"
+           "Killed\n")
+    sig = signature_of(log)
+    assert sig.kind is not K.INFRA and infra_family(sig) is None, sig.text
+    assert signature_of("[18%] Building NVCC (Device) object a.cu.o\nKilled\n").kind is K.INFRA
+
+
+def test_a_traceback_cut_in_the_harness_is_keyed_by_its_test() -> None:
+    def cut(test: str, cls: str) -> str:
+        return ("======================================================================\n"
+                f"ERROR [21.066s]: {test} (__main__.{cls})\n"
+                "----------------------------------------------------------------------\n"
+                "Traceback (most recent call last):\n"
+                '  File "/opt/conda/lib/python3.10/site-packages/torch/testing/_internal/common_distributed.py", '
+                "line 722, in _check_return_codes\n"
+                "    raise RuntimeError(error)\n"
+                "RuntimeError: Process 0 exited with error code 10 and exception:\n"
+                "Traceback (most recent call last):\n"
+                '  File "/opt/conda/lib/python3.10/site-packages/torch/testing/_internal/common_distributed.py", '
+                "line 576, in run_test\n"
+                "    getattr(self, test_name)()\n")
+    a, b = signature_of(cut("test_overlap", "TestOverlap")), signature_of(cut("test_timeout", "NcclErrorTest"))
+    assert a.key != b.key, a.text
+    assert signature_of(cut("test_overlap_2", "TestOverlap")).key == a.key

@@ -207,7 +207,13 @@ def parse_traceback(before: str, after: str) -> str | None:
             return with_frame(inner, earlier, before)
         # import-time errors name the importing module: the message is the signature
         return with_frame(message, frames, before, "\n".join(lines[i + 1:i + 12]))
-    frame = _project_frame(frames)  # a log cut inside the traceback: where it was
+    # a log cut inside the traceback: where it was, else (only a harness's frames, as torch's
+    # distributed tests print them) the test it belongs to
+    frame = _project_frame(frames, strict=True)
+    unit = None if frame else test_unit(before)
+    if unit:
+        return f"traceback cut @ {unit}"
+    frame = frame or _project_frame(frames)
     return f"traceback cut @ {frame[0]}:{frame[1]}" if frame else None
 
 
@@ -387,8 +393,16 @@ def parse_compiler(before: str, after: str) -> str | None:
                 linker = next((ln for ln in reversed(lines[max(0, i - 20):i]) if _LINK_ERROR.search(ln)), None)
                 if linker:
                     return _LINK_ERROR.search(linker)[0]  # type: ignore[index]
+            header = _MISSING_HEADER.search(m[2])
+            if header:  # gcc's and clang's words for it, a reporter's sentence after it
+                return f"error: '{_basename(header[1] or header[2])}' file not found"
             return f"{m[1]}: {m[2]}"
     return hit
+
+
+# a missing include: clang's `'cuda.h' file not found`, gcc's `cuda.h: No such file or directory`
+_MISSING_HEADER = re.compile(r"^[`'\"]?(?:'([^'\s]+\.(?:h|hh|hpp|hxx|cuh|inc))' file not found|"
+                             r"([^'\s:]+\.(?:h|hh|hpp|hxx|cuh|inc)): No such file or directory)")
 
 
 _CMAKE_ERROR = re.compile(r"CMake Error(?: at \S+)?(?: \([\w-]+\))?:\s*(.*)$")
@@ -420,6 +434,13 @@ _LINK_ERROR = re.compile(r"(?:undefined reference to|cannot find -l|undefined sy
 _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Assertion [`'][^\n]*?' failed)")
 
 
+# `tool: /lib64/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by tool)`: the
+# version a binary asks for is the build host's, the fault (an older library) is the same
+_LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*): version `([A-Z]+)_[\d.]+' "
+                             r"not found(?: \(required by ([^\s)]+)\))?")
+# the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
+_ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
+_METHOD = re.compile(r"(?:\w+::)?~?\w+$")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)', re.M)
 _LOCATION = re.compile(r":\d+: ")  # the end of `file:line: `
 
@@ -453,6 +474,11 @@ def parse_crash(before: str, after: str) -> str | None:
     text = before[-16000:] + after[:16000]
     # an assertion in a template (llvm::cast, SmallVector::operator[]) is told apart by the
     # function it sits in: keep that, without the tool, file and line in front of it
+    loader = _LOADER_VERSION.findall(text)
+    if loader:  # the loader refusing a binary: which library lacks which symbol version
+        tool, lib, name, by = loader[-1]
+        by = _basename(by) or ("" if tool.endswith(("Error", "Exception")) else tool)
+        return f"{lib}: version `{name}_*' not found" + (f" (required by {by})" if by else "")
     located = [m for ln in _lines_with(text, "Assertion") for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
@@ -463,6 +489,14 @@ def parse_crash(before: str, after: str) -> str | None:
         func = func[ends[-1]:] if ends else func
         func = re.sub(r"<template-parameter-[\d-]+>", "", func)
         func = re.sub(r"\[with ", "[", func).replace(";", ",").strip()
+        said = _ASSERT_MESSAGE.search(assertion)
+        # (a template's bindings, `[To = mlir::MemRefType]`, tell its callers apart: kept)
+        if said and func and " [" not in func:
+            # an assertion that says what it checks: its words and the method it sits in; the
+            # expression, the return type and the namespaces around them change across versions
+            # (`mlir::LogicalResult` became `llvm::LogicalResult`, `x.isa<T>()` became `isa<T>(x)`)
+            name = _METHOD.search(func.split("(", 1)[0])
+            return f"{name[0] if name else func}: Assertion \"{said[1]}\" failed"
         return f"{func}: {assertion}" if func else assertion
     for rule in _CRASH_RULES:
         found = rule.findall(text)

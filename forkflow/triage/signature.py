@@ -68,6 +68,7 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
 
 
 _CANCELLED = "job cancelled by the runner"
+_OOM_KILLER = "host out of memory (OOM killer)"
 
 # Footers torch and LLVM print under many different errors: never a signature (issue 14).
 _FOOTERS_LIST = (
@@ -103,9 +104,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         verify=r"(?i)^(?!.*\btimeout\s*[=:]\s*[\d.]+\s*(?:s|ms|sec)?\s*[,)]?\s*$)"
                r"(?!.*(?:NCCL|RCCL|ProcessGroup|Watchdog|DistBackendError|c10d|Gloo))"),
     # runner faults that say so unambiguously: the signature is the family, never the test
-    *_infra("host out of memory (OOM killer)", "oom-kill", "OOMKilled", "Out of memory: Killed process",
+    *_infra(_OOM_KILLER, "oom-kill", "OOMKilled", "Out of memory: Killed process",
             "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
-    *_infra("host out of memory (OOM killer)", "Killed",
+    *_infra(_OOM_KILLER, "Killed",
             verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
     *_infra("port already in use", "Address already in use", "EADDRINUSE"),
     *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
@@ -151,6 +152,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         # the loader refusing a binary: a missing library or library version
         "' not found (required by", "cannot open shared object file",
         "died with <Signals.SIG"),
+    # a quote that cut the loader's line before `(required by ...)`
+    *_t(K.CRASH, "' not found", verify=r"version `[\w.]+' not found"),
     *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
         verify=_NOT_FILECHECK),
     *_t(K.FILECHECK, *_FILECHECK_PHRASES),
@@ -323,6 +326,8 @@ class Scanner:
             infra = None
         if infra and infra.label and total - infra.line > DEFAULT_REACH:
             infra = None
+        if infra and infra.label == _OOM_KILLER and _killed_by_itself(infra):
+            infra = None
         if not others and infra is None:
             return self._fallback()
         last = max(others, key=lambda h: h.pos) if others else None
@@ -377,6 +382,18 @@ class Scanner:
             key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
         return Signature(kind, _on_arch(kind, _signature_text(kind, key), cleaned), excerpt, line,
                          environment(cleaned))
+
+
+_SHUTTING_DOWN = re.compile(rb"(?i)shutting down|terminating (?:the )?(?:worker|process)")
+
+
+def _killed_by_itself(hit: _Hit) -> bool:
+    """A bare `Killed` right after the process said it was shutting down (vLLM's engine kills its
+    workers after one of them failed): the failure is what made it shut down, not the OOM killer."""
+    if bytes(hit.after[:hit.after.find(b"\n") if b"\n" in hit.after else len(hit.after)]).strip() != b"Killed":
+        return False
+    lines = [ln for ln in hit.before.rsplit(b"\n", 6)[:-1] if ln.strip()]
+    return bool(lines) and _SHUTTING_DOWN.search(lines[-1]) is not None
 
 
 _LABELLED = tuple((t.literal.decode(), t.label) for t in TRIGGERS if t.label and t.label != _CANCELLED
