@@ -37,7 +37,7 @@ def triager(ctx: Context, v: Validator | None = None) -> Triager:
 
     v = v or validator(ctx)
     return Triager(ctx.repo, v.suites, StoreTriageJournal(ctx.store, ctx.fork_id), load_settings(ctx.config),
-                   tiers_rerunner(v))
+                   tiers_rerunner(v), ctx.config.fork_branch)
 
 
 def ledger(ctx: Context, *, fork_tip: Sha | None = None, upstream_tip: Sha | None = None) -> Ledger:

@@ -127,8 +127,8 @@ def test_trunk_bisect_names_unit_and_upstream_commit_in_bundle(trunk: Trunk, cap
     assert rc == 0, err
     bodies = "\n".join(p.read_text() for p in (trunk.path / ".git" / "forkflow" / "issues").glob("*.md"))
     # the upstream subject is untrusted text: quoted as code in the tracking issue (issue 13)
-    assert f"upstream commit `{trunk.breaker[:12]}` `upstream change 3 (#13)`; found by bisection" in bodies
-    assert f"fork commit `{trunk.bundle[:12]}`" in bodies
+    assert f"upstream commit ` {trunk.breaker[:12]} ` ` upstream change 3 (#13) `; found by bisection" in bodies
+    assert f"fork commit ` {trunk.bundle[:12]} `" in bodies
     # a second --bisect does not measure again
     rc, out, err = cli("trunk", "--bisect", "--test", VALUE, "--json", repo=trunk.path, capsys=capsys)
     [again] = json.loads(out)["bisected"]
@@ -147,8 +147,9 @@ def test_trunk_bisect_blames_nobody_for_a_flaky_test(trunk: Trunk, capsys: pytes
     assert item["culprit"] is None and item["culprit_detail"] is None
     assert item["bisection"]["status"] == "flaky"
     assert int(trunk.counter.read_text()) > runs    # it really ran the test again
+    assert item["flaky"].startswith(f"bisection {item['bisection']['id']} found it flaky")
     rc, out, _ = cli("trunk", repo=trunk.path, capsys=capsys)
-    assert "nobody (flaky" in out
+    assert "known flaky: bisection" in out and "next: forkflow trunk --bisect" not in out
 
 
 def test_bisect_test_bad_inputs_one_line_each(trunk: Trunk, capsys: pytest.CaptureFixture[str]) -> None:

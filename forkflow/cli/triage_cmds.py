@@ -15,7 +15,7 @@ from forkflow import wiring
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
 from forkflow.triage.models import Classification
-from forkflow.triage.triage import triage_run
+from forkflow.triage.triage import Triager, triage_run
 
 if TYPE_CHECKING:
     from forkflow.triage.culprits import RedBisection
@@ -26,7 +26,8 @@ COLOUR = {Classification.NEW: "bold red", Classification.BROKEN_TRUNK: "yellow",
 
 
 def triage(
-    run_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The validation run to triage.")],
+    run_id: Annotated[int | None, typer.Argument(min=1, max=MAX_ID, help="The validation run to triage "
+                                                 "(default: the newest failing run).")] = None,
     json_out: JsonOpt = False,
     reruns: Annotated[int | None, typer.Option(help="Automatic reruns per failure (default: \\[triage] reruns).")] = None,
     repo: RepoOpt = Path("."),
@@ -37,6 +38,10 @@ def triage(
         raise UserError(f"--reruns must be 0 or more, not {reruns}")
     triager = wiring.triager(open_context(repo, store))
     settings = triager.settings if reruns is None else replace(triager.settings, reruns=reruns)
+    if run_id is None:
+        run_id = newest_failing_run(triager)
+        if not json_out:
+            err_console.print(f"triaging run {run_id}, the newest failing run")
     report = triage_run(triager, run_id, settings=settings)
     if json_out:
         print_json(report.to_dict())
@@ -54,6 +59,17 @@ def triage(
     if not report.verdicts:
         console.print("no failures")
     return 0
+
+
+def newest_failing_run(triager: Triager) -> int:
+    """The newest failed run that is not a rerun (its reruns are part of its triage)."""
+    from forkflow.tiers.tiers import RunStatus
+
+    for r in triager.journal.latest_runs(None, 500):
+        if r.status == RunStatus.FAIL and r.parent_run_id is None:
+            return r.id
+    raise UserError("no failed validation run is stored; `forkflow triage RUN_ID` takes any run's id "
+                    "(every `validate`, `nightly` and `ingest` prints it)")
 
 
 def trunk(
@@ -120,14 +136,16 @@ def _render_trunk(items: Sequence[RedItem], ctx: Context) -> None:
     t = Table(title="red on fork main")
     for col in ("tier", "test", "since", "runs red", "culprit", "signature"):
         t.add_column(col, overflow="fold")
+    t.add_column("red in", overflow="fold")
     for i in items:
-        culprit = i.culprit or (f"nobody ({i.bisection.status}, bisection {i.bisection.id})" if i.bisection
-                                else "-")
+        culprit = i.culprit or (f"known flaky: {i.flaky}" if i.flaky else None) or (
+            f"nobody ({i.bisection.status}, bisection {i.bisection.id})" if i.bisection else "-")
         t.add_row(i.tier, escape(f"{i.failure.job} :: {i.failure.test}"),
                   f"run {i.since_run_id} {short(i.since_rev)}", str(i.runs_red),
-                  escape(culprit), escape(i.failure.signature.text[:100]))
+                  escape(culprit), escape(i.failure.signature.text[:100]),
+                  f"run {i.red_run_id} {short(i.red_rev)}")
     console.print(t)
-    if any(i.culprit is None and i.bisection is None and i.last_green_rev for i in items):
+    if any(i.culprit is None and i.bisection is None and i.bisectable for i in items):
         console.print("next: forkflow trunk --bisect (finds the culprits)")
 
 
@@ -138,9 +156,11 @@ issues_app = typer.Typer(help="Tracking issues for nightly failures.", no_args_i
 def issues_sync(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
     """Open, update or close one tracking issue per failure group of the newest nightly."""
     ctx = open_context(repo, store)
+    from forkflow.regress.service import StoreAlertFeed
     from forkflow.triage.tracking import make_agent, make_sink, sync_tracking  # lazy, as above
 
-    result = sync_tracking(wiring.triager(ctx), make_sink(ctx.config), make_agent(ctx.config))
+    result = sync_tracking(wiring.triager(ctx), make_sink(ctx.config), make_agent(ctx.config),
+                           alerts=StoreAlertFeed(ctx.store, ctx.fork_id))
     if json_out:
         print_json(result.to_dict())
         return 0
@@ -149,7 +169,10 @@ def issues_sync(json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: Sto
         return 0
     for step, ref in result.steps:
         where = f" -> {ref.url}" if ref else ""
-        console.print(f"{step.action.value:7} group {step.key[:8]}{escape(where)}")
+        what = step.key if step.key.startswith("alert-") else f"group {step.key[:8]}"
+        if step.items and step.items[0].flaky:
+            where = f": {', '.join(i.failure.test for i in step.items[:3])} known flaky, not filed"
+        console.print(f"{step.action.value:7} {what}{escape(where)}")
     if not result.steps:
         console.print(f"tracking issues already match nightly run {result.run_id}")
     return 0

@@ -75,3 +75,30 @@ def detect(journal: MetricJournal, pattern: str = "*", cfg: DetectConfig = Detec
     drafts = group_changes(changes, commit_order(all_series))
     configs = tuple(c for points in all_series for c in config_changes(points))
     return Detection(tuple(by_name), tuple(journal.alerts_found(drafts)), configs)
+
+
+class StoreAlertFeed:
+    """The alerts, their bisections and the newest value of a metric, for tracking issues
+    (`forkflow.triage.tracking.AlertFeed`), over forkflow's store for one fork."""
+
+    def __init__(self, store: Store, fork_id: int) -> None:
+        self.store = store
+        self.fork_id = fork_id
+
+    def alerts(self) -> list[Alert]:
+        with self.store.session_scope() as s:
+            return records.alerts(s, self.fork_id)
+
+    def bisection(self, bisection_id: int) -> records.BisectionRecord | None:
+        with self.store.session_scope() as s:
+            return records.bisection(s, self.fork_id, bisection_id)
+
+    def newest_value(self, metric: str) -> float | None:
+        """The median of the newest measured commit's values of `metric`."""
+        with self.store.session_scope() as s:
+            points = records.metric_series(s, self.fork_id, metric)
+        if not points:
+            return None
+        last = points[-1].rev
+        values = sorted(p.value for p in points if p.rev == last)
+        return values[len(values) // 2]

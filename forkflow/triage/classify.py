@@ -47,6 +47,9 @@ class Evidence:
     infra_tests: frozenset[str] = frozenset()                 # tests of jobs judged INFRA
     reruns: Mapping[str, tuple[bool, ...]] = field(default_factory=dict)  # test -> passed?
     history: Mapping[str, Sequence[HistoryPoint]] = field(default_factory=dict)  # oldest first
+    # (test, signature key) -> why it is known flaky: the flaky memory of every tier
+    # (`forkflow.triage.memory.flaky_reasons`)
+    known_flaky: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,21 +196,22 @@ def classify_failure(f: Failure, ev: Evidence, policy: FlakyPolicy = FlakyPolicy
                          action=_MACHINE_DEFAULT)
     if (f.test, key) in ev.trunk_failures:
         return Diagnosis(f, C.BROKEN_TRUNK, "fails the same way on the fork base or latest trunk run")
-    flipped = has_flipped(ev.history.get(f.test, ()), key, policy)
+    memory = ev.known_flaky.get((f.test, key))
+    flipped = memory is not None or has_flipped(ev.history.get(f.test, ()), key, policy)
+    why = memory or "flipped before with this signature"
     reruns = ev.reruns.get(f.test, ())
     if reruns:
         passed = sum(reruns)
         if passed == 0:
             return Diagnosis(f, C.NEW, f"failed again on all {len(reruns)} reruns", reruns)
         if flipped:
-            return Diagnosis(f, C.FLAKY, f"passed {passed} of {len(reruns)} reruns; flipped before "
-                           "with this signature", reruns)
+            return Diagnosis(f, C.FLAKY, f"passed {passed} of {len(reruns)} reruns; {why}", reruns)
         if passed == len(reruns) and passed >= policy.min_clean_reruns:
             return Diagnosis(f, C.FLAKY, f"passed all {passed} reruns", reruns)
         return Diagnosis(f, C.NEW, f"intermittent: passed {passed} of {len(reruns)} reruns and never "
                        "flipped before; this unit may have introduced it", reruns)
     if flipped:
-        return Diagnosis(f, C.FLAKY, "flipped before with this signature (no rerun)")
+        return Diagnosis(f, C.FLAKY, f"{why} (no rerun)")
     return Diagnosis(f, C.NEW, "not red on trunk, not known flaky")
 
 

@@ -81,6 +81,10 @@ def _why_not(item: RedItem, again: bool) -> str | None:
     """Why a red test is not bisected, or None when it should be."""
     if item.failure.signature.kind is FailureKind.INFRA:
         return "a runner fault, not a code change: nothing to bisect"
+    if item.flaky is not None:
+        return f"known flaky ({item.flaky}): no culprit to hunt"
+    if item.last_green_rev is not None and item.last_green_rev == item.since_rev:
+        return (f"it passed and failed at {item.since_rev[:12]} itself: flaky there, no range to bisect")
     if item.last_green_rev is None:
         return ("no green run in the stored history; bisect it by hand: forkflow bisect --test "
                 f"'{item.failure.test}' --suite {item.failure.job} --good A --bad {item.since_rev[:12]}")

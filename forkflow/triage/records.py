@@ -273,3 +273,30 @@ def save_tracking(s: Session, fid: int, t: Tracking) -> None:
     r.issue_id, r.url, r.state = t.issue_id, t.url, "open" if t.open else "closed"
     r.green_streak, r.last_run_id, r.updated_at = t.green_streak, t.last_run_id, _now()
 
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictPoint:
+    """One stored verdict on a test's failure, in any tier's run (the flaky memory reads these)."""
+
+    run_id: int
+    test: str
+    key: str
+    classification: Classification
+    reason: str
+    reruns: tuple[bool, ...]
+
+
+def verdicts_of_tests(s: Session, fid: int, tests: Sequence[str]) -> list[VerdictPoint]:
+    """Every stored verdict on failures of `tests`, in every tier's runs, oldest run first."""
+    out: list[VerdictPoint] = []
+    for chunk in _chunks(sorted(set(tests))):
+        rows = s.execute(select(FailureRow.run_id, FailureRow.test_id, FailureGroupRow.key,
+                                ClassificationRow.classification, ClassificationRow.reason,
+                                ClassificationRow.reruns)
+                         .join(FailureGroupRow, FailureGroupRow.id == FailureRow.group_id)
+                         .join(ClassificationRow, ClassificationRow.failure_id == FailureRow.id)
+                         .where(FailureRow.fork_id == fid, FailureRow.test_id.in_(list(chunk))))
+        out += [VerdictPoint(run, test, key, Classification(c), reason, tuple(json.loads(reruns or "[]")))
+                for run, test, key, c, reason, reruns in rows]
+    return sorted(out, key=lambda v: (v.run_id, v.test))

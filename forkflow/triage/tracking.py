@@ -12,7 +12,7 @@ import enum
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forkflow.config import Config
 from forkflow.errors import GitError, UserError
@@ -34,7 +34,10 @@ from forkflow.triage.suggest import (
     suggest,
 )
 from forkflow.triage.triage import Triager, TriageSettings, load_settings
-from forkflow.triage.trunk import RedItem, red_streaks, trunk_runs, with_culprits
+from forkflow.triage.trunk import RedItem, red_streaks, trunk_line, trunk_runs, with_culprits, with_memory
+
+if TYPE_CHECKING:  # regress/ pulls numpy: read only where an alert feed is given
+    from forkflow.regress.records import Alert, BisectionRecord
 
 
 class Action(str, enum.Enum):
@@ -42,6 +45,7 @@ class Action(str, enum.Enum):
     UPDATE = "update"
     GREEN = "green"     # one more green nightly, still open
     CLOSE = "close"
+    FLAKY = "flaky"     # red, but known flaky: not filed (forkflow.triage.memory)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,13 @@ def culprit_line(items: Sequence[RedItem], q: Quote | None = None) -> str:
     if tried:
         return (f"nobody: bisection {tried[0].id} says {q.prose(str(tried[0].status), one_line=True)} "
                 f"({q.code(tried[0].message)})")
-    return "not known yet (run `forkflow trunk --bisect`)"
+    if any(i.bisectable for i in items):
+        return "not known yet (run `forkflow trunk --bisect`)"
+    first = items[0]
+    if first.last_green_rev is None:
+        return ("not known: no green run of this test on fork main is stored, so there is no range to "
+                "bisect (bisect by hand: `forkflow bisect --test ID --good A --bad B`)")
+    return "not known: the test passed and failed at the same commit, so there is no range to bisect"
 
 
 def render_body(items: Sequence[RedItem], culprit: Culprit | None, owners: Sequence[str],
@@ -207,30 +217,144 @@ class SyncResult:
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "steps": [
             {"action": st.action.value, "group": st.key, "issue": ref.id if ref else None,
-             "url": ref.url if ref else None, "tests": [i.failure.test for i in st.items]}
+             "url": ref.url if ref else None, "tests": [i.failure.test for i in st.items],
+             **({"flaky": st.items[0].flaky} if st.action is Action.FLAKY and st.items else {})}
             for st, ref in self.steps]}
 
 
-def sync_tracking(t: Triager, sink: IssueSink, agent: Agent | None = None,
-                  settings: TriageSettings | None = None) -> SyncResult:
-    """Bring tracking issues in line with the newest nightly (L2) run of fork main.
+class AlertFeed(Protocol):
+    """The L2 alerts a sync tracks (`forkflow.regress.service.StoreAlertFeed`)."""
 
-    `sink` and `agent` come from `[triage]` (`make_sink`, `make_agent`) where a command wires them.
+    def alerts(self) -> list[Alert]: ...
+    def bisection(self, bisection_id: int) -> BisectionRecord | None: ...
+    def newest_value(self, metric: str) -> float | None: ...
+
+
+def alert_key(alert_id: int) -> str:
+    """The tracking key of an L2 alert (tracked beside failure groups, in the same table)."""
+    return f"alert-{alert_id}"
+
+
+def recovered(alert: Alert, newest: float | None) -> bool:
+    """Is the alert's worst metric back: its newest value nearer the level before the change
+    than the level after it?  [pure]"""
+    w = alert.worst
+    return newest is not None and abs(newest - w.before) < abs(newest - w.after)
+
+
+def sync_tracking(t: Triager, sink: IssueSink, agent: Agent | None = None,
+                  settings: TriageSettings | None = None, alerts: AlertFeed | None = None) -> SyncResult:
+    """Bring tracking issues in line with the newest nightly (L2) run of fork main, and with the
+    open L2 regression alerts when `alerts` is given.
+
+    A red test known flaky (`forkflow.triage.memory`) is not filed: it is listed as a FLAKY
+    step.  `sink` and `agent` come from `[triage]` (`make_sink`, `make_agent`) where a command
+    wires them.
     """
     settings = settings or t.settings
-    runs = [r for r in trunk_runs(t.journal, Tier.L2, limit=30)]
+    runs = trunk_runs(t.journal, Tier.L2, 30, trunk_line(t.repo, t.fork_branch))
     if not runs:
         return SyncResult(None, ())
     newest = runs[0]
-    red = with_culprits(t, red_streaks(runs))
+    every = with_memory(t, with_culprits(t, red_streaks(runs)))
+    red = [i for i in every if i.flaky is None]
     tracked = t.journal.tracking(sink.name)
     done: list[tuple[Step, IssueRef | None]] = []
     rules = _codeowners(t.repo, newest.rev) if red else []
-    for step in plan_tracking(red, tracked, newest.id, settings.close_after):
+    groups = {k: v for k, v in tracked.items() if not k.startswith("alert-")}
+    for step in plan_tracking(red, groups, newest.id, settings.close_after):
         ref, record = _carry_out(t.repo, sink, agent, step, rules, newest.id)
         t.journal.tracked(record)  # each step is recorded as soon as the forge has it
         done.append((step, ref))
+    flaky: dict[str, list[RedItem]] = {}
+    for i in every:
+        if i.flaky is not None:
+            flaky.setdefault(i.failure.signature.key, []).append(i)
+    done += [(Step(Action.FLAKY, key, tuple(items)), None) for key, items in sorted(flaky.items())]
+    if alerts is not None:
+        done += _sync_alerts(t, sink, alerts, tracked, newest.id)
     return SyncResult(newest.id, tuple(done))
+
+
+def _sync_alerts(t: Triager, sink: IssueSink, feed: AlertFeed, tracked: dict[str, ts.Tracking],
+                 run_id: int) -> list[tuple[Step, IssueRef | None]]:
+    """One issue per L2 regression alert: opened once with its culprit or bisection status,
+    updated when a bisection attached since, closed when the metric recovers."""
+    from forkflow.regress.alerts import Direction
+
+    out: list[tuple[Step, IssueRef | None]] = []
+    for alert in feed.alerts():
+        if alert.direction is not Direction.REGRESSION:
+            continue
+        key = alert_key(alert.id)
+        prev = tracked.get(key)
+        if prev is not None and (prev.last_run_id >= run_id or not prev.open):
+            continue
+        back = recovered(alert, feed.newest_value(alert.worst.metric))
+        if back:
+            if prev is None:
+                continue  # recovered before anyone was told: nothing to track
+            ref = sink.close(IssueRef(sink.name, prev.issue_id, prev.url, True),
+                             f"{alert.worst.metric} is back near its level before the change "
+                             f"(nightly run {run_id}); closing.")
+            t.journal.tracked(replace(prev, open=False, last_run_id=run_id))
+            out.append((Step(Action.CLOSE, key, (), prev), ref))
+            continue
+        b = feed.bisection(alert.bisection_id) if alert.bisection_id else None
+        title = (f"[forkflow] L2 regression: {alert.worst.metric[:80]} "
+                 f"{alert.worst.magnitude:+.1%} (alert {alert.id})")
+        draft = IssueDraft(key, title, render_alert_body(alert, b, t.repo), ("forkflow", "l2-regression"),
+                           template_constructs(lambda q: _alert_body(q, alert, b, _unit_subject(t.repo, b))))
+        found = sink.find(key)
+        if found is None and prev is not None:
+            found = IssueRef(sink.name, prev.issue_id, prev.url, prev.open)
+        if found is not None and prev is not None and prev.green_streak == (b.id if b else 0):
+            t.journal.tracked(replace(prev, last_run_id=run_id))
+            continue  # nothing new to say: the same culprit (or none) as when it was last written
+        comment = f"Still regressed in nightly run {run_id}."
+        ref = sink.update(found, draft, comment) if found is not None else ensure(sink, draft, comment)[0]
+        # green_streak holds the bisection the body was written with (alerts have no green streak)
+        t.journal.tracked(ts.Tracking(key, sink.name, ref.id, ref.url, True, b.id if b else 0, run_id))
+        out.append((Step(Action.OPEN if prev is None else Action.UPDATE, key, (), prev), ref))
+    return out
+
+
+def _unit_subject(repo: Repo, b: BisectionRecord | None) -> str:
+    if b is None or not b.culprit_fork_sha or repo.resolve(b.culprit_fork_sha) is None:
+        return ""
+    got = repo.log("-1", b.culprit_fork_sha, reverse=False)
+    return got[0].subject if got else ""
+
+
+def render_alert_body(alert: Alert, b: BisectionRecord | None, repo: Repo) -> str:
+    """An L2 alert's issue body: every untrusted value quoted, checked against its template."""
+    unit = _unit_subject(repo, b)
+    return render_checked(lambda q: _alert_body(q, alert, b, unit))
+
+
+def _alert_body(q: Quote, alert: Alert, b: BisectionRecord | None, unit_subject: str) -> str:
+    lines = [f"**L2 regression** between {q.code(alert.good_rev[:12])} (good) and "
+             f"{q.code(alert.bad_rev[:12])} (bad): alert {alert.id}", "", "**Metrics**:"]
+    for m in alert.members:
+        lines.append(f"- {q.code(m.metric)}: {m.before:.6g} -> {m.after:.6g} {q.code(m.unit) if m.unit else ''} "
+                     f"({m.magnitude:+.1%}, p {m.pvalue:.3g}, {m.direction.value})")
+    lines.append("")
+    if b is None:
+        lines.append(f"**Culprit**: not bisected yet (`forkflow bisect --alert {alert.id}`)")
+    elif b.status == "found" and b.culprit_fork_sha:
+        text = f"fork commit {q.code(b.culprit_fork_sha[:12])}"
+        if unit_subject:
+            text += f" (landing unit: {q.code(unit_subject)})"
+        if b.culprit_upstream_sha:
+            text += f"; upstream commit {q.code(b.culprit_upstream_sha[:12])}" + (
+                f" {q.code(b.subject)}" if b.subject else "")
+        text += f" (PR #{b.culprit_pr})" if b.culprit_pr else ""
+        lines.append(f"**Culprit**: {text}; found by bisection {b.id}, confidence {b.confidence:.0%}, "
+                     f"{b.measurements} measurements")
+    else:
+        lines.append(f"**Culprit**: nobody: bisection {b.id} says {q.prose(b.status, one_line=True)} "
+                     f"({q.code(b.message)})")
+    return "\n".join(lines)
 
 
 def _carry_out(repo: Repo, sink: IssueSink, agent: Agent | None, step: Step,

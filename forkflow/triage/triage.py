@@ -74,6 +74,7 @@ class Triager:
     journal: TriageJournal
     settings: TriageSettings = TriageSettings()
     rerunner: Rerunner | None = None
+    fork_branch: str = ""        # `[fork] branch`: trunk health reads every run on its commits
 
 
 def tiers_rerunner(validator: Validator) -> Rerunner:
@@ -162,18 +163,10 @@ def _trunk_runs(journal: TriageJournal, run: tq.RunInfo) -> list[tq.RunInfo]:
 
 
 def _history(journal: TriageJournal, run: tq.RunInfo, tests: set[str], limit: int) -> dict[str, list[HistoryPoint]]:
-    runs = [r for r in journal.latest_runs(run.tier, limit)
-            if r.id != run.id and r.parent_run_id != run.id and r.status in (RunStatus.PASS, RunStatus.FAIL)]
-    outcomes = journal.outcomes_of_tests([r.id for r in runs], tests)
-    hist: dict[str, list[HistoryPoint]] = {t: [] for t in tests}
-    for r in reversed(runs):  # oldest first
-        if not outcomes[r.id]:
-            continue
-        keys = {f.test: f.signature.key for f in failures_of_run(journal, r.id)} \
-            if any(o.outcome in BAD for o in outcomes[r.id]) else {}
-        for o in outcomes[r.id]:
-            hist[o.test_id].append(HistoryPoint(r.rev, o.outcome not in BAD, keys.get(o.test_id)))
-    return hist
+    """The tests' outcomes in every tier's runs (reruns included), not this run's: one memory."""
+    from forkflow.triage.memory import test_history
+
+    return test_history(journal, tests, limit, exclude_run=run.id)
 
 
 def triage_run(t: Triager, run_id: int, *, settings: TriageSettings | None = None,
@@ -191,8 +184,12 @@ def triage_run(t: Triager, run_id: int, *, settings: TriageSettings | None = Non
     infra_tests = frozenset(o.test_id for o in journal.bad_outcomes(run_id) if o.job_id in infra_jobs)
     failures = failures_of_run(journal, run_id)
     trunk_failures = frozenset((f.test, f.signature.key) for r in trunk for f in failures_of_run(journal, r.id))
-    ev = Evidence(trunk_failures=trunk_failures, infra_tests=infra_tests,
-                  history=_history(journal, run, {f.test for f in failures}, settings.history_runs))
+    history = _history(journal, run, {f.test for f in failures}, settings.history_runs)
+    from forkflow.triage.memory import flaky_reasons
+
+    known = flaky_reasons(journal, [(f.test, f.signature.key) for f in failures], history=history,
+                          policy=settings.policy, exclude_run=run.id)
+    ev = Evidence(trunk_failures=trunk_failures, infra_tests=infra_tests, history=history, known_flaky=known)
     first = classify(failures, ev, settings.policy)
     suspects = [v.failure.test for v in first if v.classification in (Classification.NEW,
                                                                      Classification.FLAKY)]
@@ -203,7 +200,7 @@ def triage_run(t: Triager, run_id: int, *, settings: TriageSettings | None = Non
             for test, passed in rerun(run_id, sorted(set(suspects))).items():
                 results.setdefault(test, []).append(passed)
         ev = Evidence(ev.trunk_failures, ev.infra_tests,
-                      {test: tuple(v) for test, v in results.items()}, ev.history)
+                      {test: tuple(v) for test, v in results.items()}, ev.history, ev.known_flaky)
     verdicts = classify(failures, ev, settings.policy)
     journal.verdicts_found(run_id, verdicts)
     return TriageReport(run, tuple(verdicts), tuple(group_failures(failures)),

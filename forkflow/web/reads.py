@@ -177,6 +177,62 @@ def trunk_runs(s: Session, fid: int, limit: int = 60) -> list[RunBrief]:
     return [_brief(r) for r in s.scalars(q)]
 
 
+@dataclass(frozen=True, slots=True)
+class TipHealth:
+    """The truth about one fork commit (the tip): every finished L1/L2 run at it read together
+    (full runs, gate runs, reruns), each test at its newest outcome there."""
+
+    rev: Sha
+    state: str                            # "red" | "green"
+    runs: tuple[int, ...]                 # the runs read, oldest first
+    red: tuple[tuple[str, str, int], ...]  # (suite, test, the run that made it red)
+    red_by: int | None                    # the run that made the tip red (the first of `red`'s)
+    newest_run_id: int
+    status: str                           # "PASS" | "FAIL": the state as a run status
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rev": self.rev, "state": self.state, "status": self.status, "runs": list(self.runs),
+                "run_id": self.newest_run_id, "red_by_run": self.red_by,
+                "red_tests": [{"suite": su, "test": t, "run_id": r} for su, t, r in self.red]}
+
+
+def tip_health(s: Session, fid: int, tip: str | None = None) -> TipHealth | None:
+    """The health of `tip` (default: the commit of the newest full trunk run), or None when no
+    finished L1/L2 run is stored there.  A test red in a gate run and its reruns makes the tip
+    red; one that failed and then passed on a rerun at the tip does not (flaky, not red); a run
+    that failed with no failing test (a saturation finding) is red until a later run passes."""
+    if tip is None:
+        newest = trunk_runs(s, fid, limit=1)
+        if not newest:
+            return None
+        tip = newest[0].rev
+    runs = list(s.scalars(select(ValidationRunRow).where(
+        ValidationRunRow.fork_id == fid, ValidationRunRow.rev == tip,
+        ValidationRunRow.tier.in_(("L1", "L2")), ValidationRunRow.status.in_(("PASS", "FAIL")))
+        .order_by(ValidationRunRow.id)))
+    if not runs:
+        return None
+    state: dict[tuple[str, str], int | None] = {}   # test -> the run that made it red, None: green
+    finding_red: int | None = None
+    for r in runs:
+        rows = s.execute(select(TestOutcomeRow.suite, TestOutcomeRow.test_id, TestOutcomeRow.outcome)
+                         .where(TestOutcomeRow.run_id == r.id)).all()
+        for suite, test, outcome in rows:
+            key = (suite, test)
+            if outcome in ("FAIL", "ERROR"):
+                state[key] = state.get(key) or r.id
+            elif outcome == "PASS":
+                state[key] = None
+        if r.parent_run_id is None:
+            bad = any(o in ("FAIL", "ERROR") for _s, _t, o in rows)
+            finding_red = r.id if r.status == "FAIL" and not bad else (None if r.status == "PASS" else finding_red)
+    red = tuple(sorted(((su, t, rid) for (su, t), rid in state.items() if rid is not None),
+                       key=lambda x: (x[2], x[0], x[1])))
+    red_by = red[0][2] if red else finding_red
+    return TipHealth(Sha(tip), "red" if red_by is not None else "green", tuple(r.id for r in runs), red,
+                     red_by, runs[-1].id, "FAIL" if red_by is not None else "PASS")
+
+
 def runs_at(s: Session, fid: int, revs: Sequence[str]) -> dict[Sha, list[RunBrief]]:
     """Validation runs of the given fork commits (a unit's candidate: its L1), newest first."""
     out: dict[Sha, list[RunBrief]] = defaultdict(list)

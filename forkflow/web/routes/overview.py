@@ -52,11 +52,19 @@ def _snapshot_doc(snap: ledger_records.Snapshot) -> dict[str, Any]:
     }
 
 
-def _attention(s: Session, fid: int) -> dict[str, Any]:
+def fork_tip(src: Source) -> str | None:
+    """The fork branch's tip when served from a checkout, else None (the newest trunk run's commit)."""
+    if src.ctx is None:
+        return None
+    return src.ctx.repo.resolve(f"refs/heads/{src.ctx.config.fork_branch}")
+
+
+def _attention(s: Session, fid: int, tip: str | None = None) -> dict[str, Any]:
     """What needs a person now, across the areas."""
     from forkflow.conflicts import records as conflict_records
 
-    trunk = reads.trunk_runs(s, fid, limit=1)
+    health = reads.tip_health(s, fid, tip) if tip is not None else None
+    health = health or reads.tip_health(s, fid)
     alerts = regress_records.alerts(s, fid)
     l3 = tiers_records.l3_requests(s, fid, limit=100)
     groups = reads.failure_groups(s, fid)
@@ -64,7 +72,8 @@ def _attention(s: Session, fid: int) -> dict[str, Any]:
         "open_conflicts": len(conflict_records.conflicts(s, fid, "open")),
         "open_alerts": sum(1 for a in alerts if a.status == AlertStatus.OPEN),
         "regressions": sum(1 for a in alerts if a.direction.value == "regression"),
-        "trunk": {"run_id": trunk[0].id, "status": trunk[0].status, "rev": trunk[0].rev} if trunk else None,
+        # every run on the tip (gate runs, reruns, nightlies), and which one made it red
+        "trunk": health.to_dict() if health is not None else None,
         "l3_waiting": sum(1 for r in l3 if r.state == "RAN"),
         "new_failure_groups": sum(1 for g in groups if g.classes.get("NEW")),
     }
@@ -85,7 +94,7 @@ def overview(request: Request) -> Response:
                                                    "ledger": None, "history": [], "attention": None})
         history = ledger_records.snapshots(s, fid)
         ledger, origin, problem = src.ledger(s, fid)
-        attention = _attention(s, fid)
+        attention = _attention(s, fid, fork_tip(src))
     doc = _ledger_doc(ledger) if ledger is not None else (_snapshot_doc(history[-1]) if history else None)
     if ledger is None and history:
         origin = "newest snapshot"

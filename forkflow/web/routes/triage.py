@@ -56,14 +56,23 @@ def triage(request: Request) -> Response:
     src: Source = request.app.state.source
     groups: list[dict[str, Any]] = []
     trunk: list[reads.RunBrief] = []
+    tip: reads.TipHealth | None = None
     with src.session() as s:
         fid = src.fork(s)
         if fid is not None:
             tracking = _tracking(s, fid)
             groups = [_group_doc(g, tracking) for g in reads.failure_groups(s, fid)]
             trunk = reads.trunk_runs(s, fid)
+            from forkflow.web.routes.overview import fork_tip
+
+            where = fork_tip(src)
+            tip = (reads.tip_health(s, fid, where) if where else None) or reads.tip_health(s, fid)
     totals = {c: sum(g["classes"].get(c, 0) for g in groups) for c in CLASSES}
-    data = {**emptiness(not groups and not trunk, FILL_HINT), "health": _health(trunk),
+    health = _health(trunk)
+    if tip is not None:  # the tip's truth: every run at it, not only the newest full run
+        health = {**health, "tip": tip.to_dict(), "state": tip.state,
+                  **({"streak": max(1, int(health["streak"]))} if tip.state != health["state"] else {})}
+    data = {**emptiness(not groups and not trunk and tip is None, FILL_HINT), "health": health,
             "totals": totals, "groups": groups,
             "trunk": [{"id": r.id, "tier": r.tier, "rev": r.rev, "status": r.status,
                        "started_at": r.started_at} for r in trunk]}
