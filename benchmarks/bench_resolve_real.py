@@ -55,13 +55,15 @@ from forkflow.conflicts.learn import replay_pick  # noqa: E402
 from forkflow.conflicts.resolvers import Proposal, Resolver  # noqa: E402
 from forkflow.conflicts.resolvers.structural import StructuralResolver  # noqa: E402
 from forkflow.conflicts.resolvers.syntax import SyntaxResolver  # noqa: E402
+from forkflow.conflicts.resolvers.version import VersionResolver  # noqa: E402
 from forkflow.errors import UserError  # noqa: E402
 from forkflow.git.repo import Repo  # noqa: E402
 from forkflow.git.pick import MemoryPicker  # noqa: E402
 from forkflow.models import Sha  # noqa: E402
 
 EXTRA: dict[str, Callable[[], Resolver]] = {"syntax": SyntaxResolver,
-                                            "tokens": lambda: StructuralResolver(by_tokens=True)}
+                                            "tokens": lambda: StructuralResolver(by_tokens=True),
+                                            "version": VersionResolver}
 LANGS = trust.LANGUAGES
 language = trust.language
 

@@ -267,9 +267,9 @@ def test_structural_is_in_ingests_default_chain() -> None:
     assert DEFAULT_ORDER.index("trivial") < DEFAULT_ORDER.index("structural") < DEFAULT_ORDER.index("agent")
     chain = build_resolvers(DEFAULT_ORDER, lambda key: None, AgentSettings(), lambda a: None, {})
     assert [r.name for r in chain] == ["recorded", "trivial", "structural", "lag", "layout", "tokens",
-                                       "syntax"]  # no agent
+                                       "syntax", "version"]  # no agent
     assert [r.name for r in deterministic_resolvers(History())] == ["history", "trivial", "structural", "lag",
-                                                                     "layout", "tokens", "syntax"]
+                                                                     "layout", "tokens", "syntax", "version"]
 
 
 def test_structural_says_when_one_side_moved_code_the_other_edited(tmp_path: Path) -> None:

@@ -84,6 +84,7 @@ def test_a_rule_the_forks_engineers_overruled_waits_for_a_person(cli, builder: F
     assert _main_file(builder, "m2.py") == "A = 1\nx = 999\nB = 2\n"
 
 
+@pytest.mark.security
 def test_a_fork_without_history_starts_with_every_rule_proposing(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
     fork = _fork(cli, builder, past=0, agree=True, trust="")  # the defaults: 95% over 10 cases
     assert cli("ingest", "--land", repo=fork).rc == 4
@@ -228,3 +229,17 @@ def test_syntax_declines_what_takes_judgement(tmp_path: Path, base: str, ours: s
 
     r = SyntaxResolver()
     assert r.propose(_conflict(tmp_path, "m.py", base, ours, theirs)) is None and why in r.last_reason
+
+
+def test_version_keeps_the_forks_lines_that_hold_most_of_upstreams_change(tmp_path: Path) -> None:
+    from forkflow.conflicts.resolvers.version import VersionResolver
+
+    base = "a = 0\nx = f(a)\nb = 0\n"
+    theirs = "a = 0\nx = g(a, scale)\nb = 0\n"  # upstream's final version
+    ours = "a = 0\nx = g(a, scale, fork=True)\nb = 0\n"  # the fork took an earlier one and built on it
+    r = VersionResolver()
+    p = r.propose(_conflict(tmp_path, "v.py", base, ours, theirs))
+    assert p is not None and p.content == ours.encode() and "most of upstream's change" in p.note
+    ours = "a = 0\nx = f(a, fork=True)\nb = 0\n"  # the fork's own edit: none of upstream's words
+    assert r.propose(_conflict(tmp_path, "v.py", base, ours, theirs)) is None
+    assert "less than half" in r.last_reason

@@ -14,6 +14,7 @@ from forkflow.conflicts.resolvers.recorded import HistoryResolver
 from forkflow.conflicts.resolvers.structural import StructuralResolver
 from forkflow.conflicts.resolvers.syntax import SyntaxResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
+from forkflow.conflicts.resolvers.version import VersionResolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,7 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
     return CaseResolution(False, tried=tuple(tried))
 
 
-PURE = ("trivial", "structural", "lag", "layout", "tokens", "syntax")  # resolvers that read nothing but the case
+PURE = ("trivial", "structural", "lag", "layout", "tokens", "syntax", "version")  # resolvers that read nothing but the case
 
 
 def pure_run(resolvers: Sequence[Resolver]) -> tuple[str, ...]:
@@ -75,7 +76,8 @@ def pure_resolvers(names: Sequence[str]) -> list[Resolver]:
     """Resolvers of those names (each in PURE), in that order."""
     factories: dict[str, Callable[[], Resolver]] = {"trivial": TrivialResolver, "structural": StructuralResolver,
                                                      "lag": LagResolver, "layout": LayoutResolver,
-                                                     "tokens": _tokens, "syntax": SyntaxResolver}
+                                                     "tokens": _tokens, "syntax": SyntaxResolver,
+                                                     "version": VersionResolver}
     return [factories[n]() for n in names]
 
 
@@ -89,13 +91,14 @@ def deterministic_resolvers(history: History | None = None) -> list[Resolver]:
     word for word (`lag`), the other side's change in lines one side only re-laid out (`layout`),
     then the two that reach further and are right less often, whose answers the trust gate keeps
     as proposals until they earn their record on the fork (conflicts/trust.py): edits of the same
-    lines merged word by word (`tokens`) and the syntax-tree merge (`syntax`)."""
+    lines merged word by word (`tokens`), the syntax-tree merge (`syntax`), and the fork's lines
+    where they already hold most of upstream's change (`version`)."""
     chain: list[Resolver] = [HistoryResolver(history)] if history is not None else []
     return chain + [TrivialResolver(), StructuralResolver(), LagResolver(), LayoutResolver(), _tokens(),
-                    SyntaxResolver()]
+                    SyntaxResolver(), VersionResolver()]
 
 
 def extra_factories() -> dict[str, Callable[[], Resolver | None]]:
     """Resolvers beyond recorded/trivial/agent that `forkflow ingest` builds by name."""
     return {"structural": StructuralResolver, "lag": LagResolver, "layout": LayoutResolver, "tokens": _tokens,
-            "syntax": SyntaxResolver}
+            "syntax": SyntaxResolver, "version": VersionResolver}

@@ -1,7 +1,8 @@
 """Conflict resolvers, tried in order: recorded resolutions, trivial merges, structural merges, a
 side that already has the other's change (`lag`), the other side's change in lines one side only
 re-laid out (`layout`), edits of the same lines word by word (`tokens`), the syntax-tree merge
-(`syntax`), then an agent.  What a rule answers lands alone only where the fork's history trusts
+(`syntax`), the fork's lines where they hold most of upstream's change (`version`), then an
+agent.  What a rule answers lands alone only where the fork's history trusts
 it (conflicts/trust.py).
 
 Each resolver proposes; `forkflow.conflicts.engine` checks every proposal with the guardrails.
@@ -28,4 +29,4 @@ class Resolver(Protocol):
         ...
 
 
-DEFAULT_ORDER = ("recorded", "trivial", "structural", "lag", "layout", "tokens", "syntax", "agent")
+DEFAULT_ORDER = ("recorded", "trivial", "structural", "lag", "layout", "tokens", "syntax", "version", "agent")
