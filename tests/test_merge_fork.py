@@ -104,6 +104,7 @@ def test_merge_ledger_lists_merged_commits_taken_and_reads_a_later_pick(merging:
     c_sha = _git(fork, "rev-parse", "upstream/main~2")
     assert doc["ingestion_point"]["sha"] == c_sha  # the merge base, not the urgent pick
     assert doc["counts"]["pending"] == 1
+    assert doc["intake"] == "merge"
 
 
 def test_mixed_fork_counts_a_picked_commit_once_after_a_merge_brings_it(merging: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]

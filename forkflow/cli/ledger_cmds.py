@@ -16,6 +16,7 @@ from forkflow import wiring
 from forkflow.errors import UserError
 from forkflow.ledger import records as ledger_records
 from forkflow.ledger.history import backfill, record_snapshot
+from forkflow.ledger.merges import intake_of
 from forkflow.ledger.report import snapshot_of, status_dict
 from forkflow.models import Disposition, LedgerEntry
 from forkflow.init import init_fork
@@ -58,6 +59,7 @@ def status(
     keep = _row_filter(wanted, grep)
     if json_out:
         doc = status_dict(ledger, with_commits=commits)
+        doc["intake"] = intake_of(ctx.config)  # pick or merge: how the fork takes upstream (docs/ledger.md)
         if commits:
             doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
         print_json(doc)
