@@ -23,7 +23,7 @@ against the fork's files), so each month is scored as if unseen.  Per month: aut
 rule of the answer trusted: it lands without a person), proposed (a person approves it), refused
 (no rule answered); same / different among each; and the backtest's estimate of precision next to
 the measured one.  `--extra NAME,...` appends resolvers to the chain there, to measure one before
-it joins ingest's chain.
+it joins ingest's chain; `--drop NAME,...` leaves some of the chain out (what one of them adds).
 
 `--repo` must hold both sides' objects (a realfork pair's `fork.git` does: its alternates reach the
 upstream snapshot).  History learning uses only picks dated strictly before the pick being replayed.
