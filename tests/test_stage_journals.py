@@ -43,8 +43,8 @@ class MemoryTriageJournal:
     def runs_for_rev(self, rev: str, tier: Tier) -> list[tq.RunInfo]:
         return [r for r in reversed(self.runs.values()) if r.rev == rev and r.tier is tier]
 
-    def latest_runs(self, tier: Tier, limit: int) -> list[tq.RunInfo]:
-        return [r for r in reversed(self.runs.values()) if r.tier is tier][:limit]
+    def latest_runs(self, tier: Tier | None, limit: int) -> list[tq.RunInfo]:
+        return [r for r in reversed(self.runs.values()) if tier is None or r.tier is tier][:limit]
 
     def jobs_of_run(self, run_id: int) -> list[tq.JobInfo]:
         return []
@@ -73,6 +73,11 @@ class MemoryTriageJournal:
 
     def verdicts_found(self, run_id: int, verdicts: Sequence[Diagnosis]) -> None:
         self.verdicts[run_id] = list(verdicts)
+
+    def verdicts_of_tests(self, tests: Sequence[str]) -> list[ts.VerdictPoint]:
+        return [ts.VerdictPoint(run_id, v.failure.test, v.failure.signature.key, v.classification, v.reason,
+                                v.reruns) for run_id, vs in sorted(self.verdicts.items()) for v in vs
+                if v.failure.test in tests]
 
     def latest_bisection(self, metric: str, good: str, bad: str) -> BisectionRecord | None:
         return None
