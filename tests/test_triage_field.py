@@ -473,3 +473,34 @@ def test_a_traceback_cut_in_the_harness_is_keyed_by_its_test() -> None:
     a, b = signature_of(cut("test_overlap", "TestOverlap")), signature_of(cut("test_timeout", "NcclErrorTest"))
     assert a.key != b.key, a.text
     assert signature_of(cut("test_overlap_2", "TestOverlap")).key == a.key
+
+
+def test_a_full_disk_and_a_runners_disk_check_are_one_fault() -> None:
+    full = signature_of("fatal: write error: No space left on device\n")
+    check = signature_of("You are running out of disk space. The runner will stop working when the machine runs "
+                         "out of disk space. Free space left: 54 MB\n")
+    assert full.key == check.key and full.kind is K.INFRA
+    assert "free disk space" in suggested_action(check)
+
+
+def test_device_memory_held_by_another_process_is_the_machines() -> None:
+    held = ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 6.50 GiB. GPU 0 has a total capacity "
+            "of 251.98 GiB of which 1.59 GiB is free. Of the allocated memory 19.52 GiB is allocated by PyTorch, "
+            "and 978.00 MiB is reserved by PyTorch but unallocated.\n")
+    mine = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.50 GiB. GPU 0 has a total capacity "
+            "of 79.10 GiB of which 1.59 GiB is free. Of the allocated memory 75.52 GiB is allocated by PyTorch, "
+            "and 978.00 MiB is reserved by PyTorch but unallocated.\n")
+    assert infra_family(signature_of(held)) is InfraFamily.MACHINE
+    assert infra_family(signature_of(mine)) is None  # the test's own allocations: may be the change's
+
+
+def test_a_quote_ending_inside_a_tracebacks_frames_is_keyed_by_where_it_stopped() -> None:
+    def quoted(test: str) -> str:
+        return (f"python test\\inductor\\{test}.py Tests.test_basic_xpu\n"
+                '  File "C:\\env\\lib\\site-packages\\torch\\_inductor\\runtime\\compile_tasks.py", line 51, in _reload\n'
+                "    exec(code, mod.__dict__, mod.__dict__)\n"
+                '  File "C:\\Temp\\tmpvg_ym0ay\\2p\\c2p7v5vz2hfgtube4bg7uuh34x23olwgklxoazy.py", line 153, in <module>\n'
+                '  File "C:\\env\\lib\\site-packages\\torch\\_inductor\\runtime\\triton_heuristics.py", line 427, in _make_launchers\n'
+                "    launchers\n")
+    a, b = signature_of(quoted("test_padding")), signature_of(quoted("test_fusion"))
+    assert a.key == b.key and "_make_launchers" in a.text, a.text

@@ -112,7 +112,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
          r"Host \\w+ version must be at least",
          E, "pin the compiler, toolkit and package versions the build expects", True),
-        (r"disk full|low disk space|No space left on device",
+        (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"OOM killer|virtual memory exhausted|LNK\d+: out of memory|Cannot allocate memory",
          M, "give the job more host memory or fewer parallel compile jobs (MAX_JOBS), then re-run", True),
@@ -150,7 +150,27 @@ def _bytes(m: re.Match[str]) -> float:
 
 def _device_too_small(excerpt: str) -> bool:
     asked, total = _ASKED.search(excerpt), _TOTAL.search(excerpt)
-    return bool(asked and total and _bytes(asked) > _bytes(total)) or bool(_HELD_ELSEWHERE.search(excerpt))
+    return bool(asked and total and _bytes(asked) > _bytes(total)) or bool(_HELD_ELSEWHERE.search(excerpt)) \
+        or _held_by_others(excerpt)
+
+
+# torch's account of the device: `total capacity of 251.98 GiB of which 1.59 GiB is free. Of the
+# allocated memory 19.52 GiB is allocated by PyTorch, and 978.00 MiB is reserved by PyTorch`
+_FREE = re.compile(r"(?i)total capacity of ([\d.]+) ?([KMGT]i?B) of which ([\d.]+) ?([KMGT]i?B) is free")
+_OWN = re.compile(r"(?i)([\d.]+) ?([KMGT]i?B) is (?:allocated|reserved) by PyTorch")
+
+
+def _held_by_others(excerpt: str) -> bool:
+    """Whether most of the device is held by memory this process did not allocate: another
+    process (an earlier test's, another job's) holds it, the machine's fault."""
+    free = _FREE.search(excerpt)
+    own = _OWN.findall(excerpt)
+    if free is None or not own:
+        return False
+    total = float(free[1]) * _UNIT[free[2][0].upper()]
+    left = float(free[3]) * _UNIT[free[4][0].upper()]
+    mine = sum(float(n) * _UNIT[u[0].upper()] for n, u in own)
+    return total - left - mine > total / 2
 
 
 def _family_rule(sig: Signature) -> tuple[InfraFamily, str, bool] | None:

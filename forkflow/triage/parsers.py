@@ -718,6 +718,14 @@ def generic_line(text: str) -> tuple[str, int, str]:
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
         last = lines[-1].strip()
+        tail = text.rstrip().rsplit("\n", 80)[-80:]
+        frames = frames_above(tail + [""], len(tail)) if last.startswith(("File ", "at ")) or \
+            tail[-1][:1] in (" ", "\t") else []
+        # (a generated module's top level, `<module>` of a cache file, is nowhere)
+        frame = _project_frame([f for f in frames if not f[2].startswith("<")])
+        if frame:
+            # a quote that ends inside a traceback's frames, before its exception: where it was
+            return f"traceback cut @ {frame[0]}:{frame[1]}", text.count("\n", 0, len(text.rstrip())), last
         lit = _LIT_ID.match(last)
         if lit:
             # a lit test id with no error anywhere (an entry of `Failed Tests (5):`): what is

@@ -116,8 +116,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "Got completion from peer"),
     *_infra("Ray worker crashed", "WorkerCrashedError", "The actor died unexpectedly",
             "RayActorError"),
-    *_infra("disk full", "No space left on device", "no space left on device"),
-    *_infra("low disk space (runner check)", "running out of disk space", "not enough disk space",
+    # a full disk, and a runner's check that it is nearly full: one fault, one action
+    *_infra("out of disk space", "No space left on device", "no space left on device"),
+    *_infra("out of disk space", "running out of disk space", "not enough disk space",
             "Not enough disk space", "insufficient disk space", "Insufficient disk space",
             "Not enough free disk space", "not enough free disk space"),
     *_infra("rate limited by a hub or registry (HTTP 429)", "429 Client Error", "Too Many Requests",
