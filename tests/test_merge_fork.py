@@ -418,3 +418,28 @@ def test_a_config_without_intake_on_a_merging_fork_says_how_to_set_it(merging: F
     (fork / "forkflow.toml").write_text(text.replace('intake = "merge"', ""))  # written before intake existed
     doc = _status(cli, fork)
     assert any('set intake = "merge"' in n for n in doc["notes"])
+
+
+def test_replay_carries_the_forks_own_merge_of_upstream_as_a_merge(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The fork merges by hand the commit forkflow could not: on forkflow's carried branch that
+    merge stays a merge, so the next step starts after it (flattened, upstream's commits it
+    merged would read as never taken)."""
+    midnight = 1_700_006_400  # 2023-11-15 00:00 UTC
+    b = ForkBuilder(tmp_path / "repos", start=midnight)
+    b.upstream_commit({"lib/a.py": "A = 1\n", "README": "r\n"}, "Initial")  # D0 01:00
+    b.branch_fork()
+    b.fork_commit({"lib/a.py": "A = 'fork'\n"}, "[fork] our A (#900)")  # 02:00
+    b.upstream_commit({"lib/b.py": "B = 1\n"}, "Add b (#1)")  # 03:00
+    c = b.upstream_commit({"lib/a.py": "A = 'upstream'\n"}, "Change a (#2)")  # 04:00: conflicts with the fork
+    b.upstream_commit({"lib/d.py": "D = 1\n"}, "Add d (#3)")  # 05:00
+    b.tick(28 * 3600)
+    b.fetch()
+    b.f.git("merge", "-q", "--no-ff", "-X", "ours", "-m", f"Merge commit '{c}'", c, env=b.f.env())  # D1 10:00, by hand
+    fork = _init(b, cli)
+    r = cli("replay", "--since", "2023-11-15", "--until", "2023-11-16", "--every", "day", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    first, second = r.json()["steps"]
+    assert first["after"]["pending"] == 2  # forkflow merged b; a's change conflicts
+    scratch = fork / ".git" / "forkflow" / "replay" / "repo.git"
+    assert _git(fork, f"--git-dir={scratch}", "merge-base", "--is-ancestor", c, second["tip"]) == ""
+    assert second["after"]["pending"] == 0  # after the fork's own merge, forkflow merged d

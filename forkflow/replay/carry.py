@@ -15,6 +15,11 @@ message kept, so the ledger reads its pick markers as it reads the fork's):
 - a commit whose change is already there (an empty merge) adds nothing, except a pick of
   upstream commits, which goes on as an empty commit: its message is the evidence the ledger
   reads (without it, an upstream commit the fork took would count as not taken).
+
+On a fork that merges upstream (`keep_merges`), a merge commit of the fork keeps its other
+parents: its merge of upstream (directly, or inside a PR branch it merges) stays a merge on
+forkflow's branch, so that forkflow's merge base moves with the fork's own merges, as it did on
+the fork; flattened into one commit, the merged upstream commits would read as never taken.
 """
 from __future__ import annotations
 
@@ -35,13 +40,14 @@ class Carried:
 
 
 def carry_forward(picker: MemoryPicker, onto: Sha, fork_commits: list[Sha],
-                  takes: Mapping[str, tuple[str, ...]], landed: Set[str]) -> Carried:
+                  takes: Mapping[str, tuple[str, ...]], landed: Set[str], keep_merges: bool = False) -> Carried:
     """Put `fork_commits` (oldest first) on `onto`, forkflow's branch; see the module docstring.
 
     Args:
         picker: forkflow's in-memory picker on the repository (it writes straight to disk).
         takes: fork commit -> the upstream commits it took (the fork's own picks).
-        landed: upstream commits forkflow has landed on `onto` so far."""
+        landed: upstream commits forkflow has landed on `onto` so far.
+        keep_merges: a fork merge keeps its other parents (a fork that merges upstream)."""
     tip, tip_tree = onto, picker.commit_tree(onto)
     applied = forced = left_out = 0
     for sha in fork_commits:
@@ -57,8 +63,9 @@ def carry_forward(picker: MemoryPicker, onto: Sha, fork_commits: list[Sha],
         else:  # a conflict of the path merge (or a merge commit): the whole-tree merge, with renames
             tree, was_forced = merge_fork_side(picker, tip, sha)
             forced += was_forced
-        if tree == tip_tree and not took:
+        merge = keep_merges and len(parents) > 1
+        if tree == tip_tree and not took and not merge:
             continue
-        tip, tip_tree = copy_commit(picker, sha, tree, [tip]), tree
+        tip, tip_tree = copy_commit(picker, sha, tree, [tip, *parents[1:]] if merge else [tip]), tree
         applied += 1
     return Carried(tip, applied, forced, left_out)

@@ -243,7 +243,7 @@ class Replay:
                     new = self.scratch.repo.git("rev-list", "--first-parent", "--reverse", p.fork,
                                                 f"^{before.fork_sha}", f"^{p.upstream}").split()
                     carried = carry_forward(self.engine.picker, Sha(before.tip), [Sha(x) for x in new],
-                                            takes.by_fork, landed)
+                                            takes.by_fork, landed, keep_merges=intake_of(self.config) == MERGE)
                 step = compute_step(self.engine, self.scratch, self.config, p, carried, root=pts[0].fork)
                 self._save(keys[i], "step", step.to_json())
             landed |= {x.sha for x in step.landed}
