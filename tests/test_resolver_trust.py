@@ -243,3 +243,13 @@ def test_version_keeps_the_forks_lines_that_hold_most_of_upstreams_change(tmp_pa
     ours = "a = 0\nx = f(a, fork=True)\nb = 0\n"  # the fork's own edit: none of upstream's words
     assert r.propose(_conflict(tmp_path, "v.py", base, ours, theirs)) is None
     assert "less than half" in r.last_reason
+
+
+@pytest.mark.security
+def test_a_rules_proposal_does_not_hide_the_agents(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_review_trust import _agent_fork
+
+    fork, _mark, cid = _agent_fork(cli, builder, tmp_path)  # `version` answers too, after the agent
+    doc = cli("conflicts", "show", str(cid), "--json", repo=fork).json()
+    assert doc["proposal"]["backend"] == "command" and doc["proposal"]["rule"] is None
+    assert any("the agent's proposal waits for a person instead" in t for t in doc["tried"])

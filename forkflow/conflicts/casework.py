@@ -15,7 +15,7 @@ from forkflow.conflicts.resolvers.agent import (
 )
 from forkflow.conflicts.resolvers.recorded import RecordedResolver
 from forkflow.conflicts.resolvers.trivial import TrivialResolver
-from forkflow.conflicts.rulebook import save_book
+from forkflow.conflicts.rulebook import agent_proposal_waits, save_book
 from forkflow.conflicts.trust import RuleBook, TrustGate, trust_settings
 from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, PathConflict
@@ -82,4 +82,10 @@ def trust_gate(repo: Repo, config: Config, reader: object, writes: bool = True) 
                     save_book(s, fid, kept[0])
         return kept[0]
 
-    return TrustGate(trust_settings(config), book, log)
+    def agent_waits(case: ConflictCase) -> bool:
+        if store is None or not isinstance(fid, int):
+            return False
+        with store.session_scope() as s:
+            return agent_proposal_waits(s, fid, case.upstream_sha, case.path)
+
+    return TrustGate(trust_settings(config), book, log, agent_waits)

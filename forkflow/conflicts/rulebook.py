@@ -8,6 +8,9 @@ from sqlalchemy.orm import Session
 
 from forkflow.conflicts.trustbook import Record, RuleBook
 from forkflow.store.schema_conflicts import RuleRecordRow
+from forkflow.store.schema_ingest import AgentAttemptRow
+
+RULE_BACKEND = "rule"  # trust.RULE_BACKEND: the attempt log's backend of a rule's proposal
 
 
 def save_book(s: Session, fid: int, book: RuleBook) -> None:
@@ -27,3 +30,10 @@ def load_book(s: Session, fid: int) -> tuple[RuleBook, datetime] | None:
         return None
     book = RuleBook({r.rule: Record(r.identical, r.different) for r in rows if r.rule}, rows[0].files)
     return book, max(r.computed_at for r in rows)
+
+
+def agent_proposal_waits(s: Session, fid: int, upstream_sha: str, path: str) -> bool:
+    """Whether an agent's proposal (not a rule's) waits for a person for this conflict."""
+    return s.scalar(select(AgentAttemptRow.id).where(
+        AgentAttemptRow.fork_id == fid, AgentAttemptRow.upstream_sha == upstream_sha, AgentAttemptRow.path == path,
+        AgentAttemptRow.outcome == "proposed", AgentAttemptRow.backend != RULE_BACKEND).limit(1)) is not None

@@ -182,10 +182,13 @@ class TrustGate:
     """Turns an untrusted rule's answer into a proposal that waits for a person."""
 
     def __init__(self, settings: TrustSettings, book: Callable[[], RuleBook],
-                 log: Callable[[Attempt], None]) -> None:
+                 log: Callable[[Attempt], None], agent_waits: Callable[[ConflictCase], bool] | None = None) -> None:
         self.settings = settings
         self._book = book  # lazy: the fork's backtest is learnt with its history, at the first conflict
         self.log = log
+        # whether an agent's proposal already waits for this conflict: a rule's is then not logged
+        # over it (the newest proposal is the one `conflicts show` prints and approve binds to)
+        self.agent_waits = agent_waits
         self.proposed = 0
 
     def gate(self, case: ConflictCase, outcome: CaseResolution) -> CaseResolution:
@@ -199,7 +202,9 @@ class TrustGate:
         record = book.record(weakest).describe()
         why = (f"trust: {weakest} is not trusted on this fork ({record}; lands alone at "
                f"{100 * self.settings.min_precision:.0f}% over {self.settings.min_cases} cases)")
-        if outcome.content is not None and case.kind.is_text:
+        if self.agent_waits is not None and self.agent_waits(case):
+            why += "; the agent's proposal waits for a person instead"
+        elif outcome.content is not None and case.kind.is_text:
             self.log(Attempt(case.upstream_sha, case.path, RULE_BACKEND, f"rule {weakest}",
                              decode(outcome.content) or "", "proposed",
                              f"rule {weakest}: {record}; waits for a person: forkflow conflicts show ID, "
