@@ -145,7 +145,7 @@ def test_tier_gate_runs_l1_with_selection(tmp_path: Path, cli) -> None:  # type:
     good = Sha(commit(repo, {"lib/beta.py": "B = 2\n"}))
     gate = wiring.tier_gate(open_context(repo))
     res = gate.check(good, base)
-    assert res.passed and not res.infra and res.run_id is not None and res.summary.startswith("L1 PASS")
+    assert res.passed and not res.infra and res.run_id is not None and res.summary.startswith(f"L1 run {res.run_id} PASS")
     assert cli("validate", "--tier", "L1", "--rev", base, repo=repo).rc == 0  # trunk is green
     fails.write_text("tests/test_beta.py::test_0\n")
     res = gate.check(good, base)

@@ -53,9 +53,14 @@ def detect(
     cfg = DetectConfig(max_pvalue=max_pvalue, min_magnitude=min_magnitude)
     detection = detect_regressions(wiring.metric_journal(ctx), metric, cfg)
     names, found, configs = list(detection.metrics), list(detection.alerts), detection.config_changes
-    if not names:
+    if not names and metric != "*":
         raise UserError(f"no stored L2 metric matches {metric!r}; run the L2 suites first, or pass "
                         "--metric with a glob of stored names")
+    if not names:  # a fork whose L2 stores no metric yet: nothing to detect, nothing wrong (cron)
+        print_json({"metrics": 0, "alerts": [], "bisections": [], "config_changes": []}) if json_out else \
+            console.print("no L2 metric is stored yet: nothing to detect (an L2 suite with report = "
+                          "\"metrics\" stores them)")
+        return 0
     bisections = _bisect_new_alerts(ctx, found, parallel, json_out) if auto_bisect else []
     if auto_bisect:
         with ctx.store.session_scope() as s:

@@ -41,7 +41,8 @@ def _say(json_out: bool) -> Any:
 
 def outcome_dict(o: ValidationOutcome) -> dict[str, Any]:
     return {"run_id": o.run_id, "status": o.status, "tier": o.tier.value, "rev": o.rev,
-            "summary": o.summary, "findings": list(o.findings),
+            # every finding the summary counts: the run's own, then each suite's
+            "summary": o.summary, "findings": list(o.findings) + [f for r in o.suites for f in r.findings],
             "suites": [{"suite": r.suite, "status": r.status, "tests_ran": r.tests_ran,
                         "tests_failed": r.tests_failed, "duration_s": round(r.duration_s, 3),
                         "log": r.log_path, "findings": list(r.findings), "message": r.message}
@@ -105,7 +106,25 @@ def nightly(
         print_json({"tip": res.tip, "skipped": True, "previous_run_id": res.previous_run_id}) \
             if json_out else console.print(msg)
         return 0
-    return _show(res.outcome, json_out)
+    from forkflow.regress.service import measured_in_run  # lazy: validate starts without numpy
+
+    o = res.outcome
+    measured = measured_in_run(ctx.store, ctx.fork_id, o.run_id) if o.run_id is not None else []
+    if json_out:
+        print_json(outcome_dict(o) | {"metrics": [m.to_dict() for m in measured]})
+        return o.exit_code
+    _render(o)
+    if measured:
+        t = Table(title=f"measured at {short(o.rev)} (run {o.run_id}), beside the series")
+        for col in ("metric", "value", "recent median", "change"):
+            t.add_column(col, overflow="fold")
+        for m in measured:
+            recent = f"{m.before:.6g} ({m.commits_before} commits)" if m.before is not None else "first point"
+            change = f"{m.change:+.1%}" if m.change is not None else "-"
+            t.add_row(escape(m.name), f"{m.value:.6g} {escape(m.unit)}".strip(), recent, change)
+        console.print(t)
+        console.print("next: forkflow detect --bisect (change points over the whole series)")
+    return o.exit_code
 
 
 l3_app = typer.Typer(help="L3 manual tests: request, run, sign off.", no_args_is_help=True)

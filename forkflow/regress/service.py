@@ -102,3 +102,50 @@ class StoreAlertFeed:
         last = points[-1].rev
         values = sorted(p.value for p in points if p.rev == last)
         return values[len(values) // 2]
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredMetric:
+    """One metric a run measured, beside its series: the median of the commits before it."""
+
+    name: str
+    value: float
+    unit: str
+    better: str
+    before: float | None       # median of the previous commits' values (up to `window`)
+    commits_before: int        # how many commits that median covers
+    change: float | None       # relative to `before`, +0.2 = 20% higher
+
+    def to_dict(self) -> dict[str, object]:
+        return {"metric": self.name, "value": self.value, "unit": self.unit, "better": self.better,
+                "recent_median": self.before, "recent_commits": self.commits_before, "change": self.change}
+
+
+def measured_in_run(store: Store, fork_id: int, run_id: int, window: int = 10) -> list[MeasuredMetric]:
+    """Each metric run `run_id` stored, with the median of its series over the `window` commits
+    measured before this one (`forkflow nightly` prints them)."""
+    from statistics import median
+
+    from sqlalchemy import select
+
+    from forkflow.store.schema import MetricPointRow
+
+    with store.session_scope() as s:
+        names = sorted(set(s.scalars(select(MetricPointRow.name).where(
+            MetricPointRow.fork_id == fork_id, MetricPointRow.run_id == run_id))))
+        series = records.metric_series_of(s, fork_id, names)
+    out = []
+    for name in names:
+        points = series.get(name, [])
+        mine = [p for p in points if p.run_id == run_id]
+        rev = mine[-1].rev
+        by_rev: dict[str, list[float]] = {}
+        for p in points:
+            if p.rev != rev and p.commit_date <= mine[-1].commit_date:
+                by_rev.setdefault(p.rev, []).append(p.value)
+        earlier = [median(v) for v in list(by_rev.values())[-window:]]
+        value = median(p.value for p in mine)
+        before = median(earlier) if earlier else None
+        change = (value - before) / abs(before) if before else None
+        out.append(MeasuredMetric(name, value, mine[-1].unit, mine[-1].better.value, before, len(earlier), change))
+    return out

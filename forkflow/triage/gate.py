@@ -66,12 +66,14 @@ class TierGate:
     def check(self, rev: Sha, base: Sha) -> GateResult:
         out = validate(self.validator, ValidateRequest(Tier.L1, rev, changed_from=base, runner=self.runner,
                                                  trigger="gate"), self.reporter)
-        result = GateResult(passed=out.status == RunStatus.PASS, summary=f"L1 {out.status}: {out.summary}",
+        # the run id leads the summary: `forkflow triage RUN` and the dashboard find the gate run by it
+        result = GateResult(passed=out.status == RunStatus.PASS,
+                            summary=f"L1 run {out.run_id} {out.status}: {out.summary}",
                             run_id=out.run_id, infra=out.status == RunStatus.INFRA)
         if out.status == RunStatus.PASS and not out.suites:  # "0 suites ran" is no pass (issue 12)
             changed = [p for p in self.validator.repo.git("diff", "--name-only", "-z", base, rev).split("\0") if p]
             passed, why = ran_nothing_verdict(changed, self.untested)
-            return GateResult(passed, f"L1: {why}", out.run_id)
+            return GateResult(passed, f"L1 run {out.run_id}: {why}", out.run_id)
         if out.status != RunStatus.FAIL or out.run_id is None:
             return result
         return self._not_this_units_fault(result, out.run_id, base)
@@ -91,7 +93,8 @@ class TierGate:
             verdicts = list(triage_run(self.triager, run_id).verdicts)
         blocking = [v for v in verdicts if v.classification is Classification.NEW]
         if blocking:
-            names = ", ".join(v.failure.test for v in blocking[:5])
+            tests = list(dict.fromkeys(v.failure.test for v in blocking))  # once, whatever its suites
+            names = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
             return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
         doubtful = [v for v in verdicts if v.classification in CONFIRM]
         confirmed = ""

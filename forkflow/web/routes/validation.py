@@ -57,10 +57,19 @@ def validation(request: Request) -> Response:
     with src.session() as s:
         fid = src.fork(s)
         if fid is not None:
-            runs = {t: tq.latest_runs(s, fid, t, limit=PER_TIER) for t in Tier}
-            ids = [r.id for rs in runs.values() for r in rs]
+            # reruns are shown under the run they rerun, never as runs (or bars) of their own
+            every = {t: tq.latest_runs(s, fid, t, limit=PER_TIER * 4) for t in Tier}
+            ids = [r.id for rs in every.values() for r in rs]
             counts, alarms = reads.outcome_counts(s, ids), reads.job_alarms(s, ids)
-            tiers = {t.value: [_run_doc(r, counts[r.id], alarms[r.id]) for r in rs] for t, rs in runs.items()}
+            for t, rs in every.items():
+                docs = {r.id: _run_doc(r, counts[r.id], alarms[r.id]) | {"reruns": []}
+                        for r in rs if r.parent_run_id is None}
+                for r in reversed(rs):
+                    if r.parent_run_id in docs:
+                        docs[r.parent_run_id]["reruns"].append(
+                            {"id": r.id, "status": r.status, "passed": counts[r.id].get("PASS", 0),
+                             "failed": counts[r.id].get("FAIL", 0) + counts[r.id].get("ERROR", 0)})
+                tiers[t.value] = list(docs.values())[:PER_TIER]
             requests = [_request_doc(r) for r in tq.l3_requests(s, fid, limit=50)]
     data = {**emptiness(not any(tiers.values()) and not requests, FILL_HINT), "tiers": tiers,
             "l3_requests": requests}
@@ -91,6 +100,7 @@ def run(request: Request, run_id: RowId) -> Response:
         jobs = tq.jobs_of_run(s, run_id)
         bad = tq.test_outcomes(s, run_id, bad_only=True)
         counts = reads.outcome_counts(s, [run_id])[run_id]
+        reruns = [x for x in tq.runs_for_rev(s, fid, r.rev, r.tier) if x.parent_run_id == run_id]
     job_state = request.app.state.jobs.get(("rerun", run_id))
     data = {"run": _run_doc(r, counts, [(j.suite, j.findings) for j in jobs if j.findings]),
             "jobs": [{"id": j.id, "suite": j.suite, "status": j.status, "returncode": j.returncode,
@@ -99,7 +109,8 @@ def run(request: Request, run_id: RowId) -> Response:
                       "log_path": j.log_path, "narrowed": j.narrowed} for j in jobs],
             "failures": [{"suite": t.suite, "test_id": t.test_id, "outcome": t.outcome.value,
                           "message": t.message} for t in bad],
-            "rerun": job_state}
+            "rerun": job_state,
+            "reruns": [{"id": x.id, "status": x.status, "summary": x.summary} for x in reversed(reruns)]}
     return page(request, "validation_run.html", data)
 
 
@@ -137,7 +148,7 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
     if src.ctx is None:
         record(request, "l3-signoff", target, "refused: no checkout")
         raise Unavailable("sign-offs check the suite's owners in forkflow.toml: start the dashboard in the "
-                          "fork's checkout (forkflow serve --repo PATH --token ...)")
+                          "fork's checkout (FORKFLOW_TOKEN=... forkflow serve --repo PATH)")
     try:
         chosen = l3.SignOff(verdict)
     except ValueError:
@@ -176,7 +187,7 @@ def _rerun(request: Request, run_id: int) -> Response:
     if src.ctx is None:
         record(request, "rerun", target, "refused: no checkout")
         raise Unavailable("re-running needs the fork's checkout: start the dashboard there "
-                          "(forkflow serve --repo PATH --token ...)")
+                          "(FORKFLOW_TOKEN=... forkflow serve --repo PATH)")
     if not failed:
         record(request, "rerun", target, "refused: nothing failed")
         raise Unavailable(f"run {run_id} has no failed test to re-run")
