@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import os
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -23,7 +22,7 @@ from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
-from forkflow.landing.queue import Batch, Item, Runners, Staged, Verdict, add_to, halves, opens_batch
+from forkflow.landing.queue import GateRuns, Item, MergeQueue, Policy, Runners, Staged
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
@@ -191,7 +190,6 @@ class Ingestor:
         self._virtual: dict[str, Sha] = {}  # chain -> last validated link (without --land)
         self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
-        self.gate_runs = 0
         self.deps: dict[Sha, tuple[Dependency, ...]] = {}  # the plan's dependencies between pending commits
         self.held: dict[Sha, str] = {}  # held back this run -> the chain it is deferred into
         self.held_back: list[HeldBack] = []
@@ -202,17 +200,14 @@ class Ingestor:
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
         self._fork_point: Sha | None = None  # the cases' origin (a `git merge-base` per case otherwise)
-        # the landing queue (`_land_queue`): runners beyond the first, the stack being staged and
-        # the real fork tip under it, the trees that failed L1 this run
+        # the landing queue (`_land_queue`): runners beyond the first, the gate's runs, the stack
+        # being staged and the fork tip under it, the queue's results
         self.more_gates: Callable[[], Gate] | None = None
-        self._runners: Runners | None = None
-        self._stack: list[Staged] | None = None  # a list while units are staged, not gated
+        self._gate_runs: GateRuns | None = None
+        self._stack: list[Staged] | None = None  # a list while a unit is staged, not gated
         self._root: Sha | None = None  # the fork tip the stack stands on
-        self._red: dict[str, tuple[GateResult, str]] = {}  # tree -> its red verdict, and where it came
-        self._batch_no = 0  # batches gated so far
+        self._results: list[UnitResult] = []
         self._answers: dict[tuple[Sha, str, str], CaseResolution] = {}  # (sha, path, conflict key) -> answer
-        self._group = 0  # red batches' halves so far
-        self._bisect_from = 0  # the gate runs made when the bisection going on began
         self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
                                          reader.log_attempt, dict(os.environ),
                                          with_agent=options.mode is not Mode.DRY_RUN)
@@ -255,6 +250,8 @@ class Ingestor:
         tip = self.repo.read_ref(self.config.fork_ref) or ledger.fork_tip
         if tip != ledger.fork_tip and self.options.mode is Mode.LAND:
             self.notes.extend(catch_up_work_trees(self.repo, self.config, ledger.fork_tip, tip))
+        if self._gate_runs is not None:
+            self._gate_runs.runners.close()  # the work trees of the runners made beyond the first
         if self.writes:
             prune_candidates(self.repo, self.settled)
         if self.writes and results:
@@ -331,7 +328,7 @@ class Ingestor:
             units = units[: self.options.max_units]
         self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
         if self._queued():
-            return self._land_queue(units, plan.base)
+            return self._land_queue(units)
         out: list[UnitResult] = []
         for unit in units:
             if self._stop:
@@ -590,62 +587,83 @@ class Ingestor:
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
 
-    # -- the queue ------------------------------------------------------------
-    def _land_queue(self, units: Sequence[Unit], start_tip: Sha) -> list[UnitResult]:
-        """Land the units as a merge queue: stage them onto a stack (`_stage`), gate the top of each
-        batch at once on the runners (batch 1, batch 1+2, ...), land the longest green prefix by one
-        compare-and-swap, split the first red batch (`_split_red`), and stage what was built on it
-        again on the new tip.  A stack whose base moved is staged and gated again, never landed."""
-        assert self.gate is not None
-        todo: deque[Item] = deque()
+    # -- the queue (landing/queue.py's `MergeQueue`; this is its `Lander`) ------
+    def _land_queue(self, units: Sequence[Unit]) -> list[UnitResult]:
+        items: list[Item] = []
         for unit in units:  # a bundle is one item; a chain, one per link (each waits only for what it needs)
             if unit.kind is UnitKind.BUNDLE:
-                todo.append(Item(unit.name, unit, tuple(unit.commits)))
+                items.append(Item(unit.name, unit, tuple(unit.commits)))
             else:
-                todo.extend(Item(f"{unit.name}#{i + 1}", unit, (sha,)) for i, sha in enumerate(unit.commits))
-        self._runners = Runners(self.gate, self.more_gates, self.settings.runners)
-        out: list[UnitResult] = []
-        moved = 0
+                items.extend(Item(f"{unit.name}#{i + 1}", unit, (sha,)) for i, sha in enumerate(unit.commits))
+        s = self.settings
+        self._results = []
+        MergeQueue(self, self._gates(), Policy(s.max_batch, s.split_failed_bundles, s.split_max_gate_runs,
+                                               MAX_CAS_TRIES)).run(items)
+        return self._results
+
+    def stopped(self) -> bool:
+        return bool(self._stop)
+
+    def tip(self) -> Sha:
+        tip = self._read_tip()
+        if tip is None:
+            raise UserError(f"the fork branch {self.config.fork_ref} was deleted during ingest")
+        return tip
+
+    def stage(self, item: Item, stack: list[Staged], root: Sha) -> None:
+        self._stack, self._root = stack, root
         try:
-            while todo and not self._stop:
-                batches = self._stage_window(todo, start_tip, out)
-                if batches and not self._settle_window(batches, todo, out):
-                    moved += 1
-                    if moved >= MAX_CAS_TRIES:
-                        self._stop = (f"the fork branch kept moving while the queue validated ({MAX_CAS_TRIES} "
-                                      "tries); what was left stays pending")
+            r = self.land_unit(item.name, item.unit, item.shas, root)
         finally:
             self._stack = None
-            self._runners.close()
-            self._runners = None
-        return out
+        if stack and stack[-1].result is None:
+            stack[-1].item, stack[-1].result = item, r
+        else:
+            self._report(r)
 
-    def _stage_window(self, todo: deque[Item], start_tip: Sha, out: list[UnitResult]) -> list[Batch]:
-        """Stage items onto a stack on the fork tip until each runner has a full batch; the results
-        that need no gate (conflicts, waits, nothing to pick) are final at once."""
-        self._root = self._read_tip()
-        if self._root is None:
-            raise UserError(f"the fork branch {self.config.fork_ref} was deleted during ingest")
-        self._stack = []
-        batches: list[Batch] = []
-        assert self._runners is not None
-        while todo and not (len(batches) >= self._runners.count
-                            and opens_batch(batches, todo[0], self.settings.max_batch)):
-            item = todo.popleft()
-            before = len(self._stack)
-            r = self.land_unit(item.name, item.unit, item.shas, start_tip)
-            if len(self._stack) > before:
-                self._stack[-1].item = item
-                self._stack[-1].result = r
-                add_to(batches, self._stack[-1], self.settings.max_batch)
-            else:
-                out.append(r)
-                self.reporter.unit_done(r)
-        self._stack = None
-        for b in batches:
-            self._batch_no += 1
-            b.number = self._batch_no
-        return batches
+    def passed(self, s: Staged, summary: str) -> None:
+        self.journal.unit_gated(s.unit_id, True, summary)
+
+    def land(self, top: Staged, root: Sha, name: str) -> bool:
+        if not land(self.repo, self.config, top.candidate, root, name):
+            return False
+        self._tip_seen = top.candidate
+        return True
+
+    def landed(self, s: Staged, summary: str) -> None:
+        self._record_landing(s.unit_id, s.candidate, s.members, s.base, summary)
+        self._defer_conflicts(s.conflicted, s.chain)
+        self._skip_empty(s.skips, s.candidate)
+        for sha in s.applied:
+            self.held.pop(sha, None)
+        self.advance_point()
+        self._report(replace(s.result, status=UnitStatus.LANDED, summary=summary))
+
+    def failed(self, s: Staged, verdict: GateResult) -> None:
+        """A staged unit that failed L1 on its own: deferred in its chain, as before the queue."""
+        r: UnitResult = s.result
+        self.journal.unit_gated(s.unit_id, False, verdict.summary)
+        failed = self._failed(s.name, s.unit, verdict, s.applied,
+                              [sha for sha, o in s.members if o is MemberOutcome.EMPTY], s.conflicted, s.base, s.unit_id)
+        self._report(replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred))))
+
+    def abandoned(self, s: Staged, why: str) -> None:
+        self.journal.unit_settled(s.unit_id, UnitState.ABANDONED, why)
+
+    def split_off(self, s: Staged) -> None:
+        for sha in s.applied:
+            if "; split out of " not in self.reasons.get(sha, ""):  # once, naming the unit it was planned in
+                self.reasons[sha] = f"{self.reasons.get(sha, '')}; split out of {s.name}, which failed L1".lstrip("; ")
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def halt(self, why: str) -> None:
+        self._stop = why
+
+    def _report(self, r: UnitResult) -> None:
+        self._results.append(r)
+        self.reporter.unit_done(r)
 
     def _stage(self, staged: Staged) -> UnitResult:
         assert self._stack is not None
@@ -659,155 +677,20 @@ class Ingestor:
         assert self._root is not None
         return self._root
 
-    def _settle_window(self, batches: list[Batch], todo: deque[Item], out: list[UnitResult]) -> bool:
-        """Gate each batch's top at once; land the green prefix, split the first red batch, put
-        what stood on it back in front of `todo`.  False when the branch moved under the stack."""
-        root = self._stack_root()
-        verdicts = self._check_tops(batches, root)
-        green = 0
-        while green < len(batches) and verdicts[green].passed:
-            green += 1
-        for b, v in zip(batches[:green], verdicts):  # passed before the branch moves: a crash then is recovered
-            for s in b.units:
-                self.journal.unit_gated(s.unit_id, True, v.summary)
-        if green:
-            top = batches[green - 1].top
-            if not land(self.repo, self.config, top.candidate, root, f"batch {batches[green - 1].number}"):
-                self._drop(batches, todo, "the fork branch moved while this stack was validated; "
-                                          "picked again on the new tip")
-                return False
-            self._tip_seen = top.candidate
-            for b, v in zip(batches[:green], verdicts):
-                for s in b.units:
-                    out.append(self._landed(s, b, v))
-                    self.reporter.unit_done(out[-1])
-            self.advance_point()
-        if green == len(batches):
-            return True
-        red, verdict = batches[green], verdicts[green]
-        self._drop(batches[green + 1:], todo, f"stacked on batch {red.number}, which failed L1; picked again")
-        if verdict.infra:
-            self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
-            self._drop([red], todo, f"L1 could not run: {verdict.summary}")
-            return True
-        self._split_red(red, verdict, todo, out)
-        return True
+    # -- the gate ----------------------------------------------------------------
+    def _gates(self) -> GateRuns:
+        if self._gate_runs is None:
+            assert self.gate is not None
+            self._gate_runs = GateRuns(Runners(self.gate, self.more_gates, self.settings.runners), self.notes.append)
+        return self._gate_runs
 
-    def _split_red(self, red: Batch, verdict: GateResult, todo: deque[Item], out: list[UnitResult]) -> None:
-        """Find the failing commits of a red batch: its items, then a bundle's commits, in halves,
-        each half a batch of its own on the new tip (the first one gated first; the second, once the
-        first landed, is the very tree that failed: no run).  A single commit that fails is held;
-        what was split off after it goes back to the queue, batched again with the rest."""
-        if red.group == 0:  # a new bisection, with its budget of gate runs
-            self._bisect_from = self.gate_runs
-        spent = self.gate_runs - self._bisect_from
-        budget = self.settings.split_max_gate_runs
-        if len(red.units) > 1:
-            self._drop([red], todo, f"batch {red.number} failed L1 ({verdict.summary}); split in halves")
-            for _ in red.units:
-                todo.popleft()
-            if spent < budget:
-                self._push_halves(todo, [s.item for s in red.units])
-                return
-            for s in red.units:  # out of budget: each unit stays out, as one that failed
-                self._fail_alone(s.item, s, verdict, out)
-        else:
-            s = red.top
-            self._fail_alone(s.item, s, verdict, out)
-            if len(s.applied) > 1 and self.settings.split_failed_bundles and not self._stop:
-                if spent < budget:
-                    for sha in s.applied:
-                        if "; split out of " not in self.reasons.get(sha, ""):  # once, naming the unit
-                            why = f"split out of {s.name}, which failed L1"
-                            self.reasons[sha] = f"{self.reasons.get(sha, '')}; {why}".lstrip("; ")
-                    index = {sha: i + 1 for i, sha in enumerate(s.unit.commits)}
-                    name = s.unit.name
-                    self._push_halves(todo, [
-                        Item(f"{name}[{index[h[0]]}]" if len(h) == 1 else f"{name}[{index[h[0]]}-{index[h[-1]]}]",
-                             s.unit, h) for h in halves(s.applied)])
-                    return
-        if spent >= budget:
-            left = [sha for s in red.units for sha in s.applied]
-            self.notes.append(f"batch {red.number}: bisection stopped after {spent} L1 runs ([ingest] "
-                              f"split_max_gate_runs); {len(left)} commit(s) stay DEFERRED for the next run")
-        for i, item in enumerate(todo):  # the failing commit is found: what was split off after it
-            if item.group:  # ... goes back to the queue, batched anew with the rest
-                todo[i] = replace(item, group=0)
-
-    def _push_halves(self, todo: deque[Item], items: Sequence[Item]) -> None:
-        first, second = halves(list(items))
-        self._group += 2
-        todo.extendleft(reversed([replace(i, group=self._group - 1) for i in first]
-                                 + [replace(i, group=self._group) for i in second]))
-
-    def _check_tops(self, batches: Sequence[Batch], root: Sha) -> list[GateResult]:
-        """Each batch's top gated at once; a tree that failed L1 before in this run is not run again."""
-        known = [self._known_red(b.top.tree) for b in batches]
-        runs = [(b.top.candidate, root) for b, k in zip(batches, known) if k is None]
-        verdicts = iter(self._check(runs))
-        out: list[GateResult] = []
-        for b, k in zip(batches, known):
-            v = k if k is not None else next(verdicts).result
-            if k is None and not v.passed and not v.infra:
-                self._red[b.top.tree] = (v, f"batch {b.number}")
-            out.append(v)
-        return out
-
-    def _known_red(self, tree: str) -> GateResult | None:
-        known = self._red.get(tree)
-        if known is None:
-            return None
-        result, where = known
-        return GateResult(False, f"{result.summary} (the same tree failed L1 in {where}; not run again)")
-
-    def _landed(self, s: Staged, batch: Batch, verdict: GateResult) -> UnitResult:
-        together = f" (validated together in batch {batch.number}: {len(batch.commits)} commits)" \
-            if len(batch.units) > 1 else ""
-        self._record_landing(s.unit_id, s.candidate, s.members, s.base, verdict.summary + together)
-        self._defer_conflicts(s.conflicted, s.chain)
-        self._skip_empty(s.skips, s.candidate)
-        for sha in s.applied:
-            self.held.pop(sha, None)
-        r: UnitResult = s.result
-        return replace(r, status=UnitStatus.LANDED, summary=verdict.summary + together)
-
-    def _drop(self, batches: Sequence[Batch], todo: deque[Item], why: str) -> None:
-        """Staged units that will not land as staged: settled as abandoned, their items back in front."""
-        items = [s.item for b in batches for s in b.units]
-        for b in batches:
-            for s in b.units:
-                self.journal.unit_settled(s.unit_id, UnitState.ABANDONED, why)
-        todo.extendleft(reversed(items))
-
-    def _fail_alone(self, item: Item, s: Staged, verdict: GateResult, out: list[UnitResult]) -> None:
-        """A staged unit that failed L1 on its own: deferred in its chain, as before the queue."""
-        r: UnitResult = s.result
-        self.journal.unit_gated(s.unit_id, False, verdict.summary)
-        failed = self._failed(item.name, item.unit, verdict, s.applied,
-                              [sha for sha, o in s.members if o is MemberOutcome.EMPTY], s.conflicted, s.base, s.unit_id)
-        out.append(replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred))))
-        self.reporter.unit_done(out[-1])
+    @property
+    def gate_runs(self) -> int:
+        return self._gate_runs.runs if self._gate_runs is not None else 0
 
     def _gate(self, candidate: Sha, base: Sha, tree: str, name: str) -> GateResult:
-        """L1 of a candidate.  A tree that already failed L1 in this run fails again without a run
-        (a red batch's second half, once its first half landed, is the very tree that failed)."""
-        assert self.gate is not None
-        known = self._known_red(tree)
-        if known is not None:
-            return known
-        verdict = self._check([(candidate, base)])[0]
-        if not verdict.result.passed and not verdict.result.infra:
-            self._red[tree] = (verdict.result, name)
-        return verdict.result
-
-    def _check(self, stacks: Sequence[tuple[Sha, Sha]]) -> list[Verdict]:
-        """Gate runs of (candidate, base) pairs at once, on the queue's runners (one gate outside it)."""
-        assert self.gate is not None
-        self.gate_runs += len(stacks)
-        runners = self._runners or Runners(self.gate, None, 1)
-        verdicts = runners.check_all(stacks)
-        self.notes.extend(v.runner_died for v in verdicts if v.runner_died)
-        return verdicts
+        """L1 of one candidate (outside the queue)."""
+        return self._gates().check([(candidate, base, tree, name)])[0]
 
     def _not_picked(self, shas: Sequence[Sha], base: Sha) -> tuple[Sequence[Sha], list[Sha]]:
         """`shas` less those the fork branch picked (or skipped) since this run last saw it.

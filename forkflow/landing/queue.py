@@ -1,19 +1,21 @@
-"""The landing queue's parts: stacks of staged units, the batches they are cut into, and the
-runners that validate speculative stacks at once.
+"""The landing queue: stacks of staged units, the batches they are cut into, the runners that
+validate speculative stacks at once, and the loop that joins them (`MergeQueue`).
 
 A writing `ingest --land` picks every unit onto the top of a stack (the fork tip, then each staged
-candidate in turn), cuts the stack into batches (`cut_batches`: as large as `[ingest] max_batch`
+candidate in turn), cuts the stack into batches (`add_to`: as large as `[ingest] max_batch`
 allows, a risky commit weighing `RISK_WEIGHT`), and gates the top of each batch: batch 1, batch
-1+2, ... at once on `[ingest] runners` gates (`Runners`).  The longest green prefix lands by one
-compare-and-swap; the first red batch is bisected (`halves`); what was built on it is picked
-again on the new tip.  The loop itself is `Ingestor._land_queue` (landing/ingest.py).
+1+2, ... at once on `[ingest] runners` gates (`Runners`, through `GateRuns`).  The longest green
+prefix lands by one compare-and-swap; the first red batch is split in halves until its failing
+commits are found; what was built on it is picked again on the new tip.  What picking, recording
+and landing mean is the `Lander`'s (`Ingestor` in landing/ingest.py).
 """
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar
 
 from forkflow.git.pick import PickStep
 from forkflow.landing.gate import Gate
@@ -205,3 +207,188 @@ class Runners:
             if callable(close):
                 close()
         self._made = []
+
+
+class GateRuns:
+    """The run's L1 runs, on its runners: a tree that failed L1 before in this run fails again
+    without a run (a red batch's second half, once its first half landed, is the very tree that
+    failed); a runner's death is noted."""
+
+    def __init__(self, runners: Runners, note: Callable[[str], None]) -> None:
+        self.runners = runners
+        self.runs = 0
+        self._note = note
+        self._red: dict[str, tuple[GateResult, str]] = {}  # tree -> its red verdict, and where it came
+
+    def check(self, tops: Sequence[tuple[Sha, Sha, str, str]]) -> list[GateResult]:
+        """Each (candidate, base, tree, where) gated, the new ones at once; verdicts in that order."""
+        known = [self._known_red(tree) for _, _, tree, _ in tops]
+        runs = [(rev, base) for (rev, base, _, _), k in zip(tops, known) if k is None]
+        self.runs += len(runs)
+        verdicts = iter(self.runners.check_all(runs))
+        out: list[GateResult] = []
+        for (_, _, tree, where), k in zip(tops, known):
+            if k is None:
+                v = next(verdicts)
+                if v.runner_died:
+                    self._note(v.runner_died)
+                k = v.result
+                if not k.passed and not k.infra:
+                    self._red[tree] = (k, where)
+            out.append(k)
+        return out
+
+    def _known_red(self, tree: str) -> GateResult | None:
+        known = self._red.get(tree)
+        if known is None:
+            return None
+        result, where = known
+        return GateResult(False, f"{result.summary} (the same tree failed L1 in {where}; not run again)")
+
+
+class Lander(Protocol):
+    """What the queue asks of the landing (`Ingestor`): pick, record, land, settle."""
+
+    def stopped(self) -> bool: ...
+    def tip(self) -> Sha: ...
+    def stage(self, item: Item, stack: list[Staged], root: Sha) -> None:
+        """Pick `item` onto the top of `stack` (on `root`, the fork tip): appended to it when it has a
+        candidate to gate, else settled (a conflict, a wait, nothing to pick) and reported at once."""
+        ...
+    def passed(self, s: Staged, summary: str) -> None: ...
+    def land(self, top: Staged, root: Sha, name: str) -> bool:
+        """Move the fork branch from `root` to `top`'s candidate by compare-and-swap."""
+        ...
+    def landed(self, s: Staged, summary: str) -> None: ...
+    def failed(self, s: Staged, verdict: GateResult) -> None: ...
+    def abandoned(self, s: Staged, why: str) -> None: ...
+    def split_off(self, s: Staged) -> None: ...
+    def note(self, text: str) -> None: ...
+    def halt(self, why: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    max_batch: int = DEFAULT_MAX_BATCH
+    split: bool = True  # split a unit that fails alone into its commits
+    split_runs: int = 16  # gate runs one bisection may take
+    moves: int = 5  # times the fork branch may move under a stack before the run stops
+
+
+class MergeQueue:
+    """Land items as a merge queue: stage a window of batches onto a stack on the fork tip, gate
+    the batch tops at once, land the longest green prefix by one compare-and-swap, split the first
+    red batch in halves (each a batch of its own, the first gated first), and stage again what
+    stood on it.  A stack whose base moved is staged and gated again, never landed untested."""
+
+    def __init__(self, lander: Lander, gates: GateRuns, policy: Policy) -> None:
+        self.lander, self.gates, self.policy = lander, gates, policy
+        self._batches = 0  # batches numbered so far
+        self._groups = 0  # red batches' halves so far
+        self._bisect_from = 0  # the gate runs made when the bisection going on began
+
+    def run(self, items: Iterable[Item]) -> None:
+        todo = deque(items)
+        moved = 0
+        while todo and not self.lander.stopped():
+            root = self.lander.tip()
+            batches = self._stage(todo, root)
+            if batches and not self._settle(batches, todo, root):
+                moved += 1
+                if moved >= self.policy.moves:
+                    self.lander.halt(f"the fork branch kept moving while the queue validated ({moved} tries); "
+                                     "what was left stays pending")
+
+    def _stage(self, todo: deque[Item], root: Sha) -> list[Batch]:
+        """Items onto a stack until each runner has a full batch."""
+        stack: list[Staged] = []
+        batches: list[Batch] = []
+        while todo and not (len(batches) >= self.gates.runners.count
+                            and opens_batch(batches, todo[0], self.policy.max_batch)):
+            before = len(stack)
+            self.lander.stage(todo.popleft(), stack, root)
+            if len(stack) > before:
+                add_to(batches, stack[-1], self.policy.max_batch)
+        for b in batches:
+            self._batches += 1
+            b.number = self._batches
+        return batches
+
+    def _settle(self, batches: list[Batch], todo: deque[Item], root: Sha) -> bool:
+        """Gate the batch tops; land the green prefix, split the first red batch.  False when the
+        branch moved under the stack."""
+        verdicts = self.gates.check([(b.top.candidate, root, b.top.tree, f"batch {b.number}") for b in batches])
+        green = 0
+        while green < len(batches) and verdicts[green].passed:
+            green += 1
+        for b, v in zip(batches[:green], verdicts):  # passed before the branch moves: a crash then is recovered
+            for s in b.units:
+                self.lander.passed(s, v.summary)
+        if green:
+            if not self.lander.land(batches[green - 1].top, root, f"batch {batches[green - 1].number}"):
+                self._drop(batches, todo, "the fork branch moved while this stack was validated; "
+                                          "picked again on the new tip")
+                return False
+            for b, v in zip(batches[:green], verdicts):
+                together = f" (validated together in batch {b.number}: {len(b.commits)} commits)" \
+                    if len(b.units) > 1 else ""
+                for s in b.units:
+                    self.lander.landed(s, v.summary + together)
+        if green < len(batches):
+            red, verdict = batches[green], verdicts[green]
+            self._drop(batches[green + 1:], todo, f"stacked on batch {red.number}, which failed L1; picked again")
+            if verdict.infra:
+                self.lander.halt(f"L1 could not run ({verdict.summary}); stopped, nothing more was decided")
+                self._drop([red], todo, f"L1 could not run: {verdict.summary}")
+            else:
+                self._split(red, verdict, todo)
+        return True
+
+    def _split(self, red: Batch, verdict: GateResult, todo: deque[Item]) -> None:
+        """Split a red batch: its units in halves, then one unit's commits; each half a batch of its
+        own on the new tip.  A single unit that fails is settled as failed (its commits held); once a
+        failing commit is found, what was split off after it goes back to the queue, batched anew."""
+        if red.group == 0:  # a new bisection, with its budget of gate runs
+            self._bisect_from = self.gates.runs
+        spent = self.gates.runs - self._bisect_from
+        within = spent < self.policy.split_runs
+        if len(red.units) > 1:
+            self._drop([red], todo, f"batch {red.number} failed L1 ({verdict.summary}); split in halves")
+            for _ in red.units:
+                todo.popleft()
+            if within:
+                self._push_halves(todo, [s.item for s in red.units])
+                return
+            for s in red.units:  # out of budget: each unit stays out, as one that failed
+                self.lander.failed(s, verdict)
+        else:
+            s = red.top
+            self.lander.failed(s, verdict)
+            if len(s.applied) > 1 and self.policy.split and not self.lander.stopped() and within:
+                self.lander.split_off(s)
+                index = {sha: i + 1 for i, sha in enumerate(s.unit.commits)}
+                name = s.unit.name
+                self._push_halves(todo, [
+                    Item(f"{name}[{index[h[0]]}]" if len(h) == 1 else f"{name}[{index[h[0]]}-{index[h[-1]]}]", s.unit, h)
+                    for h in halves(s.applied)])
+                return
+        if not within:
+            left = sum(len(s.applied) for s in red.units)
+            self.lander.note(f"batch {red.number}: bisection stopped after {spent} L1 runs ([ingest] "
+                             f"split_max_gate_runs); {left} commit(s) stay DEFERRED for the next run")
+        for i, item in enumerate(todo):  # the failing commit is found: what was split off after it
+            if item.group:  # ... goes back to the queue, batched anew with the rest
+                todo[i] = replace(item, group=0)
+
+    def _push_halves(self, todo: deque[Item], items: Sequence[Item]) -> None:
+        first, second = halves(list(items))
+        self._groups += 2
+        todo.extendleft(reversed([replace(i, group=self._groups - 1) for i in first]
+                                 + [replace(i, group=self._groups) for i in second]))
+
+    def _drop(self, batches: Sequence[Batch], todo: deque[Item], why: str) -> None:
+        """Staged units that will not land as staged: abandoned, their items back in front."""
+        for b in batches:
+            for s in b.units:
+                self.lander.abandoned(s, why)
+        todo.extendleft(reversed([s.item for b in batches for s in b.units]))
