@@ -504,3 +504,30 @@ def test_a_quote_ending_inside_a_tracebacks_frames_is_keyed_by_where_it_stopped(
                 "    launchers\n")
     a, b = signature_of(quoted("test_padding")), signature_of(quoted("test_fusion"))
     assert a.key == b.key and "_make_launchers" in a.text, a.text
+
+
+def test_a_version_a_requirement_names_is_kept() -> None:
+    def gcc(v: int) -> str:
+        return (f"/usr/include/crt/host_config.h:139:2: error: #error -- unsupported GNU version! gcc versions "
+                f"later than {v} are not supported!\n")
+    assert signature_of(gcc(11)).key != signature_of(gcc(12)).key
+    assert signature_of(gcc(12)).key == signature_of(gcc(12).replace("139:2", "141:2")).key
+    cmake = signature_of("CMake Error at CMakeLists.txt:3 (cmake_minimum_required):\n  CMake 3.20.0 or higher is required.  "
+                         "You are running version 3.16.3\n")
+    assert "3.20.0" in cmake.text and infra_family(cmake) is InfraFamily.ENVIRONMENT
+
+
+@pytest.mark.parametrize("log, family", [
+    ("downloading https://example.blob.core.windows.net/llvm-builds/llvm-ce80c80d-centos-x64.tar.gz ...\n"
+     "error: HTTP Error 404: The specified blob does not exist.\n", InfraFamily.ENVIRONMENT),
+    (">>> import triton\nWARNING: Failed to find CUDA.\n", InfraFamily.ENVIRONMENT),
+    ("oneCCL could not be initialized! Could not load any plugin.\n", InfraFamily.ENVIRONMENT),
+])
+def test_more_environment_faults(log: str, family: InfraFamily) -> None:
+    assert infra_family(signature_of(log)) is family, signature_of(log).text
+
+
+def test_http_statuses_are_kept_and_tell_errors_apart() -> None:
+    a = signature_of("error: HTTP Error 404: The specified blob does not exist.\n")
+    b = signature_of("error: HTTP Error 409: The specified blob does not exist.\n")
+    assert a.key != b.key

@@ -107,16 +107,21 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r"ImportError: cannot import name '\w+' from '[\w.]+'",
          E, "pin the package versions that match (an installed package lacks a name the code imports)", True),
         (r"(?:or later|or newer|compatible) compiler is required|unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
-         r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|"
+         r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|Failed to find CUDA|"
+         r"Could not load any plugin|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
          r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
          r"Host \\w+ version must be at least",
          E, "pin the compiler, toolkit and package versions the build expects", True),
+        # a file the build or setup downloads that is not published (an LLVM tarball for this
+        # platform, a wheel for this version)
+        (r"HTTP code-n404|\b404 (?:Not Found|Client Error)",
+         E, "pin a version (or platform) whose files are published, or build the missing one locally", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"OOM killer|virtual memory exhausted|LNK\d+: out of memory|Cannot allocate memory",
          M, "give the job more host memory or fewer parallel compile jobs (MAX_JOBS), then re-run", True),
-        (r"HTTP 429|rate limit|Too Many Requests",
+        (r"HTTP (?:code-n)?429|rate limit|Too Many Requests",
          M, "retry later with backoff; authenticate, cache or mirror the hub or registry", True),
         (r"port already in use|Address already in use",
          M, "give each job its own port (bind to port 0) or isolate the jobs, then re-run", True),

@@ -515,6 +515,12 @@ def normalize(text: str) -> str:
     # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
     if ":" in text:
         text = _ERROR_CODE.sub(_error_code, text)
+    if "HTTP" in text:
+        text = _HTTP_STATUS.sub(r"HTTP code-n\2", text)
+    if "than" in text or " or " in text:
+        # a version a requirement names is the environment's, not a count (`gcc versions later
+        # than 11 are not supported`, `CMake 3.20 or higher is required`)
+        text = _REQUIRED_VERSION.sub(r"v\g<0>", text)
     if "/" in text or "\\" in text:
         text = _PATH.sub(_last_part, text)
     # a rule is tried only when its text can match (the rules never add a digit)
@@ -538,6 +544,11 @@ def _unquote(text: str) -> str:
     return text.strip()
 
 
+# an HTTP status names the error too (`HTTP Error 404`, `HTTP 429`)
+_HTTP_STATUS = re.compile(r"(HTTP (?:Error )?)(\d{3})\b")
+_REQUIRED_VERSION = re.compile(r"(?i)(?<=versions (?:later|newer|older) than )(\d+(?:\.\d+)*)|"
+                               r"(?<=version (?:later|newer|older) than )(\d+(?:\.\d+)*)|"
+                               r"(\d+(?:\.\d+)+)(?= or (?:later|higher|newer|above) (?:is )?required)")
 _ERROR_CODE = re.compile(r"((?:Error \[\w+\]|error code|errno|Code):\s*)(0x[0-9a-fA-F]+|\d+)\b")
 # `torch.cuda.OutOfMemoryError:` and `OutOfMemoryError:` are one exception type
 _QUALIFIED = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)+([A-Z]\w*(?:Error|Exception|Resources|Failed)\b"
