@@ -284,7 +284,7 @@ infer_threshold = 0.95
 # [[suite]]                       # see docs/validation.md; `forkflow workloads add NAME` adds ready ones
 # name = "unit"
 # tier = "L1"
-# command = "python -m pytest -q --junitxml={{report}} {{tests}}"
+# command = "python -m pytest -q -o junit_family=xunit1 --junitxml={{report}} {{tests}}"  # xunit1: test ids are file paths
 # report = "junit"
 # paths = ["python/**"]
 '''

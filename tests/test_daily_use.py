@@ -277,3 +277,29 @@ def test_validation_page_shows_reruns_under_their_run(builder: ForkBuilder, cli)
     with TestClient(create_app(ctx, None)) as c:
         overview = c.get("/api/overview").json()
     assert overview["attention"]["trunk"]["red_by_run"] == gate
+
+
+def test_a_suite_whose_selection_deselects_everything_says_so(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    fork = triage_fork(builder, cli)
+    cfg = fork / "forkflow.toml"
+    command = PYTEST.replace("{tests}", "-k no_such_test {tests}")
+    cfg.write_text(cfg.read_text() + f"\n[[suite]]\nname = \"unit\"\ntier = \"L1\"\ncommand = '{command}'\n"
+                   "all_tests = \"tests\"\nenv = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = \"1\" }\n")
+    builder.fork_commit({"tests/test_a.py": "def test_a():\n    pass\n\ndef test_b():\n    pass\n"},
+                        "[fork] two tests")
+    r = cli("validate", "--tier", "L1", "--json", repo=fork)
+    [finding] = r.json()["findings"]
+    assert r.rc == 1 and "2 deselected" in finding and "crashed" not in finding
+
+
+def test_a_printed_escape_after_a_number_is_kept_in_the_signature() -> None:
+    from forkflow.triage.signature import signature_of
+
+    assert signature_of("AssertionError: assert 12\\n == 13").text == "EXCEPTION: AssertionError: assert N\\n == N"
+    assert signature_of("ValueError: bad file /a/b/c.py").text == "EXCEPTION: ValueError: bad file c.py"
+
+
+def test_init_writes_a_suite_example_whose_test_ids_are_paths(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    fork = triage_fork(builder, cli)
+    example = [x for x in (fork / "forkflow.toml").read_text().splitlines() if "--junitxml" in x]
+    assert example and all("-o junit_family=xunit1" in x for x in example)

@@ -442,6 +442,23 @@ _LIT_CATEGORY = re.compile(r"^\s*(Excluded|Skipped)\s*:\s*(\d+)")
 _PYTEST_COUNTED = ("passed", "failed", "skipped", "error", "errors", "xfailed", "xpassed")
 
 
+_DESELECTED = re.compile(r"\b(\d+) deselected\b")
+
+
+def deselected_from_output(path: Path) -> int:
+    """How many tests the harness says it deselected (pytest's `-k`/`-m`: "284 deselected"), from
+    its last summary line; 0 when it says nothing."""
+    found = 0
+    if not path.exists():
+        return 0
+    for line in iter_log_lines(path):
+        if _PYTEST_SUMMARY.match(line) or _PYTEST_NO_TESTS.match(line) or "deselected" in line:
+            m = _DESELECTED.search(line)
+            if m:
+                found = int(m.group(1))
+    return found
+
+
 def count_from_output(path: Path, pattern: str = "") -> int | None:
     """forkflow's own test count, read from the harness output (the second, independent count).
 

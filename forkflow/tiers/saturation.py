@@ -60,11 +60,15 @@ class SuiteEvidence:
     last_green_ran: int | None = None   # tests run by the suite's last green full run
     shrink_tolerance: float = 0.1
     runner_message: str = ""
+    deselected: int = 0         # tests the harness says it deselected (pytest -k / -m)
 
 
 def _report_findings(ev: SuiteEvidence) -> list[Finding]:
     crashed = ev.returncode not in (0, None)
     hint = f" (exit code {ev.returncode}: it likely crashed before the first test)" if crashed else ""
+    if ev.deselected and ev.reported_ran == 0:  # it ran, and its own selection left nothing
+        hint = (f" (the output says {ev.deselected} deselected: the command's selection (-k, -m) left no "
+                "test to run; fix the selection, or the tests it names)")
     if not ev.report_exists:
         return [Finding(FindingKind.NO_REPORT, Severity.FAIL, f"suite '{ev.suite}' wrote no report{hint}")]
     if ev.reported_total == 0 and ev.report_problem:

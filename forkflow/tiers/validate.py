@@ -40,6 +40,7 @@ from forkflow.tiers.reports import (
     ParsedReport,
     TestResult,
     count_from_output,
+    deselected_from_output,
     log_tail,
     parse_report,
 )
@@ -291,7 +292,8 @@ def judge_job(pj: PlannedJob, res: JobResult, shrink_tolerance: float) -> JobJud
         reported_total=report.total, reported_ran=report.ran, reported_bad=bad, own_count=own,
         expect_tests=suite.expect_tests, narrowed=pj.selection.narrowed,
         expect_selected=len(pj.selection.tests) if pj.selection.tests is not None else None,
-        last_green_ran=pj.last_green_ran, shrink_tolerance=shrink_tolerance, runner_message=res.message)
+        last_green_ran=pj.last_green_ran, shrink_tolerance=shrink_tolerance, runner_message=res.message,
+        deselected=deselected_from_output(Path(pj.job.log_path)) if own is not None and report.ran == 0 else 0)
     findings = check_suite(ev)
     status = _status(findings, bad)
     message = "; ".join(f.message for f in findings)

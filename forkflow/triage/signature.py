@@ -44,7 +44,7 @@ MAX_SIGNATURE = 600
 # in the signature of errors that depend on it, environment and machine families (issue 32).
 # 4: InfiniBand completion errors, NCCL's warning behind a generic collective failure, lit test
 # ids keyed by their directory, and the further rules of the field corpus's second round.
-SIGNATURE_VERSION = 4
+SIGNATURE_VERSION = 5
 
 K = FailureKind
 
@@ -493,7 +493,12 @@ def strip_ansi(text: str) -> str:
 _PATH = re.compile(r"(?<![\w.:])(?:[A-Za-z]:)?(?:[\w.+@~-]*[/\\])++[\w.+@-]*")
 
 
+_ESCAPE = re.compile(r"[^/\\]*\\[ntr0]")  # `12\n`: a printed escape after a value, not a path
+
+
 def _last_part(m: re.Match[str]) -> str:
+    if _ESCAPE.fullmatch(m[0]):
+        return m[0]
     parts = re.split(r"[/\\]", m[0])
     if len(parts) >= 3 and parts[-1].isdigit() and parts[-2]:
         # a number is an index, not a name: gtest's `Suite/Test.Name/29`, `/proc/1234`
