@@ -294,7 +294,7 @@ def train_report(width: int = 1200) -> None:
 
     cases = real_corpus.load_field("train")
     sigs = [signature_of(c.text) for c in cases]
-    fams = [infra_family(s) for s in sigs]
+    fams = [f.value if f else "" for f in (infra_family(s) for s in sigs)]
     verdicts = [classify_failure(Failure(c.id, s), Evidence()).classification.value
                 for c, s in zip(cases, sigs)]
 
@@ -304,7 +304,7 @@ def train_report(width: int = 1200) -> None:
         body = "\n".join("      | " + ln for ln in text.splitlines())
         return (f"  - {c.id} [{c.klass}, {c.project}] cause {c.cause}\n    signature: {s.text}\n"
                 f"    env: {s.env or '-'}; verdict {verdicts[i]}"
-                f"{' (' + fams[i].value + ')' if fams[i] else ''}\n    fix: {c.fix}\n{body}")
+                f"{' (' + fams[i] + ')' if fams[i] else ''}\n    fix: {c.fix}\n{body}")
 
     by_cause: dict[str, list[int]] = {}
     by_key: dict[str, list[int]] = {}
@@ -327,8 +327,8 @@ def train_report(width: int = 1200) -> None:
         for i in idx:
             print(show(i))
     for name, klass, fam in FIELD_CLASSES:
-        miss = [i for i, c in enumerate(cases) if c.klass == klass and (fams[i] is None or fams[i].value != fam)]
-        false = [i for i, c in enumerate(cases) if c.klass != klass and fams[i] is not None and fams[i].value == fam]
+        miss = [i for i, c in enumerate(cases) if c.klass == klass and fams[i] != fam]
+        false = [i for i, c in enumerate(cases) if c.klass != klass and fams[i] == fam]
         print(f"== {name}: {len(miss)} misses")
         for i in miss:
             print(show(i))

@@ -531,3 +531,15 @@ def test_http_statuses_are_kept_and_tell_errors_apart() -> None:
     a = signature_of("error: HTTP Error 404: The specified blob does not exist.\n")
     b = signature_of("error: HTTP Error 409: The specified blob does not exist.\n")
     assert a.key != b.key
+
+
+def test_the_loader_hands_out_how_each_cause_was_established(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    url = next(f"https://github.com/o/r/issues/{i}" for i in range(30)
+               if real_corpus.field_split(f"https://github.com/o/r/issues/{i}") == "train")
+    (tmp_path / "a.jsonl").write_text(json.dumps({
+        "id": "e", "source_url": url, "project": "other", "surface": "log", "class": "code", "cause": "c",
+        "text": "x", "split": "train", "fix": "fixed by PR #12"}) + "\n")
+    [case] = real_corpus.load_field("train", tmp_path)
+    assert case.fix == "fixed by PR #12"
