@@ -68,7 +68,9 @@ def test_a_rule_the_forks_engineers_overruled_waits_for_a_person(cli, builder: F
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
     assert c["proposal_waiting"]
     text = cli("conflicts", "show", str(c["id"]), repo=fork).out
-    doc = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()["proposal"]
+    shown = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()
+    doc = shown["proposal"]
+    assert shown["agent_attempts"] == [] and "agent attempt" not in text  # a rule's proposal is no agent's
     assert "only whitespace" in doc["rule"] and doc["record"].startswith("0 of 2 past answers")
     assert "-x  =  1" in doc["diff"] and "+x = 999" in doc["diff"]
     assert "rule proposal" in text and "0 of 2 past answers" in text and "+x = 999" in text

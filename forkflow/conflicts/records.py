@@ -126,8 +126,12 @@ def add_attempt(s: Session, fid: int, a: Attempt) -> None:
                           duration_ms=a.duration_ms))
 
 
+RULE_BACKEND = "rule"  # trust.RULE_BACKEND: a resolver rule's proposal, logged beside the agent's attempts
+
+
 def attempts(s: Session, fid: int, upstream_sha: str | None = None) -> list[AttemptInfo]:
-    q = select(AgentAttemptRow).where(AgentAttemptRow.fork_id == fid)
+    """The agent's attempts (a rule's proposals share the log, and are shown as the proposal)."""
+    q = select(AgentAttemptRow).where(AgentAttemptRow.fork_id == fid, AgentAttemptRow.backend != RULE_BACKEND)
     if upstream_sha is not None:
         q = q.where(AgentAttemptRow.upstream_sha == upstream_sha)
     return [AttemptInfo(r.id, r.path, r.backend, r.outcome, r.reason, r.duration_ms)
