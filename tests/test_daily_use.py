@@ -303,3 +303,23 @@ def test_init_writes_a_suite_example_whose_test_ids_are_paths(builder: ForkBuild
     fork = triage_fork(builder, cli)
     example = [x for x in (fork / "forkflow.toml").read_text().splitlines() if "--junitxml" in x]
     assert example and all("-o junit_family=xunit1" in x for x in example)
+
+
+def test_a_suite_whose_paths_drifted_from_its_tests_is_a_finding(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    fork = triage_fork(builder, cli)
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + f"\n[[suite]]\nname = \"unit\"\ntier = \"L1\"\ncommand = '{PYTEST}'\n"
+                   "all_tests = \"tests\"\npaths = [\"src/**\"]\n"
+                   "env = { PYTEST_DISABLE_PLUGIN_AUTOLOAD = \"1\" }\n")
+    builder.fork_commit({"src/a.py": "A = 1\n", "tests/test_a.py": "def test_a():\n    pass\n"}, "[fork] a")
+    assert cli("validate", "--tier", "L1", repo=fork).rc == 0   # a full run: its tests are known
+    base = builder.f.head()
+    builder.fork_commit({"tests/test_a.py": "def test_a():\n    assert 1 == 2\n"}, "[fork] breaks its test")
+    r = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=fork)
+    doc = r.json()
+    assert r.rc == 1 and doc["not_selected"][0]["suite"] == "unit"
+    assert any("its own test file tests/test_a.py changed" in f for f in doc["findings"])
+    base = builder.f.head()
+    builder.fork_commit({"README": "words\n"}, "[fork] docs")
+    doc = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=fork).json()
+    assert any("match none of its 1 test files" in f for f in doc["findings"])

@@ -11,7 +11,7 @@ from forkflow.toml without being listed in `[validation] retired`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -31,6 +31,7 @@ class FindingKind(str, enum.Enum):
     COUNTS_DISAGREE = "counts-disagree"
     SUITE_REMOVED = "suite-removed"
     TIMEOUT = "timeout"
+    PATH_DRIFT = "path-drift"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +131,25 @@ def removed_suites(configured: Iterable[str], last_green: Iterable[str],
                     f"suite '{name}' ran in this tier's last green run but is no longer in "
                     "forkflow.toml; restore it, or list it in [validation] retired = [...] if the "
                     "removal is intended") for name in gone]
+
+
+def path_drift(suite: str, paths: Sequence[str], test_files: Iterable[str], changed: Iterable[str],
+               matches: Callable[[str, Sequence[str]], bool]) -> list[Finding]:
+    """A suite that selection skipped for a change, while its `paths` have drifted from its own
+    test files: one of its test files changed, or its paths match none of them (a change to its
+    tests can never select it).  `test_files` are the files of the tests it is known to have;
+    `matches` is selection's glob test.  Silence by selection is a failure like any other."""
+    if not paths:
+        return []
+    own = sorted(set(test_files))
+    touched = [p for p in sorted(set(changed)) if p in own]
+    if touched:
+        return [Finding(FindingKind.PATH_DRIFT, Severity.FAIL,
+                        f"suite '{suite}' was not selected although its own test file {touched[0]} changed: "
+                        f"its paths ({', '.join(paths)}) do not cover its tests; add their folder to paths")]
+    if own and not any(matches(f, paths) for f in own):
+        return [Finding(FindingKind.PATH_DRIFT, Severity.FAIL,
+                        f"suite '{suite}' was not selected, and its paths ({', '.join(paths)}) match none of "
+                        f"its {len(own)} test files (e.g. {own[0]}): a change to its tests never selects "
+                        "it; add their folder to paths")]
+    return []

@@ -52,16 +52,18 @@ from forkflow.tiers.runners.base import (
     RunnerOptions,
     make_runner,
 )
-from forkflow.tiers.saturation import Finding, Severity, SuiteEvidence, check_suite, removed_suites
+from forkflow.tiers.saturation import Finding, Severity, SuiteEvidence, check_suite, path_drift, removed_suites
 from forkflow.tiers.selection import (
     SelectionPlan,
     SuiteSelection,
     SuiteSpec,
+    file_of,
+    matches,
     node_id,
     run_everything,
     select,
 )
-from forkflow.tiers.journal import RunJournal
+from forkflow.tiers.journal import RunJournal, SuiteHistory
 from forkflow.tiers.tiers import (
     ReportFormat,
     RunStatus,
@@ -181,12 +183,29 @@ def plan_suites(all_suites: Sequence[Suite], tier: Tier, only: Sequence[str]) ->
 
 def plan_selection(v: Validator, suites: Sequence[Suite], sha: Sha, base: Sha | None,
                    forced: dict[str, tuple[str, ...]], budget: float, whole: bool = False,
+                   drift: list[str] | None = None,
                    ) -> tuple[SelectionPlan, dict[str, int | None]]:
     """Which suites and tests run, and each suite's last green test count (saturation).
 
     `whole` (an explicit --suite): the suites run whole; the changed files are still recorded
-    so the run teaches co-failure history.
+    so the run teaches co-failure history.  `drift` collects a finding for each suite selection
+    skipped whose paths drifted from its own test files (`saturation.path_drift`).
     """
+    plan, last_green, known = _plan_selection(v, suites, sha, base, forced, budget, whole)
+    if drift is not None:
+        for sel in plan.suites:
+            spec = next((s for s in suites if s.name == sel.suite), None)
+            if sel.run or spec is None:
+                continue
+            files = {file_of(t) for t in known[sel.suite].known}
+            drift += [f.message for f in path_drift(sel.suite, spec.paths, files, plan.changed_files,
+                                                    lambda p, g: matches(p, g))]
+    return plan, last_green
+
+
+def _plan_selection(v: Validator, suites: Sequence[Suite], sha: Sha, base: Sha | None,
+                    forced: dict[str, tuple[str, ...]], budget: float, whole: bool,
+                    ) -> tuple[SelectionPlan, dict[str, int | None], dict[str, SuiteHistory]]:
     known = v.journal.suite_history([(s.name, s.can_select_tests) for s in suites])
     last_green = {s.name: known[s.name].last_green_ran for s in suites}
     specs = [SuiteSpec(s.name, s.paths, s.can_select_tests, known[s.name].known) for s in suites]
@@ -196,15 +215,16 @@ def plan_selection(v: Validator, suites: Sequence[Suite], sha: Sha, base: Sha | 
     if forced:
         return SelectionPlan((), tuple(
             SuiteSelection(n, True, tuple(node_id(t) for t in ids) or None, ids or None, ("rerun",))
-            for n, ids in forced.items())), last_green
+            for n, ids in forced.items())), last_green, known
     if base is None:
-        return run_everything(specs), last_green
+        return run_everything(specs), last_green, known
     changed = sorted({f for files in v.repo.changed_files(
         [c.sha for c in v.repo.log(f"{base}..{sha}")]).values() for f in files})
     if whole:
         return SelectionPlan(tuple(changed), tuple(
-            SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), last_green
-    return select(changed, specs, history, recent, budget=budget), last_green
+            SuiteSelection(s.name, True, reasons=("named with --suite: runs whole",)) for s in specs)), \
+            last_green, known
+    return select(changed, specs, history, recent, budget=budget), last_green, known
 
 
 # -- step 4: jobs --------------------------------------------------------------------------------
@@ -369,14 +389,14 @@ def validate(v: Validator, req: ValidateRequest, reporter: Reporter | None = Non
     all_suites = v.suites
     sha, base = resolve_revs(v.repo, req.rev, req.changed_from)
     suites = plan_suites(all_suites, req.tier, req.suites or tuple(n for n, _ in req.forced))
-    plan, last_green = plan_selection(v, suites, sha, base, dict(req.forced),
-                                      settings.selection_budget, whole=bool(req.suites))
     run_findings: list[str] = []
+    plan, last_green = plan_selection(v, suites, sha, base, dict(req.forced),
+                                      settings.selection_budget, whole=bool(req.suites), drift=run_findings)
     inventory = tuple(s.name for s in suites_of(all_suites, req.tier))
     if not req.suites and not req.forced:
         green = v.journal.last_green_run(req.tier)
         if green is not None:
-            run_findings = [f.message for f in removed_suites(inventory, green.inventory, settings.retired)]
+            run_findings += [f.message for f in removed_suites(inventory, green.inventory, settings.retired)]
     worktree = WorktreeCache(v.repo).checkout(sha)
     for suite in suites:
         check_command(suite, worktree)
