@@ -443,3 +443,7 @@ def test_replay_carries_the_forks_own_merge_of_upstream_as_a_merge(tmp_path: Pat
     scratch = fork / ".git" / "forkflow" / "replay" / "repo.git"
     assert _git(fork, f"--git-dir={scratch}", "merge-base", "--is-ancestor", c, second["tip"]) == ""
     assert second["after"]["pending"] == 0  # after the fork's own merge, forkflow merged d
+    # the fork took b by its merge of c, ten hours after forkflow merged it: the lag forkflow saves
+    (b_landed,) = [x for x in first["landed"] if x["subject"] == "Add b (#1)"]
+    assert b_landed["fork_sha"] == _git(fork, "rev-parse", "main") and b_landed["taken_at"] > first["at"]
+    assert r.json()["summary"]["lag_saved_count"] >= 1

@@ -74,6 +74,7 @@ class Takes:
 
     by_upstream: dict[str, tuple[str, int]]  # upstream sha -> (fork sha, its date)
     by_fork: dict[str, tuple[str, ...]]  # fork sha -> upstream shas it took, upstream order
+    merges: frozenset[str] = frozenset()  # fork merges that took upstream commits (a merge fork's)
 
 
 CARRIED_NOTE = ("forkflow's branch carries from step to step: the fork's real commits of each step go on top "
@@ -257,16 +258,20 @@ class Replay:
         set_state(self.scratch, config, fork_tip, upstream_tip)
         ledger = self.engine.status(self.engine.fork("replay:takes"), fork_tip, upstream_tip)
         dates: dict[str, int] = {c.sha: c.date for c in repo.log(fork_tip, f"^{ledger.fork_point}")}
-        return takes_of(ledger, dates)
+        found = takes_of(ledger, dates)
+        if intake_of(config) != MERGE:
+            return found
+        return merged_takes(repo, config, ledger, found, self.request.since - self.request.every)
 
     def annotate(self, step: Step, takes: Takes) -> Step:
         """Each landed commit with the fork's real pick of it, and whether the changes agree."""
         out = []
-        self._patch_ids([takes.by_upstream[x.sha][0] for x in step.landed if x.sha in takes.by_upstream], takes)
+        self._patch_ids([takes.by_upstream[x.sha][0] for x in step.landed
+                         if x.sha in takes.by_upstream and takes.by_upstream[x.sha][0] in takes.by_fork], takes)
         for x in step.landed:
             fork_sha, taken_at = takes.by_upstream.get(x.sha, ("", 0))
             same = ""
-            if fork_sha and x.outcome == "applied":
+            if fork_sha and x.outcome == "applied" and fork_sha not in takes.merges:
                 same = self.compare(Sha(fork_sha), takes.by_fork[fork_sha], resolve=False)
             out.append(replace(x, fork_sha=fork_sha, taken_at=taken_at, same=same))
         return replace(step, landed=tuple(out))
@@ -316,6 +321,23 @@ def takes_of(ledger: Ledger, dates: Mapping[str, int]) -> Takes:
         by_upstream[e.commit.sha] = (f, dates[f])
         by_fork.setdefault(f, []).append(e.commit.sha)
     return Takes(by_upstream, {f: tuple(u) for f, u in by_fork.items()})
+
+
+def merged_takes(repo: Repo, config: Config, ledger: Ledger, takes: Takes, since: int) -> Takes:
+    """A merge fork's takes: each upstream commit a first-parent merge of the fork (dated from
+    `since` on) brought in, taken by that merge at its date, where no pick took it first."""
+    listed = {e.commit.sha for e in ledger.entries}
+    rows = repo.git("log", "--first-parent", "--merges", "--reverse", f"--since={since}", "--format=%H %ct %P",
+                    config.fork_ref).splitlines()
+    by_upstream = dict(takes.by_upstream)
+    merges: set[str] = set()
+    for row in rows:
+        sha, when, first, *others = row.split()
+        for u in repo.git("rev-list", *others, f"^{first}").split():
+            if u in listed and u not in by_upstream:
+                by_upstream[u] = (sha, int(when))
+                merges.add(sha)
+    return Takes(by_upstream, takes.by_fork, frozenset(merges))
 
 
 def compute_steps(run: Replay, todo: Sequence[Point], jobs: int) -> Iterator[Step]:
