@@ -44,6 +44,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "suite": (),
     "validation": ("runner", "ray_address", "retired", "shrink_tolerance", "jobs", "selection_budget"),
     "bisect": ("command",),
+    "l3": ("identity", "api", "token_env"),  # tiers/l3.py: whose account signs off
     "triage": ("reruns", "min_clean_reruns", "history_runs", "close_after", "sink", "markdown_dir",
                "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
                "gitlab_token_env", "agent_command", "agent_endpoint", "agent_model", "agent_key_env"),

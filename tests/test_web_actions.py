@@ -50,7 +50,8 @@ class Fork:
 
 
 @pytest.fixture
-def fork(builder: ForkBuilder, cli, tmp_path: Path) -> Fork:  # type: ignore[no-untyped-def]
+def fork(builder: ForkBuilder, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fork:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FORKFLOW_TOKEN_OWNER", "perf-oncall")  # whom the dashboard's token belongs to
     builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
@@ -135,7 +136,7 @@ def test_signoff_with_the_token_by_an_owner_is_recorded_and_logged(client: TestC
 def test_signoff_checks_owner_verdict_and_request(client: TestClient, fork: Fork) -> None:
     r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
                     json={"owner": "mallory", "verdict": "accept"})
-    assert r.status_code == 400 and "not an owner" in r.json()["error"]
+    assert r.status_code == 400 and "belongs to 'perf-oncall', not 'mallory'" in r.json()["error"]
     r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
                     json={"owner": "perf-oncall", "verdict": "maybe"})
     assert r.status_code == 400 and "accept or reject" in r.json()["error"]
@@ -330,3 +331,21 @@ def test_unit_rerun_lands_once_l1_passes_and_refuses_what_it_cannot_do(units: Un
     assert outcomes[0].startswith(f"refused: unit {units.ids['ops#2']} (ops#2) waits for ")
     assert outcomes[1:] == ["refused: unknown unit", "started", "done",
                             f"refused: unit {new['id']} (ops#1) already landed as {main2[:12]}; nothing to re-run"]
+
+
+@pytest.mark.security
+def test_signoff_is_bound_to_the_tokens_owner(client: TestClient, fork: Fork,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORKFLOW_TOKEN_OWNER")
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"owner": "perf-oncall", "verdict": "accept"})
+    assert r.status_code == 409 and "FORKFLOW_TOKEN_OWNER" in r.json()["error"]
+    monkeypatch.setenv("FORKFLOW_TOKEN_OWNER", "mallory")   # a token that is not an owner's
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"verdict": "accept"})
+    assert r.status_code == 400 and "'mallory' (owner of the dashboard's token) is not an owner" in r.json()["error"]
+    assert _signoffs(fork) == []
+    monkeypatch.setenv("FORKFLOW_TOKEN_OWNER", "perf-oncall")
+    r = client.post(f"/api/validation/l3/{fork.request_id}/signoff", headers={"X-Forkflow-Token": TOKEN},
+                    json={"verdict": "accept"})      # no name typed: the token's owner signs
+    assert r.status_code == 200 and _signoffs(fork) == [("perf-oncall", "accept")]

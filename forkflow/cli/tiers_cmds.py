@@ -164,21 +164,28 @@ def l3_run(
 @l3_app.command("signoff")
 def l3_signoff(
     request_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="The request id.")],
-    owner: Annotated[str, typer.Option("--owner", help="An owner listed for the suite.")],
     verdict: Annotated[str, typer.Option("--verdict", help="accept or reject.")],
+    owner: Annotated[str | None, typer.Option("--owner", help="Who you expect to sign as; must be the "
+                                              "account \\[l3] identity finds (a typed name is no identity).")] = None,
     note: Annotated[str, typer.Option("--note")] = "",
     json_out: JsonOpt = False,
     repo: RepoOpt = Path("."),
     store: StoreOpt = None,
 ) -> int:
-    """Sign off (accept or reject) a request's results, as one of the suite's owners."""
+    """Sign off (accept or reject) a request's results, as the account of your forge token."""
     try:
         v = l3_core.SignOff(verdict.lower())
     except ValueError:
         raise UserError(f"--verdict {verdict!r} must be accept or reject") from None
-    sid = l3_core.signoff(wiring.validator(open_context(repo, store)), request_id, owner, v, note)
-    print_json({"signoff_id": sid, "request_id": request_id, "verdict": v.value}) if json_out else \
-        console.print(f"request {request_id}: {v.value}ed by {escape(owner)}")
+    ctx = open_context(repo, store)
+    who = l3_core.cli_identity(ctx.config)
+    if owner is not None and owner != who.name:
+        raise UserError(f"--owner {owner!r} is not who signs off: the {who.how} is '{who.name}'; "
+                        "sign off with that person's own token")
+    sid = l3_core.signoff(wiring.validator(ctx), request_id, who, v, note)
+    print_json({"signoff_id": sid, "request_id": request_id, "verdict": v.value, "owner": who.name,
+                "identity": who.how}) if json_out else \
+        console.print(f"request {request_id}: {v.value}ed by {escape(who.name)} ({who.how})")
     return 0
 
 

@@ -5,6 +5,8 @@ token, are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
 
+import os
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -154,8 +156,20 @@ def _signoff(request: Request, request_id: int, owner: str, verdict: str, note: 
     except ValueError:
         record(request, "l3-signoff", target, "refused: bad verdict", verdict=verdict[:40])
         raise UserError(f"verdict must be accept or reject, not {verdict[:40]!r}") from None
+    who = os.environ.get("FORKFLOW_TOKEN_OWNER", "").strip()
+    if not who:
+        record(request, "l3-signoff", target, "refused: the token has no owner", owner=owner)
+        raise Unavailable("sign-offs are bound to the token's owner: start the dashboard with "
+                          "FORKFLOW_TOKEN_OWNER=LOGIN (the person the token belongs to), or sign off with "
+                          "`forkflow l3 signoff` and [l3] identity")
+    if owner and owner != who:
+        record(request, "l3-signoff", target, "refused: not the token's owner", owner=owner)
+        raise UserError(f"this dashboard's token belongs to '{who}', not '{owner[:80]}': it signs off only "
+                        "as its owner")
+    owner = who
     try:
-        sid = l3.signoff(wiring.validator(src.ctx), request_id, owner, chosen, note)
+        sid = l3.signoff(wiring.validator(src.ctx), request_id, l3.Identity(who, "owner of the dashboard's token"),
+                         chosen, note)
     except ForkflowError as e:
         record(request, "l3-signoff", target, f"refused: {e}", owner=owner)
         raise
