@@ -1,7 +1,8 @@
 """forkflow on a fork that merges upstream: Intel's intel-xpu-backend-for-triton against upstream Triton.
 
     python benchmarks/bench_merge_fork.py [--realfork DIR] [--since 2026-01-05] [--until 2026-04-30]
-                                          [--ingest-dates 2026-02-02,2026-02-16,2026-03-16,2026-03-30,2026-04-20,2026-04-27] [--json FILE]
+                                          [--ingest-dates 2026-02-02,2026-02-16,2026-03-16,2026-03-30,2026-04-20,2026-04-27]
+                                          [--replay-since 2026-03-02] [--json FILE]
 
 DIR (default /work/realfork) holds realfork's `work/comb.git` (extract.py: `refs/intel/main`, and
 `refs/upstream/main`, upstream Triton's main recovered as the first-parent chain of the second
@@ -217,6 +218,18 @@ def ingest_at(comb: Path, root: Path, scratch: Path, day: str) -> dict[str, Any]
     return row
 
 
+def replay_figures(repo: Path, since: str, until: str) -> dict[str, Any]:
+    """`forkflow replay --every week` over the window on the pair's fork (merge-mode steps)."""
+    _, out, took = forkflow("replay", "--since", since, "--until", until, "--every", "week", "--json", cwd=repo)
+    d = json.loads(out)
+    steps = [{"week": datetime.fromtimestamp(s["at"], timezone.utc).date().isoformat(),
+              "real_days": s["real"]["days_behind"], "real_pending": s["real"]["pending"],
+              "after_days": s["after"]["days_behind"], "after_pending": s["after"]["pending"],
+              "landed": len(s["landed"]), "carried": s["fork_applied"]} for s in d["steps"]]
+    keys = ("landed_commits", "lag_saved_median", "lag_saved_p90", "not_taken", "steps_open_not_larger")
+    return {"seconds": round(took, 1), "steps": steps, "summary": {k: d["summary"][k] for k in keys}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--realfork", default="/work/realfork")
@@ -225,6 +238,7 @@ def main() -> None:
     ap.add_argument("--ingest-dates", default="2026-02-02,2026-02-16,2026-03-16,2026-03-30,2026-04-20,2026-04-27")
     ap.add_argument("--scratch", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--replay-since", default="", help="also replay weekly from this date to --until")
     a = ap.parse_args()
     root = Path(a.realfork)
     comb = root / "work" / "comb.git"
@@ -247,6 +261,8 @@ def main() -> None:
         "backfill": backfill_vs_truth(repo, a.since, a.until),
         "ingest": [ingest_at(comb, root, scratch, d) for d in a.ingest_dates.split(",") if d],
     }
+    if a.replay_since:
+        result["replay"] = replay_figures(scratch_clone(pair, scratch), a.replay_since, a.until)
     text = json.dumps(result, indent=1)
     print(text)
     if a.json:
