@@ -447,3 +447,33 @@ def test_replay_carries_the_forks_own_merge_of_upstream_as_a_merge(tmp_path: Pat
     (b_landed,) = [x for x in first["landed"] if x["subject"] == "Add b (#1)"]
     assert b_landed["fork_sha"] == _git(fork, "rev-parse", "main") and b_landed["taken_at"] > first["at"]
     assert r.json()["summary"]["lag_saved_count"] >= 1
+
+
+def test_merge_ingest_with_review_proposes_the_merge_and_lands_it_once_approved(  # type: ignore[no-untyped-def]
+        conflicting: ForkBuilder, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from forkflow.git.run import run_git
+    from tests.fakeforge import FakeForge
+
+    fork = _init(conflicting, cli, intake="merge")
+    origin = tmp_path / "origin.git"
+    run_git("clone", "-q", "--bare", str(fork), str(origin), cwd=tmp_path)
+    _git(fork, "remote", "add", "origin", str(origin))
+    with FakeForge(tokens={"tok": "write"}, git_dir=str(origin)) as forge:
+        monkeypatch.setenv("FORGE_TOKEN", "tok")
+        text = (fork / "forkflow.toml").read_text().replace("\n[ingest]\n", '\n[ingest]\nland = "review"\n', 1)
+        text += (f'\n[ingest.review]\nsink = "github"\ngithub_repo = "team/triton"\n'
+                 f'github_api = "{forge.url}/github"\ngithub_token_env = "FORGE_TOKEN"\n')
+        (fork / "forkflow.toml").write_text(text)
+        main = _git(fork, "rev-parse", "main")
+        r = cli("ingest", "--land", "--json", repo=fork)
+        doc = r.json()
+        assert r.rc == 4 and doc["proposed"] and not doc["landed"]
+        assert _git(fork, "rev-parse", "main") == main  # nothing lands before review
+        (pull,) = forge.pulls("team/triton")
+        assert cli("ingest", "--land", "--json", repo=fork).json()["proposed"]
+        assert len(forge.pulls("team/triton")) == 1  # one merge in review at a time
+        forge.review("team/triton", pull["number"], "maintainer")
+        r = cli("ingest", "--land", "--json", repo=fork)
+        assert _git(fork, "rev-parse", "main") == doc["candidate"]  # the approved merge landed
+        assert _git(fork, "rev-parse", "main^2") == _git(fork, "rev-parse", "upstream/main~3")
+        assert any("landed" in n for n in r.json()["notes"])

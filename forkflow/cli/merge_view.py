@@ -11,7 +11,8 @@ from forkflow.landing.ingest import Mode, check_push_remote
 from forkflow.landing.lock import fork_lock
 from forkflow.landing.merge_intake import ConflictDesk, MergeReport, merge_intake
 from forkflow.landing.settings import ingest_settings
-from forkflow.landing.wired import select_gate
+from forkflow.landing.review import review_settings
+from forkflow.landing.wired import reviewer_of, select_gate
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.render import EXIT_FAILED, EXIT_NEEDS_PERSON, EXIT_OK, conflict_owners
 
@@ -27,10 +28,20 @@ def merge_ingest(ctx: Context, mode: Mode, until: str | None, push: bool, json_o
         with fork_lock(ctx.repo, ctx.store, ctx.fork_id):
             if mode is Mode.LAND:
                 refuse_dirty_work_trees(ctx.repo, ctx.config)
+            review = review_settings(ctx.config) if mode is Mode.LAND else None
+            reviewer = reviewer_of(ctx, review) if review is not None else None
+            settled = reviewer.settle() if reviewer is not None else []
+            waiting = [detail for name, outcome, detail in settled if outcome == "open" and name.startswith("merge-")]
             gate = select_gate(ctx, settings)
             try:
-                report = merge_intake(ctx.repo, ctx.config, gate, mode.value, until,
-                                      ConflictDesk(ctx.store, ctx.fork_id, True))
+                if waiting:  # one merge in review at a time: the next one is made on top of it
+                    report = merge_intake(ctx.repo, ctx.config, gate, "dry-run", until,
+                                          ConflictDesk(ctx.store, ctx.fork_id, False))
+                    report.proposed = waiting[0]
+                else:
+                    report = merge_intake(ctx.repo, ctx.config, gate, mode.value, until,
+                                          ConflictDesk(ctx.store, ctx.fork_id, True), proposer=reviewer)
+                report.notes[:0] = [f"review {name}: {outcome}: {detail}" for name, outcome, detail in settled]
             finally:
                 close = getattr(gate, "close", None)
                 if close is not None:
@@ -49,9 +60,10 @@ def merge_ingest(ctx: Context, mode: Mode, until: str | None, push: bool, json_o
 
 
 def exit_of(report: MergeReport) -> int:
-    if report.passed is False or (report.mode == "land" and report.candidate and not report.landed):
+    if report.passed is False or (report.mode == "land" and report.candidate and not report.landed
+                                  and not report.proposed):
         return EXIT_FAILED
-    if report.next_conflict is not None:
+    if report.next_conflict is not None or report.proposed:
         return EXIT_NEEDS_PERSON
     return EXIT_OK
 
@@ -71,10 +83,12 @@ def render(r: MergeReport, owner: str) -> None:
     if r.target is not None:
         what = {"dry-run": "would merge", "validate": "validated the merge of", "land": "merged"}[r.mode]
         if r.mode == "land" and not r.landed:
-            what = "did not land the merge of"
+            what = "proposed the merge of" if r.proposed else "did not land the merge of"
         console.print(f"{what} {r.merged} commit(s) up to {short(r.target)}"
                       + (f" as {short(r.candidate)}" if r.candidate else "")
                       + (f"; L1: {escape(r.gate)}" if r.gate else ""), highlight=False)
+    if r.proposed:
+        console.print(f"the merge waits for review: {escape(r.proposed)}", highlight=False)
     for path, resolver in sorted(r.resolved_by.items()):
         console.print(f"  resolved {escape(path)} ({escape(resolver)})", highlight=False)
     nxt = r.next_conflict

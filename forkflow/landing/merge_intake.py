@@ -32,6 +32,7 @@ from forkflow.git.commits import merge_commits, resolved_merge, write_merge
 from forkflow.git.pick import MemoryPicker, MissingBlob, PathConflict, touches_own_files
 from forkflow.git.repo import Repo
 from forkflow.landing.gate import Gate
+from forkflow.landing.ingest import Proposer, ReviewMember
 from forkflow.landing.settings import ingest_settings
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger.evidence import pr_number
@@ -68,6 +69,7 @@ class MergeReport:
     gate: str = ""
     passed: bool | None = None
     landed: bool = False
+    proposed: str = ""  # `[ingest] land = "review"`: the request the merge waits in
     tip: Sha = Sha("")
     next_conflict: NextConflict | None = None
     seconds: float = 0.0
@@ -80,7 +82,8 @@ class MergeReport:
             "upstream_tip": self.upstream_tip, "pending": self.pending, "target": self.target,
             "clean_target": self.clean_target, "resolved_by": dict(self.resolved_by),
             "merged": self.merged, "prs": list(self.prs), "trials": self.trials, "candidate": self.candidate,
-            "gate": self.gate, "passed": self.passed, "landed": self.landed, "tip": self.tip,
+            "gate": self.gate, "passed": self.passed, "landed": self.landed, "proposed": self.proposed,
+            "tip": self.tip,
             "next": None if nxt is None else {"sha": nxt.sha, "subject": nxt.subject, "files": list(nxt.files),
                                               "reason": nxt.reason},
             "seconds": round(self.seconds, 2), "notes": list(self.notes),
@@ -175,9 +178,12 @@ MERGE_CHAIN = "merge"  # the `chain` of a merge's conflicts in `forkflow conflic
 
 
 def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "validate",
-                 until: str | None = None, desk: ConflictDesk | None = None) -> MergeReport:
+                 until: str | None = None, desk: ConflictDesk | None = None,
+                 proposer: Proposer | None = None) -> MergeReport:
     """Merge the newest cleanly mergeable upstream commit into the fork branch (see the module);
-    where the first conflicting commit's merge is settled by the resolvers, that one instead."""
+    where the first conflicting commit's merge is settled by the resolvers, that one instead.
+    With `proposer` (`[ingest] land = "review"`), a merge that passed L1 is proposed for review
+    instead of landed; the review's approval lands it (landing/review.py)."""
     start = time.monotonic()
     if mode not in ("dry-run", "validate", "land"):
         raise UserError(f"unknown mode {mode!r}")
@@ -262,6 +268,11 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     report.gate, report.passed = result.summary, result.passed
     if not result.passed:
         report.notes.append(f"L1 failed on the merge of {target[:12]}: {result.summary}; nothing landed")
+    elif mode == "land" and proposer is not None:
+        members = [ReviewMember(sha, subj, pr_number(subj), "merged with the upstream commits before it")
+                   for sha, subj in merged]
+        report.proposed = proposer.propose(None, f"merge-{target[:12]}", "merge", candidate, fork_tip, members,
+                                           result.summary, [])
     elif mode == "land":
         if repo.update_ref(config.fork_ref, candidate, fork_tip, message=f"forkflow: merge upstream {target[:12]}"):
             report.landed, report.tip = True, candidate
