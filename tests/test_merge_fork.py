@@ -477,3 +477,15 @@ def test_merge_ingest_with_review_proposes_the_merge_and_lands_it_once_approved(
         assert _git(fork, "rev-parse", "main") == doc["candidate"]  # the approved merge landed
         assert _git(fork, "rev-parse", "main^2") == _git(fork, "rev-parse", "upstream/main~3")
         assert any("landed" in n for n in r.json()["notes"])
+
+
+def test_a_merge_conflict_a_person_merged_by_hand_is_closed(conflicting: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    b = conflicting
+    fork = _init(b, cli, intake="merge")
+    c4 = _git(fork, "rev-parse", "upstream/main~2")
+    assert cli("ingest", "--land", "--json", repo=fork).rc == 4
+    assert [x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"] if x["upstream_sha"] == c4]
+    b.f.git("merge", "-q", "--no-ff", "-X", "ours", "-m", f"Merge commit '{c4}'", c4, env=b.f.env())
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    assert doc["landed"] and doc["target"] == _git(fork, "rev-parse", "upstream/main")
+    assert not [x for x in cli("conflicts", "--json", repo=fork).json()["conflicts"] if x["upstream_sha"] == c4]

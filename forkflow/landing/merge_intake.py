@@ -164,6 +164,18 @@ class ConflictDesk:
                                          kind=case.kind.value, chain=MERGE_CHAIN, base_sha=base, key=case.key,
                                          marked=case.marked if case.segments else "", tried=tried)
 
+    def close_taken(self, repo: Repo, fork_tip: Sha) -> None:
+        """Close the open conflicts of upstream commits the fork branch now reaches (a merge landed
+        after review, or a person merged by hand)."""
+        if self.store is None or self.fork_id is None or not self.writes:
+            return
+        with self.store.session_scope() as s:
+            open_ = {c.upstream_sha for c in crecords.conflicts(s, self.fork_id, "open")}
+        taken = [sha for sha in sorted(open_) if repo.is_ancestor(sha, fork_tip)]
+        if taken:
+            with self.store.connection_scope() as s:
+                crecords.close_conflicts(s, self.fork_id, taken)
+
     def landed(self, merged: Sequence[Sha], used: Sequence[tuple[ConflictCase, tuple[str, ...], str]]) -> None:
         if self.store is None or self.fork_id is None or not self.writes:
             return
@@ -187,10 +199,14 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     start = time.monotonic()
     if mode not in ("dry-run", "validate", "land"):
         raise UserError(f"unknown mode {mode!r}")
+    if mode != "dry-run" and gate is None:
+        raise UserError("no L1 gate: set [ingest] l1_command in forkflow.toml")
     fork_tip, upstream_tip = check_repo(repo, config)
     merge_base = repo.merge_base(fork_tip, upstream_tip)
     if merge_base is None:
         raise UserError(f"fork branch '{config.fork_branch}' and upstream share no history; check --upstream")
+    desk = desk or ConflictDesk(None, None, False)
+    desk.close_taken(repo, fork_tip)
     top = upstream_tip
     if until is not None:
         found = repo.resolve(until)
@@ -234,8 +250,7 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
         if k + 1 not in seen:
             clean(k + 1)
         report.next_conflict = NextConflict(first, subjects.get(first, ""), tuple(c.path for c in seen[k + 1]))
-        settled = _settle(repo, config, picker, first, merge_base, seen[k + 1], desk or ConflictDesk(None, None, False),
-                          mode, fork_tip, used)
+        settled = _settle(repo, config, picker, first, merge_base, seen[k + 1], desk, mode, fork_tip, used)
         if settled is not None:  # the resolvers settled the merge of the first conflicting commit
             report.resolved_by = {case.path: resolver for case, _, resolver in used}
             report.notes.append(f"the merge of {first[:12]} conflicted in {len(used)} file(s), settled by "
@@ -262,8 +277,7 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
                             merge_message(config, merge_base, target, merged, report.next_conflict))
     picker.flush([candidate])  # git (and the gate's work tree) sees it from here
     report.candidate = candidate
-    if gate is None:
-        raise UserError("no L1 gate: set [ingest] l1_command in forkflow.toml")
+    assert gate is not None
     result = gate.check(candidate, fork_tip)
     report.gate, report.passed = result.summary, result.passed
     if not result.passed:
@@ -276,7 +290,7 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     elif mode == "land":
         if repo.update_ref(config.fork_ref, candidate, fork_tip, message=f"forkflow: merge upstream {target[:12]}"):
             report.landed, report.tip = True, candidate
-            (desk or ConflictDesk(None, None, False)).landed([s for s, _ in merged], used)
+            desk.landed([s for s, _ in merged], used)
             report.notes += catch_up_work_trees(repo, config, fork_tip, candidate)  # a checkout of the branch follows
         else:
             report.notes.append(f"the fork branch moved while L1 ran (it is no longer {fork_tip[:12]}); "
