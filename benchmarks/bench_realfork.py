@@ -25,7 +25,8 @@ and makes the gate fail every candidate that carries one (an `Upstream-Commit:` 
 FORKFLOW_BASE and FORKFLOW_REV).  Every run of the gate writes its start, end and revision to a
 log, from which come the gate runs, the gate-seconds (their sum) and the gate wall (their union).
 `--runners N` and `--max-batch W` set `[ingest] runners` and `max_batch`; `--tree DIR` runs the
-forkflow of another checkout (say, an older commit's `git worktree`), which then gets neither key.
+forkflow of another checkout (say, an older commit's `git worktree`), which gets neither key when
+it has no landing queue (`forkflow/landing/queue.py`).
 The naive baseline's gate is one run per clean commit, one after the other: S x clean seconds.
 """
 from __future__ import annotations
@@ -203,7 +204,8 @@ def main() -> None:
         l1 = "true" if args.gate_sleep <= 0 and not seeded else gate_command(gate_log, args.gate_sleep, seeded)
         if l1 == "true":  # still counted: a run is a line
             l1 = gate_command(gate_log, 0, [])
-        keys = "" if TREE else f"runners = {args.runners}\n" + (f"max_batch = {args.max_batch}\n" if args.max_batch else "")
+        queue = not TREE or (TREE[0] / "forkflow" / "landing" / "queue.py").exists()  # a tree that reads the keys
+        keys = f"runners = {args.runners}\n" + (f"max_batch = {args.max_batch}\n" if args.max_batch else "") if queue else ""
         with (down / "forkflow.toml").open("a") as f:
             f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n{keys}")
         git(down, "update-index", "--assume-unchanged", "forkflow.toml", ok=(0, 128))

@@ -112,6 +112,7 @@ def test_a_red_batch_is_bisected_its_failing_commits_held_the_rest_landed(cli, b
     assert {u["status"] for u in doc["units"]} <= {"landed", "failed"}
 
 
+@pytest.mark.security
 def test_a_commit_that_passes_alone_and_fails_only_with_another_is_held_naming_the_failure(  # type: ignore[no-untyped-def]
         cli, builder: ForkBuilder, tmp_path: Path) -> None:
     log = tmp_path / "runs"
@@ -135,6 +136,7 @@ def test_a_commit_that_passes_alone_and_fails_only_with_another_is_held_naming_t
     assert not (tree / "left.flag").exists() and (tree / "right.flag").exists()
 
 
+@pytest.mark.security
 def test_a_gate_that_hangs_times_out_and_only_the_hanging_commit_is_held(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
                                                                          tmp_path: Path) -> None:
     log = tmp_path / "runs"
@@ -220,6 +222,7 @@ def test_runners_validate_speculative_stacks_at_once(cli, builder: ForkBuilder, 
     assert "forkflow-l1-" not in _git(fork, "worktree", "list")  # every runner's work tree removed
 
 
+@pytest.mark.security
 def test_the_fork_branch_moved_by_a_person_while_a_stack_validates_is_validated_again(  # type: ignore[no-untyped-def]
         cli, builder: ForkBuilder, tmp_path: Path) -> None:
     log, flag = tmp_path / "runs", tmp_path / "moved"
