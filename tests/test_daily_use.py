@@ -323,3 +323,18 @@ def test_a_suite_whose_paths_drifted_from_its_tests_is_a_finding(builder: ForkBu
     builder.fork_commit({"README": "words\n"}, "[fork] docs")
     doc = cli("validate", "--tier", "L1", "--changed-from", base, "--json", repo=fork).json()
     assert any("match none of its 1 test files" in f for f in doc["findings"])
+
+
+def test_a_candidates_l1_is_its_gate_run_with_the_reruns_under_it(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.web import reads
+
+    fork = triage_fork(builder, cli)
+    ctx = open_context(fork)
+    base = builder.f.head()
+    cand = builder.fork_commit({"g.py": "G = 2\n"}, "[fork] unit")
+    gate = add_run(ctx, cand, [("test_mm", F, CUDA)] + [(f"test_{i}", P, "") for i in range(9)],
+                   base=base, trigger="gate")
+    reruns = [add_run(ctx, cand, [("test_mm", F, CUDA)], base=base, parent=gate, trigger="rerun") for _ in range(9)]
+    with ctx.store.session_scope() as s:
+        [run] = reads.runs_at(s, ctx.fork_id, [cand])[Sha(cand)]
+    assert run.id == gate and run.reruns == tuple(reruns)

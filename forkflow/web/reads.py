@@ -10,7 +10,7 @@ import threading
 from operator import itemgetter
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import func, or_, select
@@ -160,6 +160,7 @@ class RunBrief:
     trigger: str
     started_at: datetime
     summary: str
+    reruns: tuple[int, ...] = ()    # the reruns of its failed tests (runs_at), oldest first
 
 
 def _brief(r: ValidationRunRow) -> RunBrief:
@@ -234,14 +235,23 @@ def tip_health(s: Session, fid: int, tip: str | None = None) -> TipHealth | None
 
 
 def runs_at(s: Session, fid: int, revs: Sequence[str]) -> dict[Sha, list[RunBrief]]:
-    """Validation runs of the given fork commits (a unit's candidate: its L1), newest first."""
+    """Validation runs of the given fork commits (a unit's candidate: its L1), newest first.
+
+    A rerun is not a run of its own here: it is listed in its run's `reruns`, so a unit's L1
+    is its gate run, never a one-test rerun that came after it."""
     out: dict[Sha, list[RunBrief]] = defaultdict(list)
     for i in range(0, len(revs), 500):
         q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid,
                                             ValidationRunRow.rev.in_(list(revs[i:i + 500])))
              .order_by(ValidationRunRow.id.desc()))
-        for r in s.scalars(q):
-            out[Sha(r.rev)].append(_brief(r))
+        rows = list(s.scalars(q))
+        reruns: dict[int, list[int]] = defaultdict(list)
+        for r in rows:
+            if r.parent_run_id is not None:
+                reruns[r.parent_run_id].append(r.id)
+        for r in rows:
+            if r.parent_run_id is None:
+                out[Sha(r.rev)].append(replace(_brief(r), reruns=tuple(sorted(reruns.get(r.id, ())))))
     return out
 
 
