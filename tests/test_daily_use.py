@@ -290,6 +290,10 @@ def test_a_suite_whose_selection_deselects_everything_says_so(builder: ForkBuild
     r = cli("validate", "--tier", "L1", "--json", repo=fork)
     [finding] = r.json()["findings"]
     assert r.rc == 1 and "2 deselected" in finding and "crashed" not in finding
+    # the suite's failure is grouped by why it did not run, not by the count its log printed
+    [f] = cli("triage", "--json", "--reruns", "0", repo=fork).json()["failures"]
+    assert f["test"] == "[unit]" and "deselected in" not in f["signature"]
+    assert f["signature"].startswith("GENERIC: suite 'unit'")
 
 
 def test_a_printed_escape_after_a_number_is_kept_in_the_signature() -> None:

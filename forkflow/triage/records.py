@@ -60,6 +60,10 @@ def _source_signature(message: str, log_path: str, synthetic: bool, window: str)
     if synthetic or not message.strip():
         path = Path(log_path) if log_path else None
         if path is not None and path.is_file():
+            if synthetic:
+                from forkflow.triage.triage import finding_signature
+
+                return finding_signature(signature_of_file(path), message)
             return signature_of_file(path)
         if window:
             return signature_of(window)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from forkflow.tiers.tiers import RunStatus, Suite
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
 from forkflow.triage.journal import Rerunner, TriageJournal
-from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup
+from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup, FailureKind, Signature
 from forkflow.triage.signature import signature_of, signature_of_file
 
 if TYPE_CHECKING:
@@ -98,8 +99,18 @@ def rerun_passes(tests: Sequence[str], got: dict[str, TestOutcome]) -> dict[str,
 def _signature(message: str, log_path: str, synthetic: bool) -> Any:
     path = Path(log_path) if log_path else None
     if (synthetic or not message.strip()) and path is not None and path.is_file():
-        return signature_of_file(path)
+        return finding_signature(signature_of_file(path), message) if synthetic else signature_of_file(path)
     return signature_of(message)
+
+
+def finding_signature(from_log: Signature, message: str) -> Signature:
+    """A suite's own failure (`[suite]`) whose log holds no error (a GENERIC summary line such as
+    `284 deselected in 0.1s`, or nothing) is keyed by its saturation finding, the first part of
+    its message: one group per reason a suite did not run, not one per count in its log."""
+    finding = message.split("\n--- log tail ---", 1)[0].strip()
+    if from_log.kind not in (FailureKind.GENERIC, FailureKind.NO_OUTPUT) or not finding:
+        return from_log
+    return dc_replace(signature_of(finding.splitlines()[0]), excerpt=from_log.excerpt, line=from_log.line)
 
 
 def failures_of_run(journal: TriageJournal, run_id: int) -> list[Failure]:
