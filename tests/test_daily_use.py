@@ -342,3 +342,51 @@ def test_a_candidates_l1_is_its_gate_run_with_the_reruns_under_it(builder: ForkB
     with ctx.store.session_scope() as s:
         [run] = reads.runs_at(s, ctx.fork_id, [cand])[Sha(cand)]
     assert run.id == gate and run.reruns == tuple(reruns)
+
+
+def test_the_gate_names_a_new_test_once_whatever_its_suites(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.triage.gate import new_names
+
+    fork = triage_fork(builder, cli)
+    ctx = open_context(fork)
+    base = builder.f.head()
+    unit = builder.fork_commit({"g.py": "G = 2\n"}, "[fork] unit")
+    with ctx.store.session_scope() as s:   # one run, the same test failing in two suites
+        run_id, jobs = tq.create_run(s, ctx.fork_id, tq.NewRun(Tier.L1, Sha(unit), Sha(base), "local", "gate", 0,
+                                                               (), ("unit", "gpu"), {}),
+                                     [tq.NewJob(n, "pytest", "", "", "", False, None, None) for n in ("unit", "gpu")])
+        for job in jobs:
+            tq.finish_job(s, job, tq.JobFinish(RunStatus.FAIL, 1, 1.0, "", 1, 1, None, (), (), 1),
+                          [TestResult("test_mm", F, 0.1, CUDA)])
+        tq.finish_run(s, run_id, RunStatus.FAIL, "", ())
+    verdicts = triage_run(wiring.triager(ctx), run_id, settings=TriageSettings(reruns=0)).verdicts
+    assert sorted(v.failure.job for v in verdicts) == ["gpu", "unit"]
+    assert new_names(verdicts) == "test_mm"
+
+
+def test_the_l3_page_does_not_suggest_a_token_on_the_command_line(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from forkflow.web.app import create_app
+
+    fork = triage_fork(builder, cli)
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + "\n[[suite]]\nname = \"soak\"\ntier = \"L3\"\ncommand = \"true\"\n"
+                   "report = \"metrics\"\nowners = [\"alice\"]\n")
+    rid = cli("l3", "request", "soak", "--json", repo=fork).json()["request_id"]
+    with TestClient(create_app(open_context(fork), None)) as c:
+        html = c.get(f"/validation/l3/{rid}").text
+    assert "serve --token" not in html and "FORKFLOW_TOKEN=" in html and "--owner NAME" not in html
+
+
+def test_the_documented_github_step_files_on_a_red_nightly_under_bash_e(pyfork: Path, builder: ForkBuilder) -> None:
+    text = (DOCS / "automation.md").read_text()
+    block = text.split("      - name: nightly, detect, bisect, issues\n", 1)[1].split("run: |\n", 1)[1]
+    script = "\n".join(x[10:] for x in block.split("\n      - name:")[0].splitlines() if x.startswith(" " * 10))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    ok = subprocess.run(["bash", "-e", "-c", script], cwd=pyfork, capture_output=True, text=True, env=env, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    builder.fork_commit({"lib.py": "def value():\n    return 3\n"}, "[fork] change value")
+    red = subprocess.run(["bash", "-e", "-c", script], cwd=pyfork, capture_output=True, text=True, env=env, timeout=300)
+    assert red.returncode == 1 and "open" in red.stdout   # GitHub's bash -e still reaches issues sync
+    assert len(list((pyfork / ".git" / "forkflow" / "issues").glob("*.md"))) == 1

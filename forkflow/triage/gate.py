@@ -93,9 +93,7 @@ class TierGate:
             verdicts = list(triage_run(self.triager, run_id).verdicts)
         blocking = [v for v in verdicts if v.classification is Classification.NEW]
         if blocking:
-            tests = list(dict.fromkeys(v.failure.test for v in blocking))  # once, whatever its suites
-            names = ", ".join(tests[:5]) + (f" and {len(tests) - 5} more" if len(tests) > 5 else "")
-            return GateResult(False, f"{result.summary}; NEW failures: {names}", run_id)
+            return GateResult(False, f"{result.summary}; NEW failures: {new_names(blocking)}", run_id)
         doubtful = [v for v in verdicts if v.classification in CONFIRM]
         confirmed = ""
         if doubtful:
@@ -121,6 +119,12 @@ class TierGate:
         named = "; ".join(f"{v.failure.test} ({v.classification.value}: {v.reason[:80]}) "
                           f"{_outcome_word(got.get(v.failure.test))}" for v in failed[:5])
         return GateResult(False, f"{result.summary}; not confirmed by rerun {out.run_id}: {named}", run_id)
+
+
+def new_names(blocking: Sequence[Diagnosis], most: int = 5) -> str:
+    """The NEW tests of a gate's summary, each once whatever the number of suites it failed in."""
+    tests = list(dict.fromkeys(v.failure.test for v in blocking))
+    return ", ".join(tests[:most]) + (f" and {len(tests) - most} more" if len(tests) > most else "")
 
 
 def _passed_again(test: str, got: dict[str, TestOutcome], status: RunStatus) -> bool:
