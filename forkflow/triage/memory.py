@@ -33,7 +33,7 @@ def test_history(journal: TriageJournal, tests: Iterable[str], limit: int = 50,
                  exclude_run: int | None = None) -> dict[str, list[HistoryPoint]]:
     """Each test's outcomes in the newest `limit` finished runs of every tier (reruns included),
     oldest first; `exclude_run` and its reruns are left out (the run being triaged)."""
-    from forkflow.triage.triage import failures_of_run
+    from forkflow.triage.failures import failures_of_run
 
     wanted = set(tests)
     runs = [r for r in journal.latest_runs(None, limit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +52,16 @@ def _failure_rows(s: Session, run_id: int) -> list[tuple[FailureRow, FailureGrou
         FailureRow.run_id == run_id).order_by(FailureRow.id)).all()]
 
 
+def finding_signature(from_log: Signature, message: str) -> Signature:
+    """A suite's own failure (`[suite]`) whose log holds no error (a GENERIC summary line such as
+    `284 deselected in 0.1s`, or nothing) is keyed by its saturation finding, the first part of
+    its message: one group per reason a suite did not run, not one per count in its log."""
+    finding = message.split("\n--- log tail ---", 1)[0].strip()
+    if from_log.kind not in (FailureKind.GENERIC, FailureKind.NO_OUTPUT) or not finding:
+        return from_log
+    return replace(signature_of(finding.splitlines()[0]), excerpt=from_log.excerpt, line=from_log.line)
+
+
 def _source_signature(message: str, log_path: str, synthetic: bool, window: str) -> Signature | None:
     """The signature from what triage computed it from: the test's message, kept in the store,
     or the job's log when the message is empty or the failure is a job's (`[suite]`), else the
@@ -61,8 +71,6 @@ def _source_signature(message: str, log_path: str, synthetic: bool, window: str)
         path = Path(log_path) if log_path else None
         if path is not None and path.is_file():
             if synthetic:
-                from forkflow.triage.triage import finding_signature
-
                 return finding_signature(signature_of_file(path), message)
             return signature_of_file(path)
         if window:

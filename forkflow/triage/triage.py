@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from dataclasses import replace as dc_replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forkflow.config import Config, config_error
@@ -22,8 +20,8 @@ from forkflow.tiers.tiers import RunStatus, Suite
 from forkflow.triage.classify import Evidence, FlakyPolicy, HistoryPoint, classify
 from forkflow.triage.group import group_failures
 from forkflow.triage.journal import Rerunner, TriageJournal
-from forkflow.triage.models import Classification, Diagnosis, Failure, FailureGroup, FailureKind, Signature
-from forkflow.triage.signature import signature_of, signature_of_file
+from forkflow.triage.failures import failures_of_run as failures_of_run  # re-exported: callers read it here
+from forkflow.triage.models import Classification, Diagnosis, FailureGroup
 
 if TYPE_CHECKING:
     from forkflow.tiers.validate import Validator
@@ -94,40 +92,6 @@ def rerun_passes(tests: Sequence[str], got: dict[str, TestOutcome]) -> dict[str,
     (it was counted as passed when the rerun as a whole passed, making failures FLAKY), and one
     skipped on the rerun did not pass either: a skip says nothing about the failure."""
     return {t: got.get(t) is TestOutcome.PASS for t in tests}
-
-
-def _signature(message: str, log_path: str, synthetic: bool) -> Any:
-    path = Path(log_path) if log_path else None
-    if (synthetic or not message.strip()) and path is not None and path.is_file():
-        return finding_signature(signature_of_file(path), message) if synthetic else signature_of_file(path)
-    return signature_of(message)
-
-
-def finding_signature(from_log: Signature, message: str) -> Signature:
-    """A suite's own failure (`[suite]`) whose log holds no error (a GENERIC summary line such as
-    `284 deselected in 0.1s`, or nothing) is keyed by its saturation finding, the first part of
-    its message: one group per reason a suite did not run, not one per count in its log."""
-    finding = message.split("\n--- log tail ---", 1)[0].strip()
-    if from_log.kind not in (FailureKind.GENERIC, FailureKind.NO_OUTPUT) or not finding:
-        return from_log
-    return dc_replace(signature_of(finding.splitlines()[0]), excerpt=from_log.excerpt, line=from_log.line)
-
-
-def failures_of_run(journal: TriageJournal, run_id: int) -> list[Failure]:
-    """The failures of a run with their signatures (computed once, then read from the store)."""
-    known = journal.stored_failures(run_id)
-    if known is not None:
-        return known
-    jobs = {j.id: j for j in journal.jobs_of_run(run_id)}
-    bad = journal.bad_outcomes(run_id)
-    out = []
-    for o in bad:
-        job = jobs.get(o.job_id)
-        sig = _signature(o.message, job.log_path if job else "", o.test_id.startswith("["))
-        out.append(Failure(o.test_id, sig, run_id, o.suite))
-    if out:
-        journal.failures_found(run_id, out)  # unless another triage raced us to it
-    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,7 @@ def trunk_runs(journal: TriageJournal, tier: Tier, limit: int = 30,
     counts: full runs, L1 gate runs of the units that landed there and their reruns.  Without
     it, full runs of fork commits (no base) and their reruns.
     """
-    from forkflow.triage.triage import failures_of_run
+    from forkflow.triage.failures import failures_of_run
 
     done = (RunStatus.PASS, RunStatus.FAIL)
     runs = [r for r in journal.latest_runs(tier, limit * 20) if r.status in done]
