@@ -142,6 +142,11 @@ def test_flaky_memory_yields_when_every_rerun_fails(builder: ForkBuilder, cli) -
     night = add_run(ctx, later, [("test_wait", F, FLAKE)], tier=Tier.L2, trigger="nightly")
     [nv] = triage_run(t, night, settings=TriageSettings(reruns=0)).verdicts
     assert nv.classification.value == "NEW"  # the newest evidence says it fails for real
+    # ...until it passes again: four failures in a row happen to a flaky test too
+    add_run(ctx, later, [("test_wait", P, "")], tier=Tier.L2, trigger="nightly")
+    again = add_run(ctx, later, [("test_wait", F, FLAKE)], tier=Tier.L2, trigger="nightly")
+    [av] = triage_run(t, again, settings=TriageSettings(reruns=0)).verdicts
+    assert av.classification.value == "FLAKY"
 
 
 def test_trunk_is_red_from_a_gate_run_and_its_reruns_and_names_the_run(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]

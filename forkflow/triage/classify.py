@@ -37,6 +37,7 @@ class HistoryPoint:
     rev: str
     passed: bool
     signature_key: str | None = None  # of the failure, when it failed
+    run_id: int = 0                   # the run it was seen in (0: not known)
 
 
 @dataclass(frozen=True, slots=True)

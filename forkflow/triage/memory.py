@@ -8,7 +8,9 @@ trunk` and `forkflow issues sync`: is this failure known flaky, and why?
 
 The rule, per (test, signature key):
 - the newest stored verdict that rests on reruns decides: FLAKY holds, and a NEW that failed
-  every rerun clears it (the evidence changed: it fails for real now);
+  every rerun clears it while the test has not passed since (the evidence changed: it fails for
+  real now; a 30% flaky test also fails four times in a row, once in 120 runs, and its next
+  pass brings the memory back);
 - else history decides: the test flipped with this signature (both outcomes at one commit, or
   failing between two passes at least twice: `classify.has_flipped`).
 """
@@ -50,7 +52,8 @@ def test_history(journal: TriageJournal, tests: Iterable[str], limit: int = 50,
         for o in got:
             if o.outcome is TestOutcome.SKIP:
                 continue  # a skip says nothing about the failure
-            hist.setdefault(o.test_id, []).append(HistoryPoint(r.rev, o.outcome not in BAD, keys.get(o.test_id)))
+            hist.setdefault(o.test_id, []).append(HistoryPoint(r.rev, o.outcome not in BAD, keys.get(o.test_id),
+                                                               r.id))
     return hist
 
 
@@ -71,12 +74,14 @@ def flaky_reasons(journal: TriageJournal, pairs: Iterable[Pair], *, limit: int =
     out: dict[Pair, str] = {}
     for pair in sorted(pairs):
         known = newest.get(pair)
+        points = hist.get(pair[0], ())
         if known is not None:
             run_id, cls, reason, reruns = known
             if cls is Classification.FLAKY:
-                out[pair] = f"classed FLAKY in run {run_id} ({reason})"
-            if cls is Classification.NEW and not any(reruns):
-                continue  # failed every rerun since: the memory yields to the new evidence
-        if pair not in out and has_flipped(hist.get(pair[0], ()), pair[1], policy):
+                out[pair] = f"classed FLAKY in run {run_id} ({reason.split(';')[0]})"
+            if cls is Classification.NEW and not any(reruns) and \
+                    not any(p.passed and p.run_id > run_id for p in points):
+                continue  # failed every rerun, and has not passed since: it fails for real now
+        if pair not in out and has_flipped(points, pair[1], policy):
             out[pair] = "flipped before with this signature (runs of every tier, reruns included)"
     return out

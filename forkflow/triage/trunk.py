@@ -242,7 +242,9 @@ def with_memory(t: Triager, items: list[RedItem]) -> list[RedItem]:
     out = []
     for i in items:
         why = known.get((i.failure.test, i.failure.signature.key))
-        if why is None and i.bisection is not None and i.bisection.status == Status.FLAKY:
+        if why is None and i.bisection is not None and i.bisection.status in (Status.FLAKY, Status.NO_DIFFERENCE):
+            # pass/fail: the failure did not come back where it was seen (no-difference: the test
+            # passes at the first red commit), so it flipped there
             why = f"bisection {i.bisection.id} found it flaky: {i.bisection.message}"
         if why is not None and i.runs_red >= FLAKY_STREAK_LIMIT:
             why = None
