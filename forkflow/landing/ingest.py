@@ -22,6 +22,7 @@ from forkflow.landing import records
 from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
+from forkflow.landing.holds import Holds
 from forkflow.landing.queue import GateRuns, Item, MergeQueue, Policy, Runners, Staged
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
@@ -163,8 +164,6 @@ def check_push_remote(repo: Repo, settings: IngestSettings) -> None:
 class Ingestor:
     """One ingest run; each public method is one step."""
 
-    _held_only: tuple[Sha, dict[Sha, Dependency]] | None = None  # a pick whose every commit waits: (base, why)
-
     def __init__(self, repo: Repo, picker: MemoryPicker, gate: Gate | None, journal: Journal,
                  reporter: Reporter | None, *, config: Config, settings: IngestSettings, options: IngestOptions,
                  reader: IngestReader) -> None:
@@ -191,11 +190,8 @@ class Ingestor:
         self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
         self.deps: dict[Sha, tuple[Dependency, ...]] = {}  # the plan's dependencies between pending commits
-        self.held: dict[Sha, str] = {}  # held back this run -> the chain it is deferred into
-        self.held_back: list[HeldBack] = []
+        self.holds = Holds()  # what this run holds back, and the chain each waits in
         self._stop = ""
-        self._inner_held: dict[Sha, str] = {}
-        self._waiting_decisions: list[tuple[Sha, str]] = []  # written together, one transaction per unit
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
@@ -259,7 +255,7 @@ class Ingestor:
         if self.writes:
             self.journal.run_finished(self.run_id)
         return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
-                            tuple(self.notes), tuple(self.held_back))
+                            tuple(self.notes), tuple(self.holds.back))
 
     def tidy_packs(self) -> None:
         """Units wrote loose objects (or a pack, for a big one); let git fold them as it does after a
@@ -384,7 +380,7 @@ class Ingestor:
             r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
-                self.held.setdefault(sha, unit.name)
+                self.holds.keep(sha, unit.name)
         return out
 
     def _base(self, unit: Unit, start_tip: Sha) -> Sha:
@@ -452,34 +448,31 @@ class Ingestor:
             self._flush_waiting()
 
     def _flush_waiting(self) -> None:
-        if self._waiting_decisions and self.options.mode is Mode.LAND:
-            self.journal.decided([RecordedDecision(sha, Disposition.DEFERRED, reason)
-                                  for sha, reason in self._waiting_decisions])
-            self.decided |= {sha for sha, _ in self._waiting_decisions}
-        self._waiting_decisions = []
+        decisions = self.holds.take()
+        if decisions and self.options.mode is Mode.LAND:
+            self.journal.decided(decisions)
+            self.decided |= {d.sha for d in decisions}
 
     def _land_unit_waiting(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha,
                            tree: str) -> UnitResult:
         waiting = {sha: d for sha in shas if (d := self._waits(sha, tree)) is not None}
         for sha, d in waiting.items():
-            self._hold(sha, d)
+            self.holds.wait(sha, d)
         rest = [sha for sha in shas if sha not in waiting]
         if not rest:
             return self._all_waiting(name, unit, self._base(unit, start_tip), waiting)
-        self._inner_held = {}
-        self._held_only = None
+        self.holds.start_unit()
         r = self._land_unit(name, unit, rest, start_tip)
-        if self._held_only is not None:  # every picked commit waits: nothing was stored yet
-            (base, inner), self._held_only = self._held_only, None
+        if self.holds.only is not None:  # every picked commit waits: nothing was stored yet
+            (base, inner), self.holds.only = self.holds.only, None
             return self._all_waiting(name, unit, base, {**waiting, **inner})
-        held = {**{sha: f"waits for {d.describe()}" for sha, d in waiting.items()}, **self._inner_held}
+        held = {**{sha: f"waits for {d.describe()}" for sha, d in waiting.items()}, **self.holds.in_unit}
         if r.status in (UnitStatus.LANDED, UnitStatus.VALIDATED):
-            for sha in r.picked:
-                self.held.pop(sha, None)
+            self.holds.release(r.picked)
         if not held:
             return r
         deferred = tuple(r.deferred) + tuple(sha for sha in held if sha not in r.deferred)
-        more = [(sha, MemberOutcome.WAITING) for sha in self._inner_held]
+        more = [(sha, MemberOutcome.WAITING) for sha in self.holds.in_unit]
         if r.status is UnitStatus.EMPTY and not r.skipped:  # nothing was picked: every commit waits
             summary = "; ".join(f"{sha[:12]} {why}" for sha, why in held.items())[:2000]
             if r.unit_id is not None:
@@ -496,10 +489,8 @@ class Ingestor:
         if self.writes:
             decisions: tuple[RecordedDecision, ...] = ()
             if self.options.mode is Mode.LAND:
-                decisions = tuple(RecordedDecision(sha, Disposition.DEFERRED, reason)
-                                  for sha, reason in self._waiting_decisions)
-                self.decided |= {sha for sha, _ in self._waiting_decisions}
-                self._waiting_decisions = []
+                decisions = tuple(self.holds.take())
+                self.decided |= {d.sha for d in decisions}
             unit_id = self.journal.unit_started(self.run_id, UnitStart(
                 unit.kind.value, name, base, None, UnitState.WAITING, tuple((sha, MemberOutcome.WAITING) for sha in waiting),
                 summary[:2000], self.reasons, self.retry_of, decisions))
@@ -507,23 +498,14 @@ class Ingestor:
                           unit_id=unit_id, held={sha: f"waits for {d.describe()}" for sha, d in waiting.items()})
 
     def _waits(self, sha: Sha, tree: str) -> Dependency | None:
-        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.held], tree, sha)
-
-    def _hold(self, sha: Sha, d: Dependency) -> None:
-        chain = self.held[d.on]
-        self.held[sha] = chain
-        self.held_back.append(HeldBack(sha, f"waits for {d.describe()}", d.on, d))
-        self._waiting_decisions.append((sha, f"chain {chain}: waits for {d.describe()}"))
+        return self.picker.waits_for([d for d in self.deps.get(sha, ()) if d.on in self.holds], tree, sha)
 
     def _hold_picked(self, pick: UnitPick, chain: str | None) -> None:
         """Conflicts (and blobs missing) of a pick are held back, and so is what depends on them."""
         for step in pick.conflicted:
-            self.held.setdefault(step.sha, chain or f"resolve-{step.sha[:10]}")
-            why = step.missing or "conflict in " + ", ".join(c.path for c in step.conflicts)[:200]
-            self.held_back.append(HeldBack(step.sha, why))
+            self.holds.conflict(step, chain)
         for sha, d in pick.held.items():
-            self._hold(sha, d)
-            self._inner_held[sha] = f"waits for {d.describe()}"
+            self.holds.wait(sha, d, in_unit=True)
 
     def _land_unit(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> UnitResult:
         """Pick `shas` onto the fork tip, write the candidate, gate it and land it by compare-and-swap
@@ -540,13 +522,13 @@ class Ingestor:
             base_tree = self.picker.commit_tree(base)
             trees: list[str] = []  # the tree each commit comes onto
             pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
-                                             depends=self.deps, held_before=set(self.held),
+                                             depends=self.deps, held_before=set(self.holds.chain),
                                              visit=lambda _, tree: trees.append(tree))
             conflicted = tuple(step.sha for step in pick.conflicted)
             conflict_chain = unit.name if is_chain else None
             self._hold_picked(pick, conflict_chain)
             if self.writes and pick.held and not (pick.applied or pick.empty or pick.conflicted or elsewhere):
-                self._held_only = (base, dict(pick.held))  # stored by the caller, with its deferrals
+                self.holds.only = (base, dict(pick.held))  # stored by the caller, with its deferrals
                 return UnitResult(name, unit.kind.value, UnitStatus.WAITING, "")
             if pick.tree == base_tree:  # e.g. a change and its undoing: never an empty commit
                 return self._without_commit(name, unit, base, (), pick.applied + pick.empty, pick.conflicted,
@@ -634,8 +616,7 @@ class Ingestor:
         self._record_landing(s.unit_id, s.candidate, s.members, s.base, summary)
         self._defer_conflicts(s.conflicted, s.chain)
         self._skip_empty(s.skips, s.candidate)
-        for sha in s.applied:
-            self.held.pop(sha, None)
+        self.holds.release(s.applied)
         self.advance_point()
         self._report(replace(s.result, status=UnitStatus.LANDED, summary=summary))
 
@@ -742,7 +723,7 @@ class Ingestor:
             return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id)
         chain = unit.name
         for sha in applied:
-            self.held.setdefault(sha, chain)
+            self.holds.keep(sha, chain)
         if self.options.mode is Mode.LAND:
             self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}")
             self._skip_empty(empty, base)
