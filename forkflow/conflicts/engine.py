@@ -27,24 +27,10 @@ class CaseResolution:
     note: str = ""  # the winning proposal's note: the rules that made it (conflicts/trust.py)
 
 
-def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
-                 ahead: tuple[tuple[str, ...], CaseResolution] | None = None) -> CaseResolution:
-    """The first guardrail-approved proposal, or what every resolver said.  `ahead` is (names, what
-    the resolvers of those names, in that order, made of this very case elsewhere: a child process
-    picking ahead of the landing, see forkflow.landing.ahead); where those resolvers come in turn,
-    their answer is taken instead of asked again (each is a function of the case)."""
+def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver]) -> CaseResolution:
+    """The first guardrail-approved proposal, or what every resolver said."""
     tried: list[str] = []
-    i = 0
-    while i < len(resolvers):
-        if ahead is not None and tuple(r.name for r in resolvers[i:i + len(ahead[0])]) == ahead[0]:
-            known = ahead[1]
-            tried += known.tried
-            if known.resolved:
-                return CaseResolution(True, known.content, known.resolver, known.regions, tuple(tried), known.note)
-            i += len(ahead[0])
-            continue
-        r = resolvers[i]
-        i += 1
+    for r in resolvers:
         proposal = r.propose(case)
         if proposal is None:
             tried.append(f"{r.name}: no proposal")
@@ -56,29 +42,6 @@ def resolve_case(case: ConflictCase, resolvers: Sequence[Resolver],
         tried.append(f"{r.name}: {proposal.note}")
         return CaseResolution(True, proposal.content, r.name, verdict.regions, tuple(tried), proposal.note)
     return CaseResolution(False, tried=tuple(tried))
-
-
-PURE = ("trivial", "structural", "lag", "layout", "tokens", "syntax", "version")  # resolvers that read nothing but the case
-
-
-def pure_run(resolvers: Sequence[Resolver]) -> tuple[str, ...]:
-    """The names of the first run of consecutive resolvers that read nothing but the case (none
-    of the fork's history, no store, no endpoint): what another process can ask in their place."""
-    names = [r.name for r in resolvers]
-    start = next((i for i, n in enumerate(names) if n in PURE), len(names))
-    end = start
-    while end < len(names) and names[end] in PURE:
-        end += 1
-    return tuple(names[start:end])
-
-
-def pure_resolvers(names: Sequence[str]) -> list[Resolver]:
-    """Resolvers of those names (each in PURE), in that order."""
-    factories: dict[str, Callable[[], Resolver]] = {"trivial": TrivialResolver, "structural": StructuralResolver,
-                                                     "lag": LagResolver, "layout": LayoutResolver,
-                                                     "tokens": _tokens, "syntax": SyntaxResolver,
-                                                     "version": VersionResolver}
-    return [factories[n]() for n in names]
 
 
 def _tokens() -> Resolver:
