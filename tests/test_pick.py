@@ -387,41 +387,6 @@ def test_pick_trees_written_in_memory_are_gits_byte_for_byte(tmp_path: Path) -> 
     assert run_git("cat-file", "-t", tree, cwd=repo).strip() == "tree"  # on disk after the flush
 
 
-def test_pick_ahead_is_the_pick_kept_once(fork: ForkBuilder) -> None:
-    clean = fork.upstream_commit({"doc.txt": "a\nb\nC\n"}, "Fix c (#8)")
-    conflict = fork.upstream_commit({"k.py": "def f():\n    return 100\n\n\ndef g():\n    return 2\n"}, "f 100 (#9)")
-    fork.fetch()
-    p = MemoryPicker(fork.f.path)
-    tree = p.commit_tree(_tip(fork))
-    ahead = p.pick_ahead(tree, clean)
-    assert p.pick(tree, clean) is ahead  # the kept pick, taken ...
-    again = p.pick(tree, clean)
-    assert again is not ahead and again == ahead  # ... once: then picked again, to the same result
-    assert p.pick_ahead(tree, conflict).status is PickStatus.CONFLICT
-    p.pick(tree, clean)  # another pick in between: `resolve` must still find the kept merge's state
-    step = p.pick(tree, conflict)
-    assert step.status is PickStatus.CONFLICT
-    resolved = p.resolve(tree, conflict, {"k.py": b"def f():\n    return 110\n"})
-    assert p.repo.get(resolved)["k.py"].data == b"def f():\n    return 110\n"  # type: ignore[index]
-    assert p.repo.get(resolved)["doc.txt"].data == b"a\nb\nc\n"  # type: ignore[index]
-    assert p.pick(ahead.tree, conflict).status is PickStatus.CONFLICT  # another tree: picked, not taken
-
-
-def test_pick_ahead_keeps_no_missing_blob(fork: ForkBuilder) -> None:
-    u = fork.upstream_commit({"k.py": "def f():\n    return 5\n\n\ndef g():\n    return 2\n"}, "f 5 (#10)")
-    fork.fetch()
-    blob = fork.f.git("rev-parse", f"{u}:k.py").strip()
-    obj = fork.f.path / ".git" / "objects" / blob[:2] / blob[2:]
-    data = obj.read_bytes()
-    obj.chmod(0o644)
-    obj.unlink()
-    p = MemoryPicker(fork.f.path)
-    tree = p.commit_tree(_tip(fork))
-    assert p.pick_ahead(tree, u).status is PickStatus.MISSING
-    obj.write_bytes(data)  # fetched meanwhile: the landing's own pick reads it
-    assert p.pick(tree, u).status is PickStatus.CONFLICT
-
-
 def test_a_waiting_pick_conflicts_where_it_takes_held_lines_and_merges_nothing_else(fork: ForkBuilder) -> None:
     """A commit that edits lines a held-back (conflicting) commit wrote conflicts in that file: it
     waits, told by merging that file alone; where that file merges, the whole pick decides."""

@@ -16,7 +16,6 @@ import functools
 import hashlib
 import os
 import re
-import threading
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -253,7 +252,6 @@ class _MemoryObjects(pygit2.OdbBackend):
 _Conflicted = tuple[str, str, pygit2.Index] | None  # the last conflicted tree merge, for resolve()
 # ... of a path merge: (tree, sha, the clean paths' entries, the conflicted paths)
 _PathConflicted = tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None
-MAX_AHEAD = 512  # picks made ahead and not taken yet
 
 
 class MemoryPicker:
@@ -277,8 +275,6 @@ class MemoryPicker:
         self._path_conflicted: _PathConflicted = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
         self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
-        # (onto tree, sha) -> a pick made ahead (`pick_ahead`) with what `resolve` keeps of it
-        self._ahead: dict[tuple[str, str], tuple[PickStep, _Conflicted, _PathConflicted]] = {}
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -289,7 +285,6 @@ class MemoryPicker:
         if self._memory is not None and self._memory.size > over:
             self._memory.drop()
             self._merged.clear()
-            self._ahead.clear()
 
     @property
     def pending_writes(self) -> int:
@@ -411,30 +406,7 @@ class MemoryPicker:
 
     def pick(self, onto_tree: str, sha: Sha) -> PickStep:
         """Pick one commit onto a tree; never raises for conflicts (they are the result)."""
-        ahead = self._ahead.pop((onto_tree, sha), None)
-        if ahead is not None:
-            step, conflicted, path_conflicted = ahead
-            if step.status is PickStatus.CONFLICT:  # what `resolve` reuses of the merge
-                self._conflicted, self._path_conflicted = conflicted, path_conflicted
-            return step
         return self._pick(onto_tree, sha)
-
-    def pick_ahead(self, onto_tree: str, sha: Sha) -> PickStep:
-        """`pick`, kept for the next `pick` of the same commit onto the same tree: the landing picks
-        what comes next while a unit's L1 runs.  A pick is a function of the tree and the commit
-        (the caches it fills are too), so the kept one is the one `pick` would make; a blob missing
-        is not kept (a fetch may bring it)."""
-        key = (onto_tree, sha)
-        if key in self._ahead:
-            return self._ahead[key][0]
-        step = self._pick(onto_tree, sha)
-        if step.status is not PickStatus.MISSING:
-            if len(self._ahead) >= MAX_AHEAD:  # picks ahead that the landing took another way
-                self._ahead.clear()
-            conflicted = step.status is PickStatus.CONFLICT
-            self._ahead[key] = (step, self._conflicted if conflicted else None,
-                                self._path_conflicted if conflicted else None)
-        return step
 
     def _pick(self, onto_tree: str, sha: Sha) -> PickStep:
         unsafe = next((path for path, _, after in self._changes(sha) if after is not None and _is_unsafe(path)), None)
@@ -999,14 +971,12 @@ class MemoryPicker:
                       resolve: Callable[[PickStep, str], Resolutions | None] | None = None,
                       stop_on_conflict: bool = False,
                       depends: Mapping[Sha, Sequence[Dependency]] | None = None,
-                      held_before: Collection[Sha] = (), ahead: threading.Event | None = None,
+                      held_before: Collection[Sha] = (),
                       visit: Callable[[int, str], None] | None = None) -> UnitPick:
         """Pick commits in order onto a tree; conflicted ones are resolved or left out, and so is
         every later one that depends on one left out (here or in `held_before`), naming what it
-        waits for (see `waits_for`).  With `ahead`, each pick is one made ahead (`pick_ahead`), and
-        the sequence stops where the event is set; `visit(i, tree)` is told the tree each `shas[i]`
-        comes onto."""
-        pick = self.pick if ahead is None else self.pick_ahead
+        waits for (see `waits_for`); `visit(i, tree)` is told the tree each `shas[i]` comes onto."""
+        pick = self.pick
         tree = base_tree
         applied: list[Sha] = []
         empty: list[Sha] = []
@@ -1015,8 +985,6 @@ class MemoryPicker:
         held: dict[Sha, Dependency] = {}
         out: set[Sha] = set(held_before)
         for i, sha in enumerate(shas):
-            if ahead is not None and ahead.is_set():
-                break
             if visit is not None:
                 visit(i, tree)
             blocking = [d for d in (depends or {}).get(sha, ()) if d.on in out]
