@@ -288,6 +288,13 @@ infer_threshold = 0.95
 # command = "python -m pytest -q -o junit_family=xunit1 --junitxml={{report}} {{tests}}"  # xunit1: test ids are file paths
 # report = "junit"
 # paths = ["python/**"]
+
+# A conflict resolver's rule lands its answer without a person only when its backtest on this
+# fork's own past hand-resolved picks is at least this precise over at least this many cases;
+# otherwise its answer is a proposal (`forkflow conflicts rules` prints each rule's record).
+# [trust]
+# min_precision = 0.95
+# min_cases = 10
 '''
 
 
