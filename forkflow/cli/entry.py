@@ -27,9 +27,7 @@ def run() -> None:
 
 def _learn_early(args: list[str]) -> None:
     """Start the learning child of a writing ingest whose fork lacks at least AHEAD_MIN upstream
-    commits (what `Ingestor.run` checks).  Not the picking child (`forkflow.landing.ahead`): started
-    here too, its imports and the learning child's slowed the command line's, and the landing
-    gained nothing (2026-04-01, alternating runs)."""
+    commits (what `Ingestor.run` checks)."""
     if not args or args[0] != "ingest" or any(a in ("--dry-run", "--help", "-h") for a in args):
         return
     folder = "."
