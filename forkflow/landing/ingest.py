@@ -1,5 +1,8 @@
 """`forkflow ingest`: recover, plan, then for each landing unit pick in memory, resolve, run L1,
-land by compare-and-swap and record decisions; finally move the ingestion point.
+land by compare-and-swap and record decisions; finally move the ingestion point.  With `--land`
+the units go through the landing queue (`forkflow.landing.queue.MergeQueue`), for which the
+`Ingestor` is the `Lander`: it picks each unit onto the queue's stack and records what the
+queue's gate runs decide.
 
 The order of writes makes every crash safe: a candidate commit is only an object until L1
 passed and the compare-and-swap moved the branch; the store learns of a landing afterwards,
