@@ -38,7 +38,7 @@ class FakeJournal:
         self.events.append(("unit started", (unit.name.split("-")[0], unit.status, len(unit.members))))
         return self.units
 
-    def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None:
+    def unit_gated(self, unit_id: int, passed: bool, summary: str, l1_run: int | None = None) -> None:
         self.events.append(("gated", (unit_id, passed)))
 
     def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
@@ -103,6 +103,9 @@ class FakeReader:
 
     def unfinished_units(self) -> list[UnitRecord]:
         return self.left
+
+    def failed_on(self, base: Sha) -> list[UnitRecord]:
+        return []
 
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         pass

@@ -110,6 +110,7 @@ def ingest_cmd(
         print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts})
     else:
         render_report(console, report)
+        render_l1_runs(report)
         render_exit(console, code)
     return code
 
@@ -121,10 +122,21 @@ def report_json(r: IngestReport) -> dict[str, object]:
         "units": [{"id": u.unit_id, "name": u.name, "kind": u.kind, "status": u.status.value, "summary": u.summary,
                    "picked": list(u.picked), "skipped": list(u.skipped), "deferred": list(u.deferred),
                    "failed": list(u.failed), "fork_sha": u.fork_sha, "resolved_by": u.resolved_by,
-                   "held_back": u.held}
+                   "held_back": u.held, "l1_run": u.l1_run}
                   for u in r.results],
         "held_back": [h.to_json() for h in r.held_back],
     }
+
+
+def render_l1_runs(r: IngestReport) -> None:
+    """The L1 run that gated each unit, by id: what `forkflow triage RUN` takes."""
+    runs: dict[int, list[str]] = {}
+    for u in r.results:
+        if u.l1_run is not None:
+            runs.setdefault(u.l1_run, []).append(f"{u.name} {u.status.value}")
+    for run, units in runs.items():
+        shown = ", ".join(units[:4]) + (f" +{len(units) - 4} more" if len(units) > 4 else "")
+        console.print(f"L1 run {run}: {escape(shown)}; forkflow triage {run}", soft_wrap=True, highlight=False)
 
 
 # -- conflicts ------------------------------------------------------------------

@@ -42,6 +42,8 @@ from forkflow.models import Disposition, GateResult, Ledger, MemberOutcome, Reco
 from forkflow.planning.lines import Dependency
 from forkflow.planning.model import HeldBack, Plan, Unit, UnitKind
 
+FailedBefore = dict[frozenset[Sha], records.UnitRecord]  # a failed unit's commits -> its record
+
 MAX_CAS_TRIES = 5
 OPEN_DISPOSITIONS = (Disposition.PENDING, Disposition.DEFERRED)
 
@@ -89,6 +91,7 @@ class UnitResult:
     unit_id: int | None = None  # the stored landing unit (none for a dry run)
     failed: tuple[Sha, ...] = ()  # the picked commits that failed L1 together
     held: dict[Sha, str] = field(default_factory=dict)  # deferred because it depends on one held back: why
+    l1_run: int | None = None  # the stored L1 run that gated it (`forkflow triage RUN`), when there is one
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +152,9 @@ class IngestReader(Protocol):
     def unfinished_units(self) -> list[records.UnitRecord]:
         """The units a killed run left open (its running runs marked interrupted)."""
         ...
+    def failed_on(self, base: Sha) -> list[records.UnitRecord]:
+        """The units that failed L1 picked onto fork commit `base`."""
+        ...
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         """Close the open conflicts of commits decided outside forkflow."""
         ...
@@ -194,6 +200,7 @@ class Ingestor:
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
         self.deps: dict[Sha, tuple[Dependency, ...]] = {}  # the plan's dependencies between pending commits
         self.holds = Holds()  # what this run holds back, and the chain each waits in
+        self._failed_before: FailedBefore = {}  # units that failed L1 on the fork tip this run starts on
         self._stop = ""
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
@@ -322,13 +329,29 @@ class Ingestor:
         return plan
 
     def ingest_units(self, plan: Plan) -> list[UnitResult]:
-        units = list(plan.units)
-        if self.options.max_units is not None:
-            units = units[: self.options.max_units]
-        self.reporter.start_units(sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
+        """Land the plan's units, up to `--max-units` of them.  A unit (or chain link) that failed L1
+        on this very fork tip with these very commits is held with its failure, not run again and
+        not counted: the next units are tried (`ingest --unit ID` re-runs it on demand)."""
+        if self.writes and self.retry_of is None:
+            self._failed_before = failed_before(self.reader.failed_on(plan.base))
+        units: list[Unit] = []
+        held: list[UnitResult] = []
+        for unit in plan.units:
+            if self.options.max_units is not None and len(units) >= self.options.max_units:
+                break
+            links = [(unit.name, tuple(unit.commits))] if unit.kind is UnitKind.BUNDLE else \
+                [(f"{unit.name}#{i + 1}", (sha,)) for i, sha in enumerate(unit.commits)]
+            known = [self._held_failure(name, unit, shas) for name, shas in links]
+            if known and all(k is not None for k in known):
+                held.extend(k for k in known if k is not None)
+            else:
+                units.append(unit)
+        self.reporter.start_units(len(held) + sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
+        for r in held:
+            self.reporter.unit_done(r)
         if self._queued():
-            return self._land_queue(units)
-        out: list[UnitResult] = []
+            return held + self._land_queue(units)
+        out: list[UnitResult] = list(held)
         for unit in units:
             if self._stop:
                 break
@@ -380,6 +403,10 @@ class Ingestor:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
         for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
+            known = self._held_failure(f"{unit.name}#{i + 1}", unit, (sha,))
+            if known is not None:
+                out.append(known)
+                continue
             r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
@@ -403,8 +430,27 @@ class Ingestor:
         except ValueError:
             return self.repo.read_ref(self.config.fork_ref)
 
+    def _held_failure(self, name: str, unit: Unit, shas: Sequence[Sha]) -> UnitResult | None:
+        """The unit `shas` as it failed L1 on this fork tip in an earlier run, held with that failure
+        (its commits kept in its chain, so what depends on them waits); None when it did not."""
+        rec = self._failed_before.get(frozenset(shas))
+        if rec is None:
+            return None
+        for sha in shas:
+            if sha not in self.holds:
+                self.holds.keep(sha, unit.name)
+                self.holds.back.append(HeldBack(sha, f"failed L1 in unit {rec.id} on this fork tip"))
+        run = f" (L1 run {rec.l1_run})" if rec.l1_run is not None else ""
+        summary = (f"failed L1 on this fork tip in unit {rec.id}{run}; not run again until the fork branch or its "
+                   f"commits change (forkflow ingest --unit {rec.id} re-runs it): {rec.summary}")[:2000]
+        applied = tuple(sha for sha, o in rec.members if o.picked and sha in shas)
+        return UnitResult(name, unit.kind.value, UnitStatus.FAILED, summary, deferred=tuple(shas), unit_id=rec.id,
+                          failed=applied, l1_run=rec.l1_run)
+
     def land_units(self, name: str, unit: Unit, shas: Sequence[Sha], start_tip: Sha) -> list[UnitResult]:
         """Land a bundle (bisecting it when it fails L1 and `split_failed_bundles` is on), or one chain link."""
+        if unit.kind is UnitKind.BUNDLE and (known := self._held_failure(name, unit, shas)) is not None:
+            return [known]
         first = self.land_unit(name, unit, shas, start_tip)
         if (unit.kind is not UnitKind.BUNDLE or first.status is not UnitStatus.FAILED or len(first.failed) < 2
                 or not self.settings.split_failed_bundles or self.options.mode is not Mode.LAND):
@@ -549,7 +595,7 @@ class Ingestor:
                                           pick.applied, pick.conflicted, conflict_chain,
                                           is_chain or name.startswith("fork-") or bool(pick.resolved)))
             verdict = self._gate(candidate, base, pick.tree, name)
-            self.journal.unit_gated(unit_id, verdict.passed, verdict.summary)
+            self.journal.unit_gated(unit_id, verdict.passed, verdict.summary, verdict.run_id)
             if not verdict.passed:
                 return self._failed(name, unit, verdict, pick.applied, pick.empty, pick.conflicted, base, unit_id)
             if self.options.mode is Mode.VALIDATE or self.reviewer is not None:
@@ -560,14 +606,15 @@ class Ingestor:
                     status, summary = UnitStatus.IN_REVIEW, self.reviewer.propose(unit_id, name, unit.kind.value, candidate, base, [ReviewMember(sha, *self.subjects.get(sha, ("", None)), unit.reasons.get(sha, "")) for sha in pick.applied], verdict.summary, sorted({r for r in unit.reasons.values() if 'depends on' in r}))  # noqa: E501
                 return UnitResult(name, unit.kind.value, status, summary,
                                   pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
-                                  unit_id)
+                                  unit_id, l1_run=verdict.run_id)
             if land(self.repo, self.config, candidate, base, name):
                 self._tip_seen = candidate
                 self._record_landing(unit_id, candidate, members, base)
                 self._defer_conflicts(pick.conflicted, conflict_chain)
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
-                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id)
+                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id,
+                                  l1_run=verdict.run_id)
             self.journal.unit_settled(unit_id, UnitState.ABANDONED, "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
                           f"the fork branch kept moving ({MAX_CAS_TRIES} tries); left pending")
@@ -575,13 +622,18 @@ class Ingestor:
     # -- the queue (landing/queue.py's `MergeQueue`; this is its `Lander`) ------
     def _land_queue(self, units: Sequence[Unit]) -> list[UnitResult]:
         items: list[Item] = []
+        self._results = []
         for unit in units:  # a bundle is one item; a chain, one per link (each waits only for what it needs)
             if unit.kind is UnitKind.BUNDLE:
                 items.append(Item(unit.name, unit, tuple(unit.commits)))
-            else:
-                items.extend(Item(f"{unit.name}#{i + 1}", unit, (sha,)) for i, sha in enumerate(unit.commits))
+                continue
+            for i, sha in enumerate(unit.commits):
+                known = self._held_failure(f"{unit.name}#{i + 1}", unit, (sha,))
+                if known is not None:
+                    self._report(known)
+                else:
+                    items.append(Item(f"{unit.name}#{i + 1}", unit, (sha,)))
         s = self.settings
-        self._results = []
         MergeQueue(self, self._gates(), Policy(s.max_batch, s.split_failed_bundles, s.split_max_gate_runs,
                                                MAX_CAS_TRIES)).run(items)
         return self._results
@@ -607,7 +659,7 @@ class Ingestor:
             self._report(r)
 
     def passed(self, s: Staged, summary: str) -> None:
-        self.journal.unit_gated(s.unit_id, True, summary)
+        self.journal.unit_gated(s.unit_id, True, summary, s.l1_run)
 
     def land(self, top: Staged, root: Sha, name: str) -> bool:
         if not land(self.repo, self.config, top.candidate, root, name):
@@ -621,12 +673,12 @@ class Ingestor:
         self._skip_empty(s.skips, s.candidate)
         self.holds.release(s.applied)
         self.advance_point()
-        self._report(replace(s.result, status=UnitStatus.LANDED, summary=summary))
+        self._report(replace(s.result, status=UnitStatus.LANDED, summary=summary, l1_run=s.l1_run))
 
     def failed(self, s: Staged, verdict: GateResult) -> None:
         """A staged unit that failed L1 on its own: deferred in its chain, as before the queue."""
         r: UnitResult = s.result
-        self.journal.unit_gated(s.unit_id, False, verdict.summary)
+        self.journal.unit_gated(s.unit_id, False, verdict.summary, verdict.run_id)
         failed = self._failed(s.name, s.unit, verdict, s.applied,
                               [sha for sha, o in s.members if o is MemberOutcome.EMPTY], s.conflicted, s.base, s.unit_id)
         self._report(replace(failed, held=r.held, deferred=tuple(dict.fromkeys(failed.deferred + r.deferred))))
@@ -721,9 +773,11 @@ class Ingestor:
 
     def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
                 conflicted: Sequence[PickStep], base: Sha, unit_id: int) -> UnitResult:
-        if verdict.infra:
+        if verdict.infra:  # not the unit's failure: abandoned, so that a later run tries it again
             self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
-            return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id)
+            self.journal.unit_settled(unit_id, UnitState.ABANDONED, verdict.summary)
+            return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id,
+                              l1_run=verdict.run_id)
         chain = unit.name
         for sha in applied:
             self.holds.keep(sha, chain)
@@ -732,7 +786,8 @@ class Ingestor:
             self._skip_empty(empty, base)
             self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
-                          tuple(applied) + tuple(s.sha for s in conflicted), unit_id=unit_id, failed=tuple(applied))
+                          tuple(applied) + tuple(s.sha for s in conflicted), unit_id=unit_id, failed=tuple(applied),
+                          l1_run=verdict.run_id)
 
     def _add_unit(self, name: str, unit: Unit, base: Sha, candidate: Sha | None, status: UnitState,
                   members: Sequence[tuple[Sha, MemberOutcome]], summary: str = "") -> int:
@@ -846,3 +901,13 @@ class Ingestor:
         members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
         return bundle_message(members, decided_between(applied, self.order, self.person_decided)).encode("utf-8"), None, None
 
+
+def failed_before(failed: Sequence[records.UnitRecord]) -> FailedBefore:
+    """Failed units by their commits: every member, and the ones it picked (a unit whose other
+    commits waited or were already applied is the same unit).  The newest failure wins.  [pure]"""
+    out: FailedBefore = {}
+    for rec in sorted(failed, key=lambda r: r.id):
+        for key in (frozenset(sha for sha, _ in rec.members), frozenset(sha for sha, o in rec.members if o.picked)):
+            if key:
+                out[key] = rec
+    return out

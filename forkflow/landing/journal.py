@@ -49,7 +49,9 @@ class Journal(Protocol):
     def run_started(self, mode: str, base: Sha) -> int: ...
     def run_finished(self, run_id: int) -> None: ...
     def unit_started(self, run_id: int, unit: UnitStart) -> int: ...
-    def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None: ...
+    def unit_gated(self, unit_id: int, passed: bool, summary: str, l1_run: int | None = None) -> None:
+        """The gate's verdict on a unit; `l1_run` is the stored L1 run that gave it, when there is one."""
+        ...
     def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
                      more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None: ...
     def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
@@ -92,9 +94,9 @@ class StoreJournal:
                                     unit.status, unit.members, unit.summary, reasons=unit.reasons,
                                     retry_of=unit.retry_of)
 
-    def unit_gated(self, unit_id: int, passed: bool, summary: str) -> None:
+    def unit_gated(self, unit_id: int, passed: bool, summary: str, l1_run: int | None = None) -> None:
         with self.store.connection_scope() as s:
-            records.set_unit(s, unit_id, UnitState.PASSED if passed else UnitState.FAILED, summary)
+            records.set_unit(s, unit_id, UnitState.PASSED if passed else UnitState.FAILED, summary, l1_run)
 
     def unit_settled(self, unit_id: int, status: UnitState, summary: str | None = None,
                      more_members: Sequence[tuple[Sha, MemberOutcome]] = (), reasons: Mapping[Sha, str] | None = None) -> None:

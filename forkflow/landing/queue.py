@@ -54,6 +54,7 @@ class Staged:
     risky: bool
     result: Any = None  # the `UnitResult` it settles with when it lands (landing/ingest.py)
     skips: list[Sha] = field(default_factory=list)  # found already applied on top of it: SKIPPED once it lands
+    l1_run: int | None = None  # the stored L1 run that passed its batch (`GateResult.run_id`)
 
     @property
     def name(self) -> str:
@@ -243,7 +244,8 @@ class GateRuns:
         if known is None:
             return None
         result, where = known
-        return GateResult(False, f"{result.summary} (the same tree failed L1 in {where}; not run again)")
+        return GateResult(False, f"{result.summary} (the same tree failed L1 in {where}; not run again)",
+                          result.run_id)
 
 
 class Lander(Protocol):
@@ -323,6 +325,7 @@ class MergeQueue:
             green += 1
         for b, v in zip(batches[:green], verdicts):  # passed before the branch moves: a crash then is recovered
             for s in b.units:
+                s.l1_run = v.run_id  # each unit of a batch names the one run that validated them together
                 self.lander.passed(s, v.summary)
         if green:
             if not self.lander.land(batches[green - 1].top, root, f"batch {batches[green - 1].number}"):

@@ -38,6 +38,7 @@ class UnitRecord:
     members: tuple[tuple[Sha, MemberOutcome], ...]  # (upstream sha, outcome) in order
     reasons: dict[Sha, str] = field(default_factory=dict)  # upstream sha -> why it was routed here
     retry_of: int | None = None  # the unit this one re-ran
+    l1_run: int | None = None  # the L1 gate run that validated it (`forkflow triage RUN`), when stored
 
 
 def _now() -> datetime:
@@ -91,6 +92,8 @@ _SET_UNIT = (update(_UNITS).where(_UNITS.c.id == bindparam("uid"))
              .values(status=bindparam("new_status", type_=_UNITS.c.status.type),
                      updated_at=bindparam("now", type_=_UNITS.c.updated_at.type)))
 _SET_UNIT_SUMMARY = _SET_UNIT.values(summary=bindparam("new_summary", type_=_UNITS.c.summary.type))
+_SET_UNIT_L1 = update(_UNITS).where(_UNITS.c.id == bindparam("uid")).values(
+    l1_run_id=bindparam("l1_run", type_=_UNITS.c.l1_run_id.type))
 
 
 def _insert_members(s: Writer, unit_id: int, start: int, members: Sequence[tuple[Sha, MemberOutcome]],
@@ -108,7 +111,11 @@ def add_members(s: Writer, unit_id: int, members: Sequence[tuple[Sha, MemberOutc
     _insert_members(s, unit_id, 0 if last is None else last + 1, members, reasons)
 
 
-def set_unit(s: Writer, unit_id: int, status: UnitState, summary: str | None = None) -> None:
+def set_unit(s: Writer, unit_id: int, status: UnitState, summary: str | None = None,
+             l1_run: int | None = None) -> None:
+    """A unit's status (and summary); `l1_run` links the gate run that decided it."""
+    if l1_run is not None:
+        connection_of(s).execute(_SET_UNIT_L1, {"uid": unit_id, "l1_run": l1_run})
     if summary is None:
         connection_of(s).execute(_SET_UNIT, {"uid": unit_id, "new_status": status, "now": _now()})
     else:
@@ -122,7 +129,7 @@ def _record(s: Session, row: LandingUnitRow) -> UnitRecord:
     return UnitRecord(row.id, row.run_id, row.kind, row.name, Sha(row.base_sha),
                       Sha(row.candidate_sha) if row.candidate_sha else None, UnitState(row.status), row.summary,
                       tuple((Sha(a), MemberOutcome(b)) for a, b, _ in members), {Sha(a): r for a, _, r in members if r},
-                      row.retry_of)
+                      row.retry_of, row.l1_run_id)
 
 
 def units(s: Session, fid: int, statuses: Iterable[UnitState] | None = None) -> list[UnitRecord]:
@@ -136,6 +143,14 @@ def unit(s: Session, fid: int, unit_id: int) -> UnitRecord | None:
     """One landing unit of the fork, or None."""
     row = s.scalar(select(LandingUnitRow).where(LandingUnitRow.fork_id == fid, LandingUnitRow.id == unit_id))
     return _record(s, row) if row is not None else None
+
+
+def failed_on(s: Session, fid: int, base: Sha) -> list[UnitRecord]:
+    """The units that failed L1 picked onto fork commit `base`, oldest first."""
+    q = (select(LandingUnitRow).where(LandingUnitRow.fork_id == fid, LandingUnitRow.base_sha == base,
+                                      LandingUnitRow.status == UnitState.FAILED)
+         .order_by(LandingUnitRow.id))
+    return [_record(s, r) for r in s.scalars(q)]
 
 
 def retries_of(s: Session, unit_id: int) -> list[UnitRecord]:

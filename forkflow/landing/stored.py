@@ -41,6 +41,10 @@ class StoreIngestReader:
             records.interrupt_running(s, self.fork_id)
             return list(records.units(s, self.fork_id, OPEN_STATES))
 
+    def failed_on(self, base: Sha) -> list[records.UnitRecord]:
+        with self.store.session_scope() as s:
+            return records.failed_on(s, self.fork_id, base)
+
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         with self.store.session_scope() as s:
             open_ = {c.upstream_sha for c in crecords.conflicts(s, self.fork_id, "open")}

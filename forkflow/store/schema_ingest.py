@@ -36,6 +36,7 @@ class LandingUnitRow(Base):
     status: Mapped[str] = mapped_column(String(16))
     summary: Mapped[str] = mapped_column(Text, default="")
     retry_of: Mapped[int | None] = mapped_column(Integer, nullable=True)  # the unit this one re-ran
+    l1_run_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # its L1 gate run (validation_runs.id)
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
