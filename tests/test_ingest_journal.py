@@ -104,7 +104,7 @@ class FakeReader:
     def unfinished_units(self) -> list[UnitRecord]:
         return self.left
 
-    def failed_on(self, base: Sha) -> list[UnitRecord]:
+    def failed_with(self, shas: Sequence[Sha]) -> list[UnitRecord]:
         return []
 
     def close_conflicts_of(self, settled: set[Sha]) -> None:

@@ -152,8 +152,8 @@ class IngestReader(Protocol):
     def unfinished_units(self) -> list[records.UnitRecord]:
         """The units a killed run left open (its running runs marked interrupted)."""
         ...
-    def failed_on(self, base: Sha) -> list[records.UnitRecord]:
-        """The units that failed L1 picked onto fork commit `base`."""
+    def failed_with(self, shas: Sequence[Sha]) -> list[records.UnitRecord]:
+        """The units that failed L1 with any of `shas` among their commits."""
         ...
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         """Close the open conflicts of commits decided outside forkflow."""
@@ -201,6 +201,7 @@ class Ingestor:
         self.deps: dict[Sha, tuple[Dependency, ...]] = {}  # the plan's dependencies between pending commits
         self.holds = Holds()  # what this run holds back, and the chain each waits in
         self._failed_before: FailedBefore = {}  # units that failed L1 on the fork tip this run starts on
+        self._later: set[Sha] = set()  # held while the units not tried yet go first (`ingest_units`)
         self._stop = ""
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
@@ -329,23 +330,42 @@ class Ingestor:
         return plan
 
     def ingest_units(self, plan: Plan) -> list[UnitResult]:
-        """Land the plan's units, up to `--max-units` of them.  A unit (or chain link) that failed L1
-        on this very fork tip with these very commits is held with its failure, not run again and
-        not counted: the next units are tried (`ingest --unit ID` re-runs it on demand)."""
+        """Land the plan's units, up to `--max-units` of them, so that a failure never stalls the queue.
+
+        A unit (or chain link) that failed L1 on this very fork tip with these very commits is held
+        with its failure, not run again and not counted.  One that failed on an earlier tip is tried
+        again after the units not tried yet, within what `--max-units` leaves; meanwhile its commits
+        are held, so that what depends on them waits.  `ingest --unit ID` re-runs either on demand."""
+        earlier: FailedBefore = {}
         if self.writes and self.retry_of is None:
-            self._failed_before = failed_before(self.reader.failed_on(plan.base))
-        units: list[Unit] = []
+            failed = self.reader.failed_with([sha for u in plan.units for sha in u.commits])
+            self._failed_before = failed_before([r for r in failed if r.base_sha == plan.base])
+            earlier = failed_before([r for r in failed if r.base_sha != plan.base])
+        budget = self.options.max_units
+        fresh: list[Unit] = []
+        later: list[tuple[Unit, records.UnitRecord]] = []
         held: list[UnitResult] = []
         for unit in plan.units:
-            if self.options.max_units is not None and len(units) >= self.options.max_units:
-                break
             links = [(unit.name, tuple(unit.commits))] if unit.kind is UnitKind.BUNDLE else \
                 [(f"{unit.name}#{i + 1}", (sha,)) for i, sha in enumerate(unit.commits)]
-            known = [self._held_failure(name, unit, shas) for name, shas in links]
-            if known and all(k is not None for k in known):
-                held.extend(k for k in known if k is not None)
-            else:
-                units.append(unit)
+            keys = [frozenset(shas) for _, shas in links]
+            if keys and all(k in self._failed_before for k in keys):  # reported while the budget lasts
+                shown = budget is None or len(fresh) < budget
+                held.extend(r for name, shas in links if (r := self._held_failure(name, unit, shas, shown)) is not None)
+            elif keys and all(k in self._failed_before or k in earlier for k in keys):
+                later.append((unit, next(earlier[k] for k in keys if k in earlier)))
+            elif budget is None or len(fresh) < budget:
+                fresh.append(unit)
+        room = len(later) if budget is None else max(0, budget - len(fresh))
+        for i, (unit, rec) in enumerate(later):
+            for sha in unit.commits:  # what depends on them waits until they are tried again
+                self.holds.keep(sha, unit.name)
+                if i < room:
+                    self._later.add(sha)
+                else:
+                    self.holds.back.append(HeldBack(sha, f"failed L1 in unit {rec.id} on an earlier fork tip; "
+                                                         "tried again after the units not tried yet"))
+        units = fresh + [unit for unit, _ in later[:room]]
         self.reporter.start_units(len(held) + sum(1 if u.kind is UnitKind.BUNDLE else len(u.commits) for u in units))
         for r in held:
             self.reporter.unit_done(r)
@@ -355,6 +375,7 @@ class Ingestor:
         for unit in units:
             if self._stop:
                 break
+            self._try_again(unit.commits)
             for r in self.process_unit(unit, plan.base):
                 out.append(r)
                 self.reporter.unit_done(r)
@@ -430,16 +451,27 @@ class Ingestor:
         except ValueError:
             return self.repo.read_ref(self.config.fork_ref)
 
-    def _held_failure(self, name: str, unit: Unit, shas: Sequence[Sha]) -> UnitResult | None:
+    def _try_again(self, shas: Sequence[Sha]) -> None:
+        """A unit that failed on an earlier fork tip, now tried again: its commits no longer held."""
+        again = [sha for sha in shas if sha in self._later]
+        if again:
+            self.holds.release(again)
+            self._later.difference_update(again)
+
+    def _held_failure(self, name: str, unit: Unit, shas: Sequence[Sha], shown: bool = True) -> UnitResult | None:
         """The unit `shas` as it failed L1 on this fork tip in an earlier run, held with that failure
-        (its commits kept in its chain, so what depends on them waits); None when it did not."""
+        (its commits kept in its chain, so what depends on them waits); None when it did not, or
+        when it is not `shown` (beyond `--max-units`: only held)."""
         rec = self._failed_before.get(frozenset(shas))
         if rec is None:
             return None
         for sha in shas:
             if sha not in self.holds:
                 self.holds.keep(sha, unit.name)
-                self.holds.back.append(HeldBack(sha, f"failed L1 in unit {rec.id} on this fork tip"))
+                if shown:
+                    self.holds.back.append(HeldBack(sha, f"failed L1 in unit {rec.id} on this fork tip"))
+        if not shown:
+            return None
         run = f" (L1 run {rec.l1_run})" if rec.l1_run is not None else ""
         summary = (f"failed L1 on this fork tip in unit {rec.id}{run}; not run again until the fork branch or its "
                    f"commits change (forkflow ingest --unit {rec.id} re-runs it): {rec.summary}")[:2000]
@@ -649,6 +681,7 @@ class Ingestor:
 
     def stage(self, item: Item, stack: list[Staged], root: Sha) -> None:
         self._stack, self._root = stack, root
+        self._try_again(item.shas)
         try:
             r = self.land_unit(item.name, item.unit, item.shas, root)
         finally:

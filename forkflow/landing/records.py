@@ -145,12 +145,16 @@ def unit(s: Session, fid: int, unit_id: int) -> UnitRecord | None:
     return _record(s, row) if row is not None else None
 
 
-def failed_on(s: Session, fid: int, base: Sha) -> list[UnitRecord]:
-    """The units that failed L1 picked onto fork commit `base`, oldest first."""
-    q = (select(LandingUnitRow).where(LandingUnitRow.fork_id == fid, LandingUnitRow.base_sha == base,
-                                      LandingUnitRow.status == UnitState.FAILED)
-         .order_by(LandingUnitRow.id))
-    return [_record(s, r) for r in s.scalars(q)]
+def failed_with(s: Session, fid: int, shas: Sequence[Sha]) -> list[UnitRecord]:
+    """The units that failed L1 with any of these upstream commits among their members, oldest first."""
+    ids: set[int] = set()
+    for i in range(0, len(shas), 500):
+        q = (select(UnitMemberRow.unit_id).join(LandingUnitRow, LandingUnitRow.id == UnitMemberRow.unit_id)
+             .where(LandingUnitRow.fork_id == fid, LandingUnitRow.status == UnitState.FAILED,
+                    UnitMemberRow.upstream_sha.in_(list(shas[i:i + 500]))))
+        ids.update(s.scalars(q))
+    rows = s.scalars(select(LandingUnitRow).where(LandingUnitRow.id.in_(sorted(ids))).order_by(LandingUnitRow.id))
+    return [_record(s, r) for r in rows]
 
 
 def retries_of(s: Session, unit_id: int) -> list[UnitRecord]:

@@ -4,6 +4,8 @@ scratch forks (`replay/engine.py`) both build it from a repository, a config, a 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from forkflow.config import Config
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.resolvers.agent import Attempt
@@ -41,9 +43,9 @@ class StoreIngestReader:
             records.interrupt_running(s, self.fork_id)
             return list(records.units(s, self.fork_id, OPEN_STATES))
 
-    def failed_on(self, base: Sha) -> list[records.UnitRecord]:
+    def failed_with(self, shas: Sequence[Sha]) -> list[records.UnitRecord]:
         with self.store.session_scope() as s:
-            return records.failed_on(s, self.fork_id, base)
+            return records.failed_with(s, self.fork_id, shas)
 
     def close_conflicts_of(self, settled: set[Sha]) -> None:
         with self.store.session_scope() as s:
