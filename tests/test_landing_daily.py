@@ -3,6 +3,7 @@ unit that failed L1 is held with its failure while the queue moves on to the nex
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -136,3 +137,25 @@ def test_a_held_failure_lets_what_depends_on_it_wait(cli, builder: ForkBuilder, 
     held = {h["sha"]: h for h in doc["held_back"]}
     assert any("failed L1 in unit" in h["why"] for h in held.values())
     assert len([1 for _, _, v in _runs(log) if v == "red"]) == 1
+
+
+def test_a_merge_intake_names_the_l1_run_of_its_merge(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"lib.py": "def value():\n    return 2\n",
+                             "tests/test_lib.py": "from lib import value\n\n\ndef test_value():\n"
+                                                  "    assert value() == 2\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
+    builder.upstream_commit({"m10.py": "A = 1\n"}, "Change 10 (#10)")
+    builder.fetch()
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace('intake = "pick"', 'intake = "merge"') + L1_SUITE)
+    r = cli("ingest", "--land", "--json", repo=fork)
+    doc = r.json()
+    assert doc["intake"] == "merge" and doc["landed"], r.out
+    assert isinstance(doc["l1_run"], int) and doc["gate"].startswith(f"L1 run {doc['l1_run']}")
+    builder.upstream_commit({"m11.py": "B = 1\n"}, "Change 11 (#11)")
+    builder.fetch()
+    text = cli("ingest", "--land", repo=fork).out
+    assert re.search(r"L1 run (\d+): the merge; forkflow triage \1", text), text

@@ -87,6 +87,8 @@ def render(r: MergeReport, owner: str) -> None:
         console.print(f"{what} {r.merged} commit(s) up to {short(r.target)}"
                       + (f" as {short(r.candidate)}" if r.candidate else "")
                       + (f"; L1: {escape(r.gate)}" if r.gate else ""), highlight=False)
+    if r.l1_run is not None:
+        console.print(f"L1 run {r.l1_run}: the merge; forkflow triage {r.l1_run}", highlight=False)
     if r.proposed:
         console.print(f"the merge waits for review: {escape(r.proposed)}", highlight=False)
     for path, resolver in sorted(r.resolved_by.items()):

@@ -67,6 +67,7 @@ class MergeReport:
     trial_log: list[tuple[int, bool]] = field(default_factory=list)  # (chain index, clean) in order
     candidate: Sha | None = None  # the merge commit made
     gate: str = ""
+    l1_run: int | None = None  # the stored L1 run that gated the merge (`forkflow triage RUN`)
     passed: bool | None = None
     landed: bool = False
     proposed: str = ""  # `[ingest] land = "review"`: the request the merge waits in
@@ -82,7 +83,7 @@ class MergeReport:
             "upstream_tip": self.upstream_tip, "pending": self.pending, "target": self.target,
             "clean_target": self.clean_target, "resolved_by": dict(self.resolved_by),
             "merged": self.merged, "prs": list(self.prs), "trials": self.trials, "candidate": self.candidate,
-            "gate": self.gate, "passed": self.passed, "landed": self.landed, "proposed": self.proposed,
+            "gate": self.gate, "l1_run": self.l1_run, "passed": self.passed, "landed": self.landed, "proposed": self.proposed,
             "tip": self.tip,
             "next": None if nxt is None else {"sha": nxt.sha, "subject": nxt.subject, "files": list(nxt.files),
                                               "reason": nxt.reason},
@@ -279,7 +280,7 @@ def merge_intake(repo: Repo, config: Config, gate: Gate | None, mode: str = "val
     report.candidate = candidate
     assert gate is not None
     result = gate.check(candidate, fork_tip)
-    report.gate, report.passed = result.summary, result.passed
+    report.gate, report.passed, report.l1_run = result.summary, result.passed, result.run_id
     if not result.passed:
         report.notes.append(f"L1 failed on the merge of {target[:12]}: {result.summary}; nothing landed")
     elif mode == "land" and proposer is not None:
