@@ -57,6 +57,16 @@ def test_ingest_prints_each_units_l1_run_and_the_unit_links_it(cli, builder: For
     assert [u.l1_run if u else None for u in stored] == [run, run]  # the lower unit too, whose candidate ran no L1
     assert gate.id == run and gate.tier == "L1"  # the dashboard's unit L1: the gate run itself
     assert f"L1 run {run}" in doc["units"][0]["summary"]
+    # the dashboard shows every unit of the batch with the batch's gate run, the lower one included
+    from fastapi.testclient import TestClient
+
+    from forkflow.web.app import create_app
+    with TestClient(create_app(ctx)) as client:
+        page = client.get("/api/ingestion").json()
+        shown = {u["id"]: (u["l1"] or {}).get("run_id") for u in page["units"]}
+        assert shown == {u["id"]: run for u in doc["units"]}
+        lower = doc["units"][0]["id"]
+        assert [r["id"] for r in client.get(f"/api/ingestion/units/{lower}").json()["runs"]][:1] == [run]
 
     builder.upstream_commit({"m12.py": "C = 1\n"}, "Change 12 (#12)")
     builder.fetch()

@@ -244,15 +244,31 @@ def runs_at(s: Session, fid: int, revs: Sequence[str]) -> dict[Sha, list[RunBrie
         q = (select(ValidationRunRow).where(ValidationRunRow.fork_id == fid,
                                             ValidationRunRow.rev.in_(list(revs[i:i + 500])))
              .order_by(ValidationRunRow.id.desc()))
-        rows = list(s.scalars(q))
-        reruns: dict[int, list[int]] = defaultdict(list)
-        for r in rows:
-            if r.parent_run_id is not None:
-                reruns[r.parent_run_id].append(r.id)
-        for r in rows:
-            if r.parent_run_id is None:
-                out[Sha(r.rev)].append(replace(_brief(r), reruns=tuple(sorted(reruns.get(r.id, ())))))
+        for brief in _with_reruns(list(s.scalars(q))):
+            out[brief.rev].append(brief)
     return out
+
+
+def runs_by_id(s: Session, fid: int, ids: Sequence[int]) -> dict[int, RunBrief]:
+    """Validation runs by id, each with its reruns: the gate run a landing unit names (every unit
+    of a batch names the batch's run, whose candidate is the top unit's)."""
+    out: dict[int, RunBrief] = {}
+    for i in range(0, len(ids), 500):
+        chunk = list(ids[i:i + 500])
+        q = select(ValidationRunRow).where(ValidationRunRow.fork_id == fid,
+                                           or_(ValidationRunRow.id.in_(chunk),
+                                               ValidationRunRow.parent_run_id.in_(chunk)))
+        out.update((b.id, b) for b in _with_reruns(list(s.scalars(q))))
+    return out
+
+
+def _with_reruns(rows: list[ValidationRunRow]) -> list[RunBrief]:
+    """The runs among `rows` that are not reruns, each listing its reruns found in `rows`."""
+    reruns: dict[int, list[int]] = defaultdict(list)
+    for r in rows:
+        if r.parent_run_id is not None:
+            reruns[r.parent_run_id].append(r.id)
+    return [replace(_brief(r), reruns=tuple(sorted(reruns.get(r.id, ())))) for r in rows if r.parent_run_id is None]
 
 
 # -- ingestion -----------------------------------------------------------------------------------
@@ -268,6 +284,7 @@ class UnitBrief:
     summary: str
     commits: int
     updated_at: datetime
+    l1_run_id: int | None = None  # the gate run that validated it (a batch's run for every unit of it)
 
 
 def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
@@ -278,7 +295,7 @@ def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
          .join(counts, counts.c.unit_id == LandingUnitRow.id, isouter=True)
          .where(LandingUnitRow.fork_id == fid).order_by(LandingUnitRow.id.desc()).limit(limit))
     return [UnitBrief(u.id, u.run_id, u.kind, u.name, Sha(u.candidate_sha) if u.candidate_sha else None,
-                      u.status, u.summary, int(n or 0), u.updated_at)
+                      u.status, u.summary, int(n or 0), u.updated_at, u.l1_run_id)
             for u, n in s.execute(q)]
 
 

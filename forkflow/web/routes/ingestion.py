@@ -21,7 +21,7 @@ from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
-from forkflow.models import RETRYABLE_STATES, Disposition, Ledger
+from forkflow.models import RETRYABLE_STATES, Disposition, Ledger, Sha
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
@@ -44,6 +44,14 @@ def _l1(runs: list[reads.RunBrief]) -> dict[str, Any] | None:
                                   "summary": runs[0].summary}
 
 
+def _unit_l1(run_id: int | None, candidate: Sha | None, named: dict[int, reads.RunBrief],
+             at: dict[Sha, list[reads.RunBrief]]) -> dict[str, Any] | None:
+    """A unit's L1: the gate run it names, else the newest run of its candidate."""
+    if run_id is not None and run_id in named:
+        return _l1([named[run_id]])
+    return _l1(at.get(candidate, [])) if candidate else None
+
+
 @both(router, "/ingestion")
 def ingestion(request: Request) -> Response:
     src: Source = request.app.state.source
@@ -55,6 +63,7 @@ def ingestion(request: Request) -> Response:
         units = reads.recent_units(s, fid)
         reasons = landing_records.routing_reasons(s, [u.id for u in units])
         checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
+        named = reads.runs_by_id(s, fid, [u.l1_run_id for u in units if u.l1_run_id is not None])
         conflicts = conflict_records.conflicts(s, fid, "open")
         deferred = [d for d in ledger_records.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
         ledger, _, _ = src.ledger(s, fid)
@@ -64,7 +73,7 @@ def ingestion(request: Request) -> Response:
         "units": [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
                    "summary": u.summary, "commits": u.commits, "candidate_sha": u.candidate_sha,
                    "updated_at": u.updated_at, "reasons": reasons.get(u.id, {}),
-                   "l1": _l1(checks.get(u.candidate_sha, [])) if u.candidate_sha else None}
+                   "l1": _unit_l1(u.l1_run_id, u.candidate_sha, named, checks)}
                   for u in units],
         "waiting": [{"sha": d.sha, "subject": subjects.get(d.sha, ("", None))[0],
                      "pr": subjects.get(d.sha, ("", None))[1], "reason": d.describe(),
@@ -93,6 +102,8 @@ def unit(request: Request, unit_id: RowId) -> Response:
         decisions = {d.sha: d for d in ledger_records.recorded_decisions(s, fid)}
         retries = [x.id for x in landing_records.retries_of(s, unit_id)]
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
+        if u.l1_run is not None and all(r.id != u.l1_run for r in runs):  # a lower unit of a batch
+            runs = [*reads.runs_by_id(s, fid, [u.l1_run]).values(), *runs]
         ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
     members = []
