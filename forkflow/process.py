@@ -117,6 +117,18 @@ def new_mark() -> str:
 def marked_pids(mark: str) -> Iterator[int]:
     """The processes of this user (this one aside) whose environment holds `RUN_MARK=mark`."""
     needle = f"{RUN_MARK}={mark}".encode()
+    for pid, folder in own_processes():
+        try:
+            with open(os.path.join(folder, "environ"), "rb") as f:
+                environ = f.read(ENVIRON_MAX)
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            yield pid
+
+
+def own_processes() -> Iterator[tuple[int, str]]:
+    """Each process of this user but this one: its pid and its /proc folder (none without /proc)."""
     uid, me = os.getuid(), os.getpid()
     try:
         entries = list(os.scandir("/proc"))
@@ -128,12 +140,9 @@ def marked_pids(mark: str) -> Iterator[int]:
         try:
             if entry.stat().st_uid != uid:
                 continue
-            with open(os.path.join(entry.path, "environ"), "rb") as f:
-                environ = f.read(ENVIRON_MAX)
         except OSError:
             continue
-        if needle in environ.split(b"\0"):
-            yield int(entry.name)
+        yield int(entry.name), entry.path
 
 
 def kill_marked(mark: str, rounds: int = 20) -> int:

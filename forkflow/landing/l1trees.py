@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from forkflow.git.repo import Repo
-from forkflow.process import kill_marked, new_mark
+from forkflow.process import kill_marked, new_mark, own_processes
 from forkflow.state import state_dir
 
 PREFIX = "forkflow-l1-"
@@ -176,22 +176,13 @@ def _remove_tree(repo: Repo, path: Path) -> None:
 def kill_processes_in(tree: Path) -> None:
     """SIGKILL every process of this user whose working directory is inside `tree` (Linux /proc)."""
     root = str(tree)
-    uid, me = os.getuid(), os.getpid()
-    try:
-        entries = list(os.scandir("/proc"))
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
+    for pid, folder in own_processes():
         try:
-            if entry.stat().st_uid != uid:
-                continue
-            cwd = os.readlink(os.path.join(entry.path, "cwd"))
+            cwd = os.readlink(os.path.join(folder, "cwd"))
         except OSError:
             continue
         if cwd == root or cwd.startswith(root + "/"):
             try:
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
