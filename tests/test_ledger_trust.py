@@ -52,17 +52,6 @@ def _rows(cli, fork: Path) -> dict[str, dict[str, Any]]:  # type: ignore[no-unty
     return {c["sha"]: c for c in r.json()["commits"]}
 
 
-def _raw_commit(builder: ForkBuilder, files: dict[str, str], message: str) -> Sha:
-    """An upstream commit whose message is stored byte for byte (no `git commit` clean-up)."""
-    up = builder.upstream
-    up.write(files)
-    tree = up.git("write-tree").strip()
-    head = up.git("rev-parse", "HEAD").strip()
-    sha = up.git("commit-tree", tree, "-p", head, input=message, env=up.env()).strip()
-    up.git("update-ref", "HEAD", sha)
-    return Sha(sha)
-
-
 @pytest.fixture
 def base(builder: ForkBuilder) -> ForkBuilder:
     builder.upstream_commit({"c.txt": "upstream 0\n", "README": "hi\n"}, "Initial (#1)")
@@ -78,7 +67,7 @@ def test_trust_upstream_trailer_trick_never_picks_another_commit(base: ForkBuild
     v = base.upstream_commit({"c.txt": "upstream 1\n"}, "Change c (#10)")  # conflicts with the fork
     message = (f"Typo fix.\n\n{LONG_S}: {v}\n" if trick == "long-s"
                else f"Typo fix.{trick}Upstream-Commit: {v}\n")
-    u = _raw_commit(base, {"typo.txt": "fixed\n"}, message)
+    u = base.upstream_raw_commit({"typo.txt": "fixed\n"}, message)
     base.fetch()
     fork = _init(base, cli)
     _ingest(fork)
@@ -208,10 +197,10 @@ def test_trust_every_trick_at_once_ingests_with_targets_held(base: ForkBuilder, 
     v = base.upstream_commit({"c.txt": "upstream 1\n"}, "Change c (#10)")  # conflicts: held
     w = base.upstream_commit({"w.txt": "w 1\n"}, "Add w (#11)")  # lands
     tricks = [
-        _raw_commit(base, {"t1.txt": "1\n"}, f"Typo fix.\rUpstream-Commit: {v}\n"),
-        _raw_commit(base, {"t2.txt": "2\n"}, f"Typo fix.\x0bUpstream-Commit: {v}\n"),
-        _raw_commit(base, {"t3.txt": "3\n"}, f"Typo fix.\n\n{LONG_S}: {v}\n"),
-        _raw_commit(base, {"t4.txt": "4\n"}, f"Typo fix.\u2028(cherry picked from commit {v})\n"),
+        base.upstream_raw_commit({"t1.txt": "1\n"}, f"Typo fix.\rUpstream-Commit: {v}\n"),
+        base.upstream_raw_commit({"t2.txt": "2\n"}, f"Typo fix.\x0bUpstream-Commit: {v}\n"),
+        base.upstream_raw_commit({"t3.txt": "3\n"}, f"Typo fix.\n\n{LONG_S}: {v}\n"),
+        base.upstream_raw_commit({"t4.txt": "4\n"}, f"Typo fix.\u2028(cherry picked from commit {v})\n"),
         base.upstream_commit({"t5.txt": "5\n"}, "Backport small fixes", body="Won't-port:\n- #50\n\nDeferred:\n- #51"),
         base.upstream_commit({"t6.txt": "6\n"}, "Tidy (#12)", body=f"This reverts commit {w}."),
         base.upstream_commit({"t7.txt": "7\n"}, "Bundle notes", body=f"Reactor WontPort Revision: {v}\n"

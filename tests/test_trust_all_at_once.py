@@ -21,17 +21,6 @@ LONG_S = "Up\u017ftream-Commit"
 GITHUB_CLOSING = re.compile(r"(?i)\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+(?:[\w.-]+/[\w.-]+)?#\d")
 
 
-def _raw_commit(builder: ForkBuilder, files: dict[str, str], message: str) -> str:
-    """An upstream commit whose message is kept byte for byte (no `git commit` clean-up)."""
-    up = builder.upstream
-    up.write(files)
-    tree = up.git("write-tree").strip()
-    head = up.git("rev-parse", "HEAD").strip()
-    sha = up.git("commit-tree", tree, "-p", head, input=message, env=up.env()).strip()
-    up.git("update-ref", "HEAD", sha)
-    return sha
-
-
 def _rows(cli, fork: Path) -> dict[str, dict[str, Any]]:  # type: ignore[no-untyped-def]
     r = cli("status", "--json", "--commits", repo=fork)
     assert r.rc == 0, r.err
@@ -50,9 +39,9 @@ def _history(builder: ForkBuilder, cli, tricks: bool) -> tuple[Path, dict[str, s
     named["w"] = b.upstream_commit({"w.txt": "w 1\n"}, "Add w (#11)")
     if tricks:
         v, w = named["v"], named["w"]
-        named["t_cr"] = _raw_commit(b, {"t1.txt": "1\n"}, f"Typo fix.\rUpstream-Commit: {v}\n")
-        named["t_vt"] = _raw_commit(b, {"t2.txt": "2\n"}, f"Typo fix.\x0bUpstream-Commit: {v}\n")
-        named["t_long_s"] = _raw_commit(b, {"t3.txt": "3\n"}, f"Typo fix.\n\n{LONG_S}: {v}\n")
+        named["t_cr"] = b.upstream_raw_commit({"t1.txt": "1\n"}, f"Typo fix.\rUpstream-Commit: {v}\n")
+        named["t_vt"] = b.upstream_raw_commit({"t2.txt": "2\n"}, f"Typo fix.\x0bUpstream-Commit: {v}\n")
+        named["t_long_s"] = b.upstream_raw_commit({"t3.txt": "3\n"}, f"Typo fix.\n\n{LONG_S}: {v}\n")
         named["t_sections"] = b.upstream_commit({"t5.txt": "5\n"}, "Backport small fixes",
                                                 body="Won't-port:\n- #50\n\nDeferred:\n- #51")
         named["t_revert"] = b.upstream_commit({"t6.txt": "6\n"}, "Tidy (#12)", body=f"This reverts commit {w}.")

@@ -112,6 +112,16 @@ class ForkBuilder:
                         raw_message: bytes | None = None) -> Sha:
         return self.upstream.commit(files, subject, body, raw_message)
 
+    def upstream_raw_commit(self, files: Mapping[str, FileContent], message: str) -> Sha:
+        """An upstream commit whose message is stored byte for byte (no `git commit` clean-up)."""
+        up = self.upstream
+        up.write(files)
+        tree = up.git("write-tree").strip()
+        head = up.git("rev-parse", "HEAD").strip()
+        sha = up.git("commit-tree", tree, "-p", head, input=message, env=up.env()).strip()
+        up.git("update-ref", "HEAD", sha)
+        return Sha(sha)
+
     def revert_upstream(self, sha: Sha) -> Sha:
         self.upstream.git("revert", "--no-edit", sha, env=self.upstream.env())
         return self.upstream.head()
