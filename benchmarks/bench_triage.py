@@ -26,6 +26,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forkflow.triage.classify import FlakyPolicy
 from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
@@ -34,6 +35,10 @@ from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.group import adjusted_rand_index
 from forkflow.triage.parsers import generic_key
 from forkflow.triage.signature import normalize, signature_of, signature_of_file
+
+if TYPE_CHECKING:
+    from forkflow.models import Sha
+    from forkflow.testing.gitrepo import ForkBuilder
 
 
 def _last_line(log: str) -> str:
@@ -123,6 +128,23 @@ def real_grouping(heldout: bool) -> None:
 FIELD_CLASSES = (("INFRA machine", "infra-machine", "machine"), ("INFRA environment", "infra-env", "environment"))
 
 
+def _inited_fork(root: Path) -> tuple[ForkBuilder, Sha, dict[str, str]]:
+    """A fork under `root` with one commit of its own, `forkflow init`ed by a fresh process: the
+    builder, that commit, and the environment that runs forkflow from this checkout."""
+    import sys
+
+    from forkflow.testing.gitrepo import ForkBuilder
+
+    b = ForkBuilder(root / "repos")
+    b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
+    b.branch_fork()
+    sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
+                    "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+    return b, sha, env
+
+
 def field_signatures(cases: list[real_corpus.FieldCase], cli: bool = True) -> list[tuple[str, str, str, str, str]]:
     """(group key, kind, signature text, classification, excerpt) of each failure: through the CLI (one
     stored run, one job a failure, its text the job's log file), or in this process."""
@@ -140,19 +162,12 @@ def field_signatures(cases: list[real_corpus.FieldCase], cli: bool = True) -> li
 
     from forkflow.context import open_context
     from forkflow.models import Sha
-    from forkflow.testing.gitrepo import ForkBuilder
     from forkflow.tiers import records as tq
     from forkflow.tiers.reports import TestOutcome, TestResult
     from forkflow.tiers.tiers import RunStatus, Tier
 
     with tempfile.TemporaryDirectory() as d:
-        b = ForkBuilder(Path(d) / "repos")
-        b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
-        b.branch_fork()
-        sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
-                        "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+        b, sha, env = _inited_fork(Path(d))
         ctx = open_context(b.f.path)
         logs = Path(d) / "logs"
         logs.mkdir()
@@ -388,20 +403,13 @@ def end_to_end(n: int = 500, mb: float = 5.0) -> None:
 
     from forkflow.context import open_context
     from forkflow.models import Sha
-    from forkflow.testing.gitrepo import ForkBuilder
     from forkflow.tiers import records as tq
     from forkflow.tiers.reports import clean_text, TestOutcome, TestResult
     from forkflow.tiers.tiers import RunStatus, Tier
 
     cases = real_corpus.load()
     with tempfile.TemporaryDirectory() as d:
-        b = ForkBuilder(Path(d) / "repos")
-        b.upstream_commit({"a.py": "A = 1\n"}, "Initial")
-        b.branch_fork()
-        sha = b.fork_commit({"f.py": "F = 1\n"}, "[fork] feature")
-        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-        subprocess.run([sys.executable, "-m", "forkflow", "init", "--upstream", "upstream",
-                        "--repo", str(b.f.path)], check=True, capture_output=True, env=env)
+        b, sha, env = _inited_fork(Path(d))
         ctx = open_context(b.f.path)
         pad = "".join(f"INFO step {j} ok\n" for j in range(int(mb * 1e6 / n) // 16))
         results = [TestResult(f"test_{i}", TestOutcome.FAIL, 0.1,
