@@ -171,15 +171,15 @@ def render_conflicts(console: Console, rows: list[crecords.ConflictInfo], waitin
         x = group[0]
         paths = [g.path for g in group]
         owner = owners(x.chain, paths)
-        status = "agent proposal waits" if any(g.id in waiting for g in group) else x.status
+        status = "proposal waits" if any(g.id in waiting for g in group) else x.status
         t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), escape(x.subject[:60]),
                   escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
                   ", ".join(sorted({g.kind for g in group})), escape(x.chain), escape(owner),
                   str(max(g.seen for g in group)), status)
     console.print(t)
     if waiting:
-        console.print("an agent proposal waits for a person: read it with `forkflow conflicts show ID`, "
-                      "then `forkflow conflicts approve ID --proposal HASH` with the hash it prints")
+        console.print("a proposal waits for a person (an agent's, or a rule's not yet trusted on this "
+                      "fork): read it with `forkflow conflicts show ID`, then `forkflow conflicts approve ID --proposal HASH` with the hash it prints")
     console.print("show one: forkflow conflicts show ID; settle it: forkflow conflicts resolve ID --file FILE")
 
 

@@ -555,7 +555,7 @@ def test_agent_resolution_waits_for_a_person_before_l1_runs_it(cli, builder: For
     assert not mark.exists(), "L1 ran the agent's code before anyone read it"
     assert builder.f.git("rev-parse", "main").strip() == main
     (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
-    assert c["proposal_waiting"] and "agent proposal waits" in cli("conflicts", repo=fork).out
+    assert c["proposal_waiting"] and "proposal waits" in cli("conflicts", repo=fork).out
     shown = cli("conflicts", "show", str(c["id"]), repo=fork).out
     assert "forkflow conflicts approve" in shown and "__import__('os')" in shown  # the code to read
     digest = cli("conflicts", "show", str(c["id"]), "--json", repo=fork).json()["proposal"]["hash"]
