@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from forkflow.conflicts.bare import bare_case
 from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.engine import extra_factories
+from forkflow.conflicts.engine import CaseResolution, extra_factories
 from forkflow.config import Config
 from forkflow.conflicts.learn import fork_book, fork_history
 from forkflow.conflicts.resolvers import Resolver
@@ -20,6 +20,23 @@ from forkflow.conflicts.trust import RuleBook, TrustGate, trust_settings
 from forkflow.git.repo import Repo
 from forkflow.git.pick import MemoryPicker, PathConflict
 from forkflow.models import Sha
+
+
+@dataclass
+class Settlement:
+    """The conflicted paths of one pick or merge, sorted by the answers the trust gate let through:
+    each resolved path's content, the case, regions and resolver that made it, and the cases left
+    for a person with what was tried."""
+    contents: dict[str, bytes | None] = field(default_factory=dict)
+    used: list[tuple[ConflictCase, tuple[str, ...], str]] = field(default_factory=list)
+    unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = field(default_factory=list)
+
+    def add(self, case: ConflictCase, outcome: CaseResolution) -> None:
+        if outcome.resolved:
+            self.contents[case.path] = outcome.content
+            self.used.append((case, outcome.regions, outcome.resolver))
+        else:
+            self.unresolved.append((case, outcome.tried))
 
 
 def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,

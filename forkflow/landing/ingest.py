@@ -22,7 +22,7 @@ from forkflow.conflicts.engine import CaseResolution, resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
-from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
+from forkflow.conflicts.casework import Settlement, build_case, build_resolvers, trust_gate
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.holds import Holds
@@ -874,9 +874,7 @@ class Ingestor:
 
     # -- resolving and messages ------------------------------------------------
     def _resolve(self, step: PickStep, onto_tree: str) -> Resolutions | None:
-        out: dict[str, bytes | None] = {}
-        used: list[tuple[ConflictCase, tuple[str, ...], str]] = []
-        unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
+        settled = Settlement()
         for conflict in step.conflicts:
             try:
                 case = build_case(self.repo, self.picker, step.sha, conflict, fork_point=self._fork_point)
@@ -891,17 +889,12 @@ class Ingestor:
                 outcome = resolve_case(case, self.resolvers)
                 if memo:
                     self._answers[memo] = outcome
-            outcome = self.trust.gate(case, outcome)  # an untrusted rule's answer waits for a person
-            if outcome.resolved:
-                out[case.path] = outcome.content
-                used.append((case, outcome.regions, outcome.resolver))
-            else:
-                unresolved.append((case, outcome.tried))
-        if unresolved:
-            self._unresolved[step.sha] = unresolved
+            settled.add(case, self.trust.gate(case, outcome))  # an untrusted rule's answer waits for a person
+        if settled.unresolved:
+            self._unresolved[step.sha] = settled.unresolved
             return None
-        self._used[step.sha] = used
-        return out
+        self._used[step.sha] = settled.used
+        return settled.contents
 
     def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
         return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from forkflow.config import Config
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.casework import build_case, build_resolvers, trust_gate
+from forkflow.conflicts.casework import Settlement, build_case, build_resolvers, trust_gate
 from forkflow.conflicts.engine import resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import UserError
@@ -311,21 +311,15 @@ def _settle(repo: Repo, config: Config, picker: MemoryPicker, sha: Sha, merge_ba
     resolvers = build_resolvers(settings.resolvers, desk.lookup_resolution, settings.agent, desk.log_attempt,
                                 dict(os.environ), with_agent=writes)
     trust = trust_gate(repo, config, desk, writes=writes)
-    out: dict[str, bytes | None] = {}
-    unresolved: list[tuple[ConflictCase, tuple[str, ...]]] = []
+    settled = Settlement(used=used)
     for conflict in conflicts:
         try:
             case = build_case(repo, picker, sha, conflict, fork_point=merge_base)
         except MissingBlob:
             return None
-        outcome = trust.gate(case, resolve_case(case, resolvers))
-        if outcome.resolved:
-            out[case.path] = outcome.content
-            used.append((case, outcome.regions, outcome.resolver))
-        else:
-            unresolved.append((case, outcome.tried))
-    if unresolved:
+        settled.add(case, trust.gate(case, resolve_case(case, resolvers)))
+    if settled.unresolved:
         used.clear()
-        desk.keep(sha, base, unresolved)
+        desk.keep(sha, base, settled.unresolved)
         return None
-    return out
+    return settled.contents
