@@ -13,6 +13,7 @@ from forkflow.landing import records
 from forkflow.models import Sha, UnitState
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.web import reads
+from tests.test_merge_queue import behind_upstream
 
 PYTEST = (f"{sys.executable} -m pytest -q -p no:cacheprovider -o junit_family=xunit1 "
           "--junitxml={report} tests")
@@ -26,19 +27,9 @@ def _git(repo: Path, *args: str) -> str:
 
 def _fork(cli, builder: ForkBuilder, commits: dict[int, dict[str, str]], toml: str) -> Path:  # type: ignore[no-untyped-def]
     """A fork behind upstream commits #n (files each), with `toml` added to its forkflow.toml."""
-    builder.upstream_commit({"lib.py": "def value():\n    return 2\n",
-                             "tests/test_lib.py": "from lib import value\n\n\ndef test_value():\n"
-                                                  "    assert value() == 2\n"}, "Initial (#1)")
-    builder.branch_fork()
-    builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
-    for n, files in commits.items():
-        builder.upstream_commit(files, f"Change {n} (#{n})")
-    fork = builder.f.path
-    builder.f.git("checkout", "-q", "--detach")
-    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
-    with (fork / "forkflow.toml").open("a") as f:
-        f.write(toml)
-    return fork
+    return behind_upstream(cli, builder, {"lib.py": "def value():\n    return 2\n",
+                                          "tests/test_lib.py": "from lib import value\n\n\ndef test_value():\n"
+                                                               "    assert value() == 2\n"}, commits, toml)
 
 
 def test_ingest_prints_each_units_l1_run_and_the_unit_links_it(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]

@@ -23,10 +23,11 @@ def _git(repo: Path, *args: str) -> str:
     return run_git(*args, cwd=repo).strip()
 
 
-def _backlog(cli, builder: ForkBuilder, commits: dict[int, dict[str, str]], l1: str,  # type: ignore[no-untyped-def]
-             extra: str = "") -> Path:
-    """A fork behind upstream commits #n (files each), its forkflow.toml gating with `l1`."""
-    builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
+def behind_upstream(cli, builder: ForkBuilder, initial: dict[str, str],  # type: ignore[no-untyped-def]
+                    commits: dict[int, dict[str, str]], toml: str) -> Path:
+    """A fork (checkout detached) of upstream `initial` with one commit of its own, behind upstream
+    commits #n (files each), with `toml` added to its forkflow.toml."""
+    builder.upstream_commit(initial, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
     for n, files in commits.items():
@@ -35,8 +36,15 @@ def _backlog(cli, builder: ForkBuilder, commits: dict[int, dict[str, str]], l1: 
     builder.f.git("checkout", "-q", "--detach")
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
-        f.write(f"\n[ingest]\nl1_command = {json.dumps(l1)}\n{extra}")
+        f.write(toml)
     return fork
+
+
+def _backlog(cli, builder: ForkBuilder, commits: dict[int, dict[str, str]], l1: str,  # type: ignore[no-untyped-def]
+             extra: str = "") -> Path:
+    """A fork behind upstream commits #n (files each), its forkflow.toml gating with `l1`."""
+    return behind_upstream(cli, builder, {"a.py": "A = 1\n"}, commits,
+                           f"\n[ingest]\nl1_command = {json.dumps(l1)}\n{extra}")
 
 
 def _plain(n: int, first: int = 10) -> dict[int, dict[str, str]]:
