@@ -849,14 +849,20 @@ def test_ingest_conflicts_without_text_regions_say_how_to_settle_them_in_git(  #
     assert _rows(_status(cli, fork))["10"]["disposition"] == "PICKED"
 
 
-def _conflict_fork(cli, builder: ForkBuilder, extra: str = "") -> Path:  # type: ignore[no-untyped-def]
-    """One upstream commit changing the line the fork changed: a content conflict no resolver settles."""
+def k_conflict_fork(cli, builder: ForkBuilder) -> Path:  # type: ignore[no-untyped-def]
+    """An initialised fork behind one upstream commit (#10) changing the line of k.py the fork changed."""
     builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
     builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
     fork = builder.f.path
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    return fork
+
+
+def _conflict_fork(cli, builder: ForkBuilder, extra: str = "") -> Path:  # type: ignore[no-untyped-def]
+    """One upstream commit changing the line the fork changed: a content conflict no resolver settles."""
+    fork = k_conflict_fork(cli, builder)
     with (fork / "forkflow.toml").open("a") as f:
         f.write('\n[ingest]\nl1_command = "true"\n' + extra)
     return fork

@@ -14,7 +14,7 @@ from forkflow.landing.review import GitHubReview, GitLabReview, ReviewPolicy, Re
 from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
 from tests.fakeforge import FakeForge
-from tests.test_ingest import _demo_fork
+from tests.test_ingest import _demo_fork, k_conflict_fork
 
 # -- an approval binds to what was shown ---------------------------------------------------------
 
@@ -34,12 +34,7 @@ HOSTILE = "    return __import__('os').system('touch %s') or 110\n"
 def _agent_fork(cli, builder: ForkBuilder, tmp_path: Path) -> tuple[Path, Path, int]:  # type: ignore[no-untyped-def]
     """A fork whose one upstream commit conflicts; the agent proposed BENIGN. (fork, mark, conflict id)"""
     mark = tmp_path / "hostile-code-ran"
-    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
-    builder.branch_fork()
-    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
-    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
-    fork = builder.f.path
-    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    fork = k_conflict_fork(cli, builder)
     agent = tmp_path / "agent" / "agent.py"
     agent.parent.mkdir()
     agent.write_text(AGENT)

@@ -531,13 +531,10 @@ sys.stdout.write(head + "    return __import__('os').system('touch %s') or 110\n
 def _agent_fork(cli, builder: ForkBuilder, tmp_path: Path, extra: str = "") -> tuple[Path, Path]:  # type: ignore[no-untyped-def]
     import json
 
+    from tests.test_ingest import k_conflict_fork
+
     mark = tmp_path / "agent-code-ran"
-    builder.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
-    builder.branch_fork()
-    builder.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
-    builder.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
-    fork = builder.f.path
-    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    fork = k_conflict_fork(cli, builder)
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT_RUNS_CODE % mark)
     l1 = f"{sys.executable} -c 'import k; k.f()'"
