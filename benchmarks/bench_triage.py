@@ -12,8 +12,9 @@
 4. The field corpus (tests/data/field/*.jsonl): ARI per part, project and class, and class
    precision/recall for INFRA (machine, environment) and FLAKY.  Each failure is written as a
    job's log file of one stored run, and `forkflow triage RUN --json --reruns 0` reads them, as a
-   user's run would be triaged.  The held-aside part is scored only with `--heldout`, and only
-   figures are printed for it, never a failure's text or signature.
+   user's run would be triaged.  The held-aside parts (`heldout` by the threads' hash, and
+   `fresh`, the batch of tests/data/field/fresh.jsonl) are scored only with `--heldout`, and only
+   figures are printed for them, never a failure's text or signature.
 """
 from __future__ import annotations
 
@@ -516,6 +517,8 @@ def main() -> None:
     field_grouping("train", cli=not args.in_process)
     if args.heldout:
         field_grouping("heldout", cli=not args.in_process)
+        # the fresh batch: threads collected after the rules were written, read by no rule
+        field_grouping("fresh", cli=not args.in_process)
     if args.field_train_confusions:
         field_confusions()
     if args.only_real:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "real_failures.jsonl"
 FIELD = CORPUS.parent / "field"
+FRESH = "fresh.jsonl"  # a batch collected after the rules, scored once as its own part
 # the field corpus's classes (tests/data/README.md)
 FIELD_CLASSES = ("code", "flaky", "infra-machine", "infra-env")
 
@@ -76,14 +77,17 @@ class FieldCase:
 
 
 def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
-    """The field corpus's failures of one part, `train` or `heldout`.  The part is computed
+    """The field corpus's failures of one part, `train`, `heldout` or `fresh` (the batch in
+    tests/data/field/fresh.jsonl, collected after the rules, whatever its threads' hash).  The part is computed
     from the thread's URL (the stored `split` must agree, else the entry counts as held
     aside), so that an entry of the held-aside part never reaches a caller asking for `train`.
     Lines that do not parse (a file being written) are skipped."""
-    if split not in ("train", "heldout"):
-        raise ValueError(f"split must be train or heldout, not {split!r}")
+    if split not in ("train", "heldout", "fresh"):
+        raise ValueError(f"split must be train, heldout or fresh, not {split!r}")
     out = []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        if (path.name == FRESH) != (split == "fresh"):
+            continue  # the fresh batch is its own held-aside part, never train's
         with path.open(encoding="utf-8") as f:
             for line in f:
                 try:
@@ -92,7 +96,7 @@ def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
                     part = field_split(url)
                     if part == "train" and d.get("split") != "train":
                         part = "heldout"
-                    if part != split:
+                    if part != split and split != "fresh":
                         continue
                     out.append(FieldCase(str(d["id"]), str(d["cause"]), str(d["project"]),
                                          str(d.get("surface", "")), str(d["class"]), str(d["text"]),
