@@ -114,10 +114,23 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
          r"Host \\w+ version must be at least",
          E, "pin the compiler, toolkit and package versions the build expects", True),
+        # a package older or newer than the code that uses it: a model type an old library does
+        # not know, a module without the attribute the code asks for (an API added or removed)
+        (r"does not recognize this architecture|version of \S+ is (?:out of date|too old)|"
+         r"AttributeError: module '[\w.]+' has no attribute",
+         E, "pin the package versions that match (an installed package is older or newer than the code expects)", True),
+        # a tool the step runs that is not installed: `anaconda: No such file or directory`,
+        # `sh: 1: nvcc: not found` (a bare program name, no file extension)
+        (r"^[A-Z_]+: (?:sh: \d+: )?[\w-]+: (?:No such file or directory|not found)$",
+         E, "install the missing tool on the runner, or put it on the PATH the step uses", True),
         # a file the build or setup downloads that is not published (an LLVM tarball for this
         # platform, a wheel for this version)
         (r"HTTP code-n404|\b404 (?:Not Found|Client Error)",
          E, "pin a version (or platform) whose files are published, or build the missing one locally", True),
+        # a server that refused or failed a download (storage without public access, a registry's
+        # outage): the machine's network or the service, not the change
+        (r"HTTP code-n(?:403|409|50[0-4])|Public access is not permitted",
+         M, "retry the download later or from a mirror; check the runner's access to the storage or registry", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"OOM killer|virtual memory exhausted|LNK\d+: out of memory|Cannot allocate memory",

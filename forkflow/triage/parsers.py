@@ -277,9 +277,15 @@ def _is_error_line(line: str) -> bool:
     return bool(_INNER_ERROR.match(line) or _EXCEPTION_START.match(line))
 
 
+_VALIDATION_ITEM = "Value error, "
+
+
 def from_exception(line: str) -> str:
     """`[16:10:42] ERROR OutOfResources: out of resource, Required: 98304` -> the exception and
     the first clause of its message; a line without one: its first clause."""
+    if line.startswith(_VALIDATION_ITEM):
+        # pydantic's item of a ValidationError: `Value error, <the message>`
+        line = line[len(_VALIDATION_ITEM):]
     m = _EXCEPTION_START.search(line)
     if not m:
         failed = _FAILED_PASS.search(line) if "Pipeline failed" in line else None
@@ -691,7 +697,10 @@ def strip_test_prefix(line: str) -> str:
 _UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:test|command|job|step)?\s*failed\.?$|"
                             r"exit code: -?\d+$|process completed with exit code|"
                             r"make(?:\[\d+\])?: \*\*\* |ninja: build stopped)|"
-                            r"non-zero (?:exit )?status|exited with (?:exit )?code -?\d+|InvocationError for command")
+                            r"non-zero (?:exit )?status|exited with (?:exit )?code -?\d+|InvocationError for command|"
+                            # a line that points at the error above it (`Got fatal signal from worker
+                            # processes, shutting down. See stack trace above for root cause issue.`)
+                            r"\bsee (?:the )?(?:[\w-]+ ){0,3}above\b")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])

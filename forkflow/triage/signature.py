@@ -44,7 +44,7 @@ MAX_SIGNATURE = 600
 # in the signature of errors that depend on it, environment and machine families (issue 32).
 # 4: InfiniBand completion errors, NCCL's warning behind a generic collective failure, lit test
 # ids keyed by their directory, and the further rules of the field corpus's second round.
-SIGNATURE_VERSION = 5
+SIGNATURE_VERSION = 6
 
 K = FailureKind
 
@@ -573,6 +573,8 @@ _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? 
              r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./-]+:\d+\]|[\w./-]+:\d+\]) "
              # a compose service (`vllm-1  | `), a runner's step marker, docker build's step
              r"|[\w.-]{1,40} +\|(?:[ \t]|(?=\n)|$)|##\[(?:error|warning|group|endgroup|debug|notice)\]| *#\d+ \d+\.\d+ "
+             # a job's or platform's tag in brackets before docker build's step (`[linux/amd64] #12 3.4 `)
+             r"|\[[\w .:/-]{0,40}\] (?=#\d+ \d+\.\d+ )"
              # gtest's verdict column: `[  FAILED  ] Suite.Test` names a test, the error is elsewhere
              r"|\[ +(?:FAILED|OK|RUN|PASSED|SKIPPED) +\] "
              # NCCL's own: `host:pid:tid [dev] `
