@@ -90,6 +90,7 @@ class LedgerEntry:
     fork_shas: tuple[Sha, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     reason: str = ""
+    chain: str = ""  # a held commit: the chain it waits in (its recorded decision's), else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +247,9 @@ class RunState(enum.StrEnum):
     INTERRUPTED = "interrupted"
 
 
+IN_REVIEW_CHAIN = "(in review)"  # the `chain` of a commit proposed for review: no chain name has parentheses
+
+
 class Decider(str, enum.Enum):
     """Who took a recorded decision: forkflow itself (a conflict, an empty pick) or a person."""
 
@@ -279,6 +283,7 @@ class RecordedDecision:
     task: str = ""
     decided_by: str = ""
     decided_at: str = field(default="", compare=False)
+    chain: str = ""  # a commit held back: the chain it is deferred into (typed; never parsed from `reason`)
 
     def is_active(self, today: str) -> bool:
         """False once a deferral's `until` date has passed (the commit is pending again)."""

@@ -111,3 +111,50 @@ def test_store_bad_url_is_a_user_error(tmp_path: Path) -> None:
         Store.open("nosuchdb://x/y")
     with pytest.raises(UserError, match="cannot open the store"):
         Store.open("postgresql+psycopg://nobody@127.0.0.1:1/none")
+
+
+def test_store_upgrade_reads_an_old_held_commits_chain_once(store_url: str) -> None:
+    """A store written before the chain column said a held commit's chain only in its reason
+    ("chain NAME: ..."); the upgrade moves it into the column, after which the reason is text only."""
+    from alembic import command
+    from alembic.config import Config as AlembicConfig
+    from sqlalchemy import create_engine
+
+    from forkflow.store.session import MIGRATIONS
+
+    engine = create_engine(store_url)
+    cfg = AlembicConfig()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "decisions_0002")
+        command.upgrade(cfg, "heads")
+        command.downgrade(cfg, "decisions_0002")  # the old schema, as an old forkflow left it
+        conn.execute(text("INSERT INTO forks (name, created_at) VALUES ('f', CURRENT_TIMESTAMP)"))
+        fid = conn.execute(text("SELECT id FROM forks WHERE name = 'f'")).scalar_one()
+        for sha, reason, source in (("a", "chain warp-spec: waits for 0123456789ab", "auto"),
+                                    ("b", "in review: https://forge.example/pr/7", "auto"),
+                                    ("c", "chain not-a-chain: a person's words", "person"),
+                                    ("d", "conflict in x.py", "auto")):
+            conn.execute(text("INSERT INTO dispositions (fork_id, upstream_sha, disposition, reason, fork_shas, "
+                              "decided_at, source) VALUES (:f, :s, 'DEFERRED', :r, '[]', CURRENT_TIMESTAMP, :src)"),
+                         {"f": fid, "s": sha * 40, "r": reason, "src": source})
+    engine.dispose()
+    store = Store.open(store_url)
+    with store.session_scope() as s:
+        chains = {d.sha[0]: d.chain for d in ledger_records.recorded_decisions(s, fid)}
+    assert chains == {"a": "warp-spec", "b": "(in review)", "c": "", "d": ""}
+    store.dispose()
+
+
+def test_store_keeps_a_held_commits_chain_apart_from_its_reason(store_url: str) -> None:
+    store = Store.open(store_url)
+    with store.session_scope() as s:
+        fid = forks.fork_id(s, "f")
+        ledger_records.record_decisions(s, fid, [
+            RecordedDecision(Sha("a" * 40), Disposition.DEFERRED, "chain other: L1 failed", chain="ops"),
+            RecordedDecision(Sha("b" * 40), Disposition.DEFERRED, "waits for a", chain="ops")])
+    with store.session_scope() as s:
+        got = {d.sha[0]: d.chain for d in ledger_records.recorded_decisions(s, fid)}
+    assert got == {"a": "ops", "b": "ops"}  # the column is what counts, whatever the text says
+    store.dispose()

@@ -42,7 +42,8 @@ class Holds:
         chain = self.chain[d.on]
         self.chain[sha] = chain
         self.back.append(HeldBack(sha, f"waits for {d.describe()}", d.on, d))
-        self.unwritten.append(RecordedDecision(sha, Disposition.DEFERRED, f"chain {chain}: waits for {d.describe()}"))
+        self.unwritten.append(RecordedDecision(sha, Disposition.DEFERRED, f"chain {chain}: waits for {d.describe()}",
+                                               chain=chain))
         if in_unit:
             self.in_unit[sha] = f"waits for {d.describe()}"
 

@@ -815,7 +815,8 @@ class Ingestor:
         for sha in applied:
             self.holds.keep(sha, chain)
         if self.options.mode is Mode.LAND:
-            self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}")
+            self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}",
+                         chain=chain)
             self._skip_empty(empty, base)
             self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
@@ -830,10 +831,10 @@ class Ingestor:
 
     # -- decisions -------------------------------------------------------------
     def _decide(self, disposition: Disposition, shas: Sequence[Sha], reason: str,
-                fork_shas: tuple[Sha, ...] = ()) -> None:
+                fork_shas: tuple[Sha, ...] = (), chain: str = "") -> None:
         if not shas or self.options.mode is not Mode.LAND:
             return
-        self.journal.decided([RecordedDecision(sha, disposition, reason, fork_shas) for sha in shas])
+        self.journal.decided([RecordedDecision(sha, disposition, reason, fork_shas, chain=chain) for sha in shas])
         self.decided |= set(shas)
         if disposition not in OPEN_DISPOSITIONS:
             self.settled |= set(shas)
@@ -851,11 +852,11 @@ class Ingestor:
         for step in conflicted:
             name = chain or f"resolve-{step.sha[:10]}"
             if step.missing:
-                self._decide(Disposition.DEFERRED, [step.sha], f"chain {name}: {step.missing}")
+                self._decide(Disposition.DEFERRED, [step.sha], f"chain {name}: {step.missing}", chain=name)
                 continue
             paths = ", ".join(c.path for c in step.conflicts)[:200]
             self._decide(Disposition.DEFERRED, [step.sha],
-                         f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)")
+                         f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)", chain=name)
 
     def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                         summary: str | None = None) -> None:

@@ -2,7 +2,6 @@
 -> in-memory probe -> what is held back, and why."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,13 +17,11 @@ from forkflow.landing.shapes import ShapeReader, parse_diff_tree, read_shapes
 from forkflow.landing.touches import TouchReader
 from forkflow.ledger import evidence as ev
 from forkflow.ledger.classify import ShaIndex
-from forkflow.models import Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
+from forkflow.models import IN_REVIEW_CHAIN, Disposition, EvidenceKind, Ledger, LedgerEntry, Sha
 from forkflow.planning.lines import CommitShape, Dependency, FileChange, Trace, trace
 from forkflow.planning.model import HeldBack, PendingCommit, Plan, Touch, Unit, UnitKind
 from forkflow.planning.route import RoutingRules, route
 from forkflow.store.session import Store
-
-DEFERRED_CHAIN = re.compile(r"^chain (\S+):")
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
@@ -37,7 +34,7 @@ def pending_entries(ledger: Ledger, until: Sha | None = None) -> list[LedgerEntr
         entries = entries[: cut + 1]
     return [e for e in entries if e.disposition in (Disposition.PENDING, Disposition.DEFERRED)
             and not (e.evidence and e.evidence[0].kind is EvidenceKind.DECIDED)  # a person's deferral
-            and not e.reason.startswith("in review: ")]  # proposed for review (landing/review.py)
+            and e.chain != IN_REVIEW_CHAIN]  # proposed for review (landing/review.py)
 
 
 def resolve_until(repo: Repo, ledger: Ledger, until: str | None) -> Sha | None:
@@ -125,10 +122,7 @@ def pending_commits(entries: list[LedgerEntry], shapes: dict[Sha, CommitShape], 
     out = []
     for e in entries:
         sha = e.commit.sha
-        chain = None
-        if e.disposition is Disposition.DEFERRED:
-            m = DEFERRED_CHAIN.match(e.reason)
-            chain = m.group(1) if m else None
+        chain = (e.chain or None) if e.disposition is Disposition.DEFERRED else None
         touch = (touches or {}).get(sha) or Touch(frozenset(f.path for f in shapes[sha].files))
         out.append(PendingCommit(sha, e.commit.subject, touch, e.pr, reverts.get(sha), chain,
                                  found.dependencies.get(sha, ()), found.fork_overlap.get(sha)))

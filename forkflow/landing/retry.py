@@ -57,10 +57,9 @@ def plan_retry(rec: records.UnitRecord, ledger: Ledger) -> Unit:
                         "decision now (`forkflow status --commits` shows them)")
     name = _chain_name(rec)
     if rec.kind == UnitKind.CHAIN.value:
-        prefix = f"chain {name}:"
         first = position[open_[0]]
         ahead = next((e for e in ledger.entries[:first]
-                      if e.disposition is Disposition.DEFERRED and e.reason.startswith(prefix)), None)
+                      if e.disposition is Disposition.DEFERRED and e.chain == name), None)
         if ahead is not None:
             raise UserError(f"unit {rec.id} ({rec.name}) waits for {ahead.commit.sha[:12]} of chain {name}, which "
                             "has not landed; re-run the unit holding that commit first (chains land in order)")

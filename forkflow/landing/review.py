@@ -35,7 +35,7 @@ from forkflow.landing.ingest import ReviewMember
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger import records as ledger_records
 from forkflow.markdown_safe import Quote, render_checked
-from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
+from forkflow.models import IN_REVIEW_CHAIN, Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store.session import Store
 from forkflow.store.schema_review import ReviewRow
 
@@ -371,7 +371,7 @@ class Reviewer:
                             members=json.dumps([m.sha for m in members])))
             for m in members:
                 ledger_records.record_decision(s, self.fork_id, RecordedDecision(
-                    m.sha, Disposition.DEFERRED, f"{IN_REVIEW}{p.url or f'#{p.number}'}"))
+                    m.sha, Disposition.DEFERRED, f"{IN_REVIEW}{p.url or f'#{p.number}'}", chain=IN_REVIEW_CHAIN))
         return f"in review: {p.url or f'#{p.number}'} (branch {branch})"
 
     def settle(self) -> list[tuple[str, str, str]]:

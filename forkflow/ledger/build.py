@@ -68,7 +68,7 @@ def _cache_key(fork_tip: Sha, upstream_tip: Sha, fork_point: Sha, point: Sha | N
              repr(config.ledger), repr(config.section("upstream").get("first_parent", False)),
              intake_of(config)]
     parts += sorted(f"{r.sha}:{r.disposition.value}:{r.reason}:{','.join(r.fork_shas)}:{r.source.value}:"
-                    f"{r.verdict}:{r.until}:{r.task}:{r.decided_by}" for r in recorded)
+                    f"{r.verdict}:{r.until}:{r.task}:{r.decided_by}:{r.chain}" for r in recorded)
     if any(r.until for r in recorded):  # a deferral lapses at midnight: the key changes with the day
         parts.append(_today())
     for p in parts:
@@ -300,6 +300,7 @@ def ledger_from_json(payload: str) -> Ledger:
             evidence=tuple(Evidence(EvidenceKind(x["kind"]), x["fork_sha"], x["detail"])
                            for x in e["evidence"]),
             reason=e["reason"],
+            chain=e.get("chain", ""),
         )
         for e in d["entries"]
     )

@@ -288,7 +288,7 @@ class LedgerBuilder:
                 r = recorded_by[c.sha]
                 kind = EvidenceKind.DECIDED if r.source is Decider.PERSON else EvidenceKind.RECORDED
                 e = Evidence(kind, None, r.describe())
-                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.describe()))
+                out.append(LedgerEntry(c, pr, r.disposition, r.fork_shas, (e,), r.describe(), r.chain))
             elif c.sha in self.decided_in:
                 disposition, e = self.decided_in[c.sha]
                 out.append(LedgerEntry(c, pr, disposition, (), (e,), e.detail))

@@ -23,7 +23,7 @@ def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
                          tuple(Sha(x) for x in json.loads(r.fork_shas)),
                          source=Decider(r.source or "auto"), verdict=Decision(r.verdict) if r.verdict else None,
                          until=r.until, task=r.task or "", decided_by=r.decided_by or "",
-                         decided_at=r.decided_at.isoformat() if r.decided_at else "")
+                         decided_at=r.decided_at.isoformat() if r.decided_at else "", chain=r.chain or "")
         for r in rows
     ]
 
@@ -44,6 +44,7 @@ def record_decision(s: Session, fid: int, decision: RecordedDecision) -> None:
     row.until = decision.until
     row.task = decision.task
     row.decided_by = decision.decided_by
+    row.chain = decision.chain
 
 
 def record_decisions(s: Writer, fid: int, decisions: Sequence[RecordedDecision]) -> None:
@@ -56,7 +57,7 @@ def record_decisions(s: Writer, fid: int, decisions: Sequence[RecordedDecision])
     rows = [{"fork_id": fid, "upstream_sha": sha, "disposition": d.disposition.value, "reason": d.reason,
              "fork_shas": json.dumps(list(d.fork_shas)), "decided_at": now, "source": d.source.value,
              "verdict": d.verdict.value if d.verdict else "", "until": d.until, "task": d.task,
-             "decided_by": d.decided_by} for sha, d in last.items()]
+             "decided_by": d.decided_by, "chain": d.chain} for sha, d in last.items()]
     conn = connection_of(s)
     dialect = conn.dialect.name
     if dialect not in ("sqlite", "postgresql"):

@@ -69,6 +69,7 @@ class DispositionRow(Base):
     until: Mapped[str | None] = mapped_column(String(32), nullable=True)  # ISO date a deferral ends
     task: Mapped[str] = mapped_column(Text, default="", server_default="")
     decided_by: Mapped[str] = mapped_column(String(200), default="", server_default="")
+    chain: Mapped[str] = mapped_column(String(200), default="", server_default="")  # a held commit's chain
 
 
 class SnapshotRow(Base):

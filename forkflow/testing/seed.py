@@ -192,7 +192,9 @@ def _ledger(s: Session, fid: int, upstream: list[Sha], subjects: list[str], days
         if e.disposition in (Disposition.SKIPPED, Disposition.DEFERRED):
             reason = "reverted upstream" if e.disposition is Disposition.SKIPPED else \
                 f"chain warp-spec: waits for {upstream[max(0, upstream.index(e.commit.sha) - 1)][:12]}"
-            ledger_records.record_decision(s, fid, RecordedDecision(e.commit.sha, e.disposition, reason, ()))
+            ledger_records.record_decision(s, fid, RecordedDecision(
+                e.commit.sha, e.disposition, reason, (),
+                chain="warp-spec" if e.disposition is Disposition.DEFERRED else ""))
 
 
 def _snapshots(s: Session, fid: int, days: int, commits: int, rnd: random.Random, start: int) -> None:
