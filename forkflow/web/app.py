@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from forkflow import __version__
 from forkflow.context import Context
 from forkflow.errors import StoreError, UserError
-from forkflow.web.errors import Forbidden, NotFound, Unavailable
+from forkflow.web.errors import Forbidden, NotFound, Unavailable, pages_message
 from forkflow.web.render import html_page, wants_json
 from forkflow.web.security import MAX_FORM, ActionLog, BadBody, BodyLimit, HostCheck, note_refusal, record
 from forkflow.web.source import open_source
@@ -95,8 +95,9 @@ def _handlers(app: FastAPI) -> None:
     def on(cls: type[Exception], status: int | None) -> None:
         async def handle(request: Request, exc: Exception) -> Response:
             code = status if status is not None else getattr(exc, "status_code", 500)
-            note_refusal(request, _message(exc))  # the actions log's reason, if the route gave none
-            return error_response(request, code, _message(exc))
+            message = _message(exc, request)
+            note_refusal(request, message)  # the actions log's reason, if the route gave none
+            return error_response(request, code, message)
 
         app.add_exception_handler(cls, handle)
 
@@ -118,7 +119,7 @@ def _handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, bad_request)
 
 
-def _message(exc: Exception) -> str:
+def _message(exc: Exception, request: Request | None = None) -> str:
     if isinstance(exc, RequestValidationError):
         parts = []
         for e in exc.errors():
@@ -127,7 +128,7 @@ def _message(exc: Exception) -> str:
         return "bad request: " + "; ".join(parts)
     if isinstance(exc, StarletteHTTPException):
         if exc.status_code == 404:
-            return "no such page; the pages are / (overview), /ingestion, /validation, /l2 and /triage"
+            return pages_message(request.app.routes if request is not None else ())
         return str(exc.detail)
     # one line, and text that encodes (a lone surrogate from a JSON body is written as its escape)
     return " ".join(str(exc).encode("utf-8", "backslashreplace").decode("utf-8").split())

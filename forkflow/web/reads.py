@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
@@ -21,8 +22,8 @@ from forkflow.ledger.build import ledger_from_json
 from forkflow.models import Ledger, MetricPoint, Sha
 from forkflow.regress import records as regress_records
 from forkflow.regress.alerts import collapse_values
-from forkflow.store.schema import LedgerCacheRow, MetricPointRow
-from forkflow.store.schema_ingest import LandingUnitRow, UnitMemberRow
+from forkflow.store.schema import DispositionRow, LedgerCacheRow, MetricPointRow
+from forkflow.store.schema_ingest import ConflictRow, IngestRunRow, LandingUnitRow, UnitMemberRow
 from forkflow.store.schema_regress import BisectionRow
 from forkflow.store.schema_tiers import TestOutcomeRow, ValidationJobRow, ValidationRunRow
 from forkflow.store.schema_triage import (
@@ -299,6 +300,61 @@ def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
             for u, n in s.execute(q)]
 
 
+UNITS_PER_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """One ingest run: what it was asked to do and when."""
+
+    id: int
+    mode: str
+    status: str
+    base_sha: Sha
+    started_at: datetime
+    finished_at: datetime | None
+
+
+def units_page(s: Session, fid: int, page: int, per_page: int = UNITS_PER_PAGE) -> tuple[list[UnitBrief], int]:
+    """One page of landing units, grouped by ingest run: the newest run first, the units of a run
+    in the order they ran (a re-run's units are in the run that made them); and the units' total."""
+    total = int(s.scalar(select(func.count()).select_from(LandingUnitRow).where(LandingUnitRow.fork_id == fid)) or 0)
+    counts = (select(UnitMemberRow.unit_id, func.count().label("n"))
+              .group_by(UnitMemberRow.unit_id).subquery())
+    q = (select(LandingUnitRow, counts.c.n)
+         .join(counts, counts.c.unit_id == LandingUnitRow.id, isouter=True)
+         .where(LandingUnitRow.fork_id == fid)
+         .order_by(LandingUnitRow.run_id.desc(), LandingUnitRow.id.asc())
+         .offset((page - 1) * per_page).limit(per_page))
+    return [UnitBrief(u.id, u.run_id, u.kind, u.name, Sha(u.candidate_sha) if u.candidate_sha else None,
+                      u.status, u.summary, int(n or 0), u.updated_at, u.l1_run_id)
+            for u, n in s.execute(q)], total
+
+
+def ingest_runs(s: Session, fid: int, run_ids: Sequence[int]) -> dict[int, RunInfo]:
+    """Ingest runs by id."""
+    out: dict[int, RunInfo] = {}
+    ids = sorted(set(run_ids))
+    for i in range(0, len(ids), 500):
+        q = select(IngestRunRow).where(IngestRunRow.fork_id == fid, IngestRunRow.id.in_(ids[i:i + 500]))
+        out.update((r.id, RunInfo(r.id, r.mode, r.status, Sha(r.base_sha), r.started_at, r.finished_at))
+                   for r in s.scalars(q))
+    return out
+
+
+def conflict_ids_of(s: Session, fid: int, shas: Sequence[str]) -> dict[Sha, list[tuple[int, str]]]:
+    """(conflict id, path) of every conflict kept for each upstream commit, oldest first."""
+    out: dict[Sha, list[tuple[int, str]]] = defaultdict(list)
+    wanted = sorted(set(shas))
+    for i in range(0, len(wanted), 500):
+        q = (select(ConflictRow.upstream_sha, ConflictRow.id, ConflictRow.path)
+             .where(ConflictRow.fork_id == fid, ConflictRow.upstream_sha.in_(wanted[i:i + 500]))
+             .order_by(ConflictRow.id))
+        for sha, cid, path in s.execute(q):
+            out[Sha(sha)].append((int(cid), path))
+    return dict(out)
+
+
 def units_with(s: Session, fid: int, sha: str) -> list[int]:
     """Ids of the landing units that carry an upstream commit or produced a fork commit."""
     member = select(UnitMemberRow.unit_id).where(UnitMemberRow.upstream_sha == sha)
@@ -307,6 +363,55 @@ def units_with(s: Session, fid: int, sha: str) -> list[int]:
                                              LandingUnitRow.candidate_sha == sha))
          .order_by(LandingUnitRow.id))
     return list(s.scalars(q))
+
+
+# -- decisions ------------------------------------------------------------------------------------
+
+DECISIONS_PER_PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionBrief:
+    """A decision a person (or a rule the fork configured) recorded on an upstream commit."""
+
+    sha: Sha
+    verdict: str        # skip | defer | wont-port ("" when a rule recorded only a disposition)
+    disposition: str    # SKIPPED | DEFERRED
+    source: str         # person, or the kind of rule
+    decided_by: str
+    reason: str
+    until: str | None
+    task: str
+    decided_at: datetime | None
+
+
+def _not_forkflows() -> Any:
+    # forkflow's own holds (a conflict, an empty pick) are "auto"; everything else someone decided
+    return DispositionRow.source != "auto"
+
+
+def decisions_page(s: Session, fid: int, *, verdict: str | None = None, person: str | None = None,
+                   page: int = 1, per_page: int = DECISIONS_PER_PAGE) -> tuple[list[DecisionBrief], int]:
+    """One page of the decisions people (and configured rules) made, newest first, and their
+    total under the same filters (`verdict`: skip, defer or wont-port; `person`: who decided)."""
+    where = [DispositionRow.fork_id == fid, _not_forkflows()]
+    if verdict is not None:
+        where.append(DispositionRow.verdict == verdict)
+    if person is not None:
+        where.append(DispositionRow.decided_by == person)
+    total = int(s.scalar(select(func.count()).select_from(DispositionRow).where(*where)) or 0)
+    q = (select(DispositionRow).where(*where)
+         .order_by(DispositionRow.decided_at.desc(), DispositionRow.id.desc())
+         .offset((page - 1) * per_page).limit(per_page))
+    return [DecisionBrief(Sha(r.upstream_sha), r.verdict or "", r.disposition, r.source or "", r.decided_by or "",
+                          r.reason or "", r.until, r.task or "", r.decided_at) for r in s.scalars(q)], total
+
+
+def deciders(s: Session, fid: int) -> list[str]:
+    """Everyone (and every rule) with a decision on record, by name."""
+    q = (select(DispositionRow.decided_by).where(DispositionRow.fork_id == fid, _not_forkflows(),
+                                                 DispositionRow.decided_by != "").distinct())
+    return sorted(s.scalars(q))
 
 
 # -- bisections ----------------------------------------------------------------------------------

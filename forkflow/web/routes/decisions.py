@@ -1,17 +1,25 @@
-"""A person's decision from the dashboard: skip, defer or won't-port an upstream commit.
+"""Decisions: the page of every decision on record, and a person's decision from the dashboard.
 
-The same as `forkflow decide`; it needs the operator's token (checked before anything else) and
-the fork's checkout, and is logged whether done or refused (issue 12).
+`/decisions` lists who decided what (skip, defer or won't-port an upstream commit), why, until
+when and the task, filtered by kind and person, a page at a time.  The decide action is the same
+as `forkflow decide`; it needs the operator's token (checked before anything else) and the fork's
+checkout, and is logged whether done or refused.
 """
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import UserError
 from forkflow.models import Decision
+from forkflow.web import reads
 from forkflow.web.errors import Unavailable
+from forkflow.web.render import both, emptiness
+from forkflow.web.render import page as page_of
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
@@ -51,3 +59,59 @@ def _decide(request: Request, sha: str, form: dict[str, str], target: str) -> Re
     return action_done(request, f"/commits/{result.sha}", {
         "sha": result.sha, "verdict": name, "disposition": d.disposition.value if d else "PENDING",
         "reason": d.describe() if d else ""})
+
+
+# -- the decisions on record ---------------------------------------------------------------------
+
+PAGE_MAX = 10**6
+FILL_HINT = ("no decision on record yet: a person records one with `forkflow decide SHA --skip|--defer|"
+             "--wont-port --reason TEXT` (or on a commit's page, with the operator token)")
+
+
+def _task_href(task: str) -> str | None:
+    """The task as a link only when it is an http(s) URL of one token; anything else stays text."""
+    text = task.strip()
+    if not text.lower().startswith(("https://", "http://")) or any(c.isspace() or ord(c) < 32 for c in text):
+        return None
+    return text
+
+
+def _pager(path: str, page: int, pages: int, filters: dict[str, str]) -> dict[str, Any]:
+    def href(n: int) -> str:
+        return path + "?" + urlencode({**filters, "page": n})
+
+    return {"page": page, "pages": pages, "prev": href(page - 1) if page > 1 else None,
+            "next": href(page + 1) if page < pages else None}
+
+
+@both(router, "/decisions")
+def decisions(request: Request, kind: Annotated[str, Query(max_length=40)] = "",
+              person: Annotated[str, Query(max_length=400)] = "",
+              page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1) -> Response:
+    """Every decision a person (or a rule the fork configured) recorded: who, on which commit,
+    which verdict, why, until when, the task; `?kind=skip|defer|wont-port`, `?person=NAME`, `?page=N`."""
+    if kind and kind not in VERDICTS:
+        raise UserError(f"kind must be one of {', '.join(VERDICTS)}, not {kind[:40]!r}")
+    src: Source = request.app.state.source
+    rows: list[reads.DecisionBrief] = []
+    total, people, ledger = 0, [], None
+    with src.session() as s:
+        fid = src.fork(s)
+        if fid is not None:
+            rows, total = reads.decisions_page(s, fid, verdict=kind or None, person=person or None, page=page)
+            people = reads.deciders(s, fid)
+            ledger = src.ledger(s, fid)[0] if rows else None
+    subjects = {} if ledger is None else {e.commit.sha: e.commit.subject for e in ledger.entries}
+    pages = max(1, -(-total // reads.DECISIONS_PER_PAGE))
+    filters = {k: v for k, v in (("kind", kind), ("person", person)) if v}
+    data = {
+        **emptiness(total == 0 and not filters, FILL_HINT),
+        "decisions": [{"sha": d.sha, "subject": subjects.get(d.sha, ""), "verdict": d.verdict,
+                       "disposition": d.disposition, "source": d.source, "decided_by": d.decided_by,
+                       "reason": d.reason, "until": d.until, "task": d.task, "task_href": _task_href(d.task),
+                       "decided_at": d.decided_at} for d in rows],
+        "total": total, "kinds": list(VERDICTS), "people": people,
+        "filter": {"kind": kind, "person": person},
+        "pager": _pager("/decisions", page, pages, filters),
+    }
+    return page_of(request, "decisions.html", data)
