@@ -286,6 +286,7 @@ class UnitBrief:
     commits: int
     updated_at: datetime
     l1_run_id: int | None = None  # the gate run that validated it (a batch's run for every unit of it)
+    retry_of: int | None = None   # the unit it re-ran
 
 
 def recent_units(s: Session, fid: int, limit: int = 100) -> list[UnitBrief]:
@@ -327,7 +328,7 @@ def units_page(s: Session, fid: int, page: int, per_page: int = UNITS_PER_PAGE) 
          .order_by(LandingUnitRow.run_id.desc(), LandingUnitRow.id.asc())
          .offset((page - 1) * per_page).limit(per_page))
     return [UnitBrief(u.id, u.run_id, u.kind, u.name, Sha(u.candidate_sha) if u.candidate_sha else None,
-                      u.status, u.summary, int(n or 0), u.updated_at, u.l1_run_id)
+                      u.status, u.summary, int(n or 0), u.updated_at, u.l1_run_id, u.retry_of)
             for u, n in s.execute(q)], total
 
 
@@ -353,6 +354,33 @@ def conflict_ids_of(s: Session, fid: int, shas: Sequence[str]) -> dict[Sha, list
         for sha, cid, path in s.execute(q):
             out[Sha(sha)].append((int(cid), path))
     return dict(out)
+
+
+def unit_members(s: Session, unit_ids: Sequence[int]) -> dict[int, list[tuple[Sha, str]]]:
+    """Per landing unit, (upstream sha, pick outcome) of its members in order."""
+    out: dict[int, list[tuple[Sha, str]]] = {i: [] for i in unit_ids}
+    ids = list(unit_ids)
+    for i in range(0, len(ids), 500):
+        q = (select(UnitMemberRow.unit_id, UnitMemberRow.upstream_sha, UnitMemberRow.outcome)
+             .where(UnitMemberRow.unit_id.in_(ids[i:i + 500]))
+             .order_by(UnitMemberRow.unit_id, UnitMemberRow.position))
+        for unit_id, sha, outcome in s.execute(q):
+            out[unit_id].append((Sha(sha), outcome))
+    return out
+
+
+def newest_units_of(s: Session, fid: int, shas: Sequence[str]) -> dict[Sha, tuple[int, str]]:
+    """(id, name) of the newest landing unit that carries each upstream commit: the unit it is in now."""
+    out: dict[Sha, tuple[int, str]] = {}
+    wanted = sorted(set(shas))
+    for i in range(0, len(wanted), 500):
+        q = (select(UnitMemberRow.upstream_sha, LandingUnitRow.id, LandingUnitRow.name)
+             .join(LandingUnitRow, LandingUnitRow.id == UnitMemberRow.unit_id)
+             .where(LandingUnitRow.fork_id == fid, UnitMemberRow.upstream_sha.in_(wanted[i:i + 500]))
+             .order_by(LandingUnitRow.id))
+        for sha, uid, name in s.execute(q):
+            out[Sha(sha)] = (int(uid), name)  # ascending: the newest wins
+    return out
 
 
 def units_with(s: Session, fid: int, sha: str) -> list[int]:

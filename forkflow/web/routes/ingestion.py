@@ -7,9 +7,9 @@ are checked before anything else, and are logged whether done or refused.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
@@ -21,16 +21,18 @@ from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
-from forkflow.models import RETRYABLE_STATES, Disposition, Ledger, Sha
+from forkflow.models import RETRYABLE_STATES, Disposition, Ledger, MemberOutcome, Sha
 from forkflow.web import jobs as background
 from forkflow.web import reads
 from forkflow.web.errors import NotFound, Unavailable
 from forkflow.web.render import RowId, both, emptiness, page
+from forkflow.web.render import page as page_of
 from forkflow.web.security import action_done, action_form, record
 from forkflow.web.source import Source
 
 router = APIRouter()
 
+PAGE_MAX = 10**6
 FILL_HINT = ("no landing unit yet: run `forkflow plan` to see the bundles and risk chains, then "
              "`forkflow ingest --land` (or `forkflow demo` for a sample fork)")
 
@@ -52,35 +54,75 @@ def _unit_l1(run_id: int | None, candidate: Sha | None, named: dict[int, reads.R
     return _l1(at.get(candidate, [])) if candidate else None
 
 
+SEE_CONFLICTS = "; see `forkflow conflicts`"  # the CLI's pointer in a unit's summary: the page links instead
+
+
+def _summary(text: str) -> str:
+    return text[:-len(SEE_CONFLICTS)] if text.endswith(SEE_CONFLICTS) else text
+
+
+def _links(ids: list[tuple[int, str]]) -> list[dict[str, Any]]:
+    return [{"id": cid, "path": path, "href": f"/ingestion/conflicts/{cid}"} for cid, path in ids]
+
+
 @both(router, "/ingestion")
-def ingestion(request: Request) -> Response:
+def ingestion(request: Request, page: Annotated[int, Query(ge=1, le=PAGE_MAX)] = 1) -> Response:
+    """Landing units a page at a time (`?page=N`), grouped by ingest run, the newest run first and
+    the units of a run in the order they ran; the open conflicts and the commits that wait."""
     src: Source = request.app.state.source
     with src.session() as s:
         fid = src.fork(s)
         if fid is None:
-            return page(request, "ingestion.html", {**emptiness(True, FILL_HINT), "units": [],
-                                                    "waiting": [], "conflicts": []})
-        units = reads.recent_units(s, fid)
+            return page_of(request, "ingestion.html", {**emptiness(True, FILL_HINT), "runs": [], "units": [],
+                                                       "waiting": [], "conflicts": [], "pager": _pager(1, 0)})
+        units, total = reads.units_page(s, fid, page)
+        runs = reads.ingest_runs(s, fid, [u.run_id for u in units])
         reasons = landing_records.routing_reasons(s, [u.id for u in units])
+        members = reads.unit_members(s, [u.id for u in units])
         checks = reads.runs_at(s, fid, [u.candidate_sha for u in units if u.candidate_sha])
         named = reads.runs_by_id(s, fid, [u.l1_run_id for u in units if u.l1_run_id is not None])
         conflicts = conflict_records.conflicts(s, fid, "open")
         deferred = [d for d in ledger_records.recorded_decisions(s, fid) if d.disposition is Disposition.DEFERRED]
+        conflicted = [sha for ms in members.values() for sha, outcome in ms if outcome == MemberOutcome.CONFLICT.value]
+        kept = reads.conflict_ids_of(s, fid, conflicted + [d.sha for d in deferred])
+        waits_in = reads.newest_units_of(s, fid, [d.sha for d in deferred])
         ledger, _, _ = src.ledger(s, fid)
     subjects = _subjects(ledger)
+    docs: list[dict[str, Any]] = [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
+             "summary": _summary(u.summary), "commits": u.commits, "candidate_sha": u.candidate_sha,
+             "updated_at": u.updated_at, "reasons": reasons.get(u.id, {}),
+             "l1": _unit_l1(u.l1_run_id, u.candidate_sha, named, checks),
+             "retry_of": u.retry_of, "conflicts": _links([x for sha, outcome in members.get(u.id, [])
+                                                    if outcome == MemberOutcome.CONFLICT.value
+                                                    for x in kept.get(sha, [])])}
+            for u in units]
+    grouped: list[dict[str, Any]] = []
+    for doc in docs:
+        if not grouped or grouped[-1]["id"] != doc["run_id"]:
+            r = runs.get(doc["run_id"])
+            grouped.append({"id": doc["run_id"], "mode": r.mode if r else "", "status": r.status if r else "",
+                            "started_at": r.started_at if r else None, "finished_at": r.finished_at if r else None,
+                            "units": []})
+        grouped[-1]["units"].append(doc)
     data = {
-        **emptiness(not units and not conflicts and not deferred, FILL_HINT),
-        "units": [{"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
-                   "summary": u.summary, "commits": u.commits, "candidate_sha": u.candidate_sha,
-                   "updated_at": u.updated_at, "reasons": reasons.get(u.id, {}),
-                   "l1": _unit_l1(u.l1_run_id, u.candidate_sha, named, checks)}
-                  for u in units],
+        **emptiness(not total and not conflicts and not deferred, FILL_HINT),
+        "runs": grouped, "units": docs, "pager": _pager(page, total),
         "waiting": [{"sha": d.sha, "subject": subjects.get(d.sha, ("", None))[0],
                      "pr": subjects.get(d.sha, ("", None))[1], "reason": d.describe(),
-                     "decided_by": d.source.value} for d in deferred],
+                     "decided_by": d.source.value, "conflicts": _links(kept.get(d.sha, [])),
+                     "unit": None if d.sha not in waits_in else {"id": waits_in[d.sha][0], "name": waits_in[d.sha][1],
+                                                                 "href": f"/ingestion/units/{waits_in[d.sha][0]}"}}
+                    for d in deferred],
         "conflicts": [_conflict_doc(c, full=False) for c in conflicts],
     }
-    return page(request, "ingestion.html", data)
+    return page_of(request, "ingestion.html", data)
+
+
+def _pager(page: int, total: int) -> dict[str, Any]:
+    pages = max(1, -(-total // reads.UNITS_PER_PAGE))
+    return {"page": page, "pages": pages, "units": total, "per_page": reads.UNITS_PER_PAGE,
+            "prev": f"/ingestion?page={page - 1}" if page > 1 else None,
+            "next": f"/ingestion?page={page + 1}" if page < pages else None}
 
 
 def _conflict_doc(c: conflict_records.ConflictInfo, full: bool) -> dict[str, Any]:
@@ -101,6 +143,7 @@ def unit(request: Request, unit_id: RowId) -> Response:
             raise NotFound(f"no landing unit {unit_id}; the ingestion page lists them")
         decisions = {d.sha: d for d in ledger_records.recorded_decisions(s, fid)}
         retries = [x.id for x in landing_records.retries_of(s, unit_id)]
+        kept = reads.conflict_ids_of(s, fid, [sha for sha, outcome in u.members if outcome is MemberOutcome.CONFLICT])
         runs = reads.runs_at(s, fid, [u.candidate_sha]).get(u.candidate_sha, []) if u.candidate_sha else []
         if u.l1_run is not None and all(r.id != u.l1_run for r in runs):  # a lower unit of a batch
             runs = [*reads.runs_by_id(s, fid, [u.l1_run]).values(), *runs]
@@ -112,9 +155,10 @@ def unit(request: Request, unit_id: RowId) -> Response:
         subject, pr = subjects.get(sha, ("", None))
         members.append({"sha": sha, "subject": subject, "pr": pr, "outcome": outcome,
                         "routing_reason": u.reasons.get(sha, ""),
-                        "disposition": d.disposition.value if d else None, "reason": d.reason if d else ""})
+                        "disposition": d.disposition.value if d else None, "reason": d.reason if d else "",
+                        "conflicts": _links(kept.get(sha, []) if outcome is MemberOutcome.CONFLICT else [])})
     data = {"unit": {"id": u.id, "run_id": u.run_id, "kind": u.kind, "name": u.name, "status": u.status,
-                     "summary": u.summary, "base_sha": u.base_sha, "candidate_sha": u.candidate_sha,
+                     "summary": _summary(u.summary), "base_sha": u.base_sha, "candidate_sha": u.candidate_sha,
                      "reasons": dict(u.reasons), "retry_of": u.retry_of, "retried_as": retries},
             "members": members, "runs": runs, "rerun": request.app.state.jobs.get(("unit-rerun", unit_id)),
             "can_rerun": u.status in RETRYABLE_STATES}
