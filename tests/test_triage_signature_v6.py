@@ -4,6 +4,7 @@ and refused downloads.  Each pattern is checked for linear time on hostile input
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
@@ -84,3 +85,21 @@ def test_fuzzed_lines_of_the_new_structures_always_get_a_signature(parts: list[s
     infra_family(sig)
     assert time.perf_counter() - t0 < 1.0
     assert len(sig.text) <= 700
+
+
+def test_the_fresh_batch_never_reaches_the_train_or_heldout_parts(tmp_path: Path) -> None:
+    import json
+
+    from forkflow.testing import real_corpus
+
+    urls = [f"https://github.com/o/r/issues/{i}" for i in range(12)]
+    rows = [{"id": f"e{i}", "source_url": u, "project": "other", "class": "code", "cause": f"c{i}",
+             "text": "x", "split": real_corpus.field_split(u)} for i, u in enumerate(urls)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:6]))
+    # the fresh batch keeps the hash's split in some rows: the file, not the field, decides
+    (tmp_path / real_corpus.FRESH).write_text("".join(json.dumps(r) + "\n" for r in rows[6:]))
+    train = real_corpus.load_field("train", tmp_path)
+    held = real_corpus.load_field("heldout", tmp_path)
+    fresh = real_corpus.load_field("fresh", tmp_path)
+    assert {c.id for c in fresh} == {f"e{i}" for i in range(6, 12)}
+    assert {c.id for c in train + held} == {f"e{i}" for i in range(6)}
