@@ -416,3 +416,36 @@ def test_a_waiting_pick_conflicts_where_it_takes_held_lines_and_merges_nothing_e
     assert [s.sha for s in run.conflicted] == [held]
     assert run.held == {waits: on_lines}
     assert run.applied == (clean,)
+
+
+def test_pick_follows_a_rename_among_more_files_than_libgit2_looks_at(builder: ForkBuilder, tmp_path: Path) -> None:
+    """A fork far behind lacks hundreds of upstream files; upstream moved a file the fork has to a
+    new folder, then changed it.  `git cherry-pick` follows the move (git's rename limit is 7000);
+    the in-memory pick must too, not stop at libgit2's lower default with a modify/delete conflict."""
+    import pygit2
+
+    body = "".join(f"int step_{i}(int x) {{ return x + {i}; }}\n" for i in range(40))
+    builder.upstream_commit({"lib/Plugins/Plugin.cpp": body}, "Initial")
+    builder.branch_fork()
+    builder.fork_commit({"lib/Plugins/Plugin.cpp": body.replace("x + 30;", "x + 30; /* fork */")}, "[fork] ours")
+    data = builder.upstream.path / "examples" / "data"
+    data.mkdir(parents=True)
+    for i in range(1500):  # written and staged at once (a `git add` each would take seconds)
+        (data / f"d{i:04}.txt").write_text(f"datum {i} " * 8 + "\n", encoding="utf-8")
+    run_git("add", "examples/data", cwd=builder.upstream.path)
+    builder.upstream_commit({"lib/Plugins/Plugin.cpp": None, "examples/plugins/Plugin.cpp": body},
+                            "Move the plugin example")
+    change = builder.upstream_commit({"examples/plugins/Plugin.cpp": body.replace("x + 7;", "x + 70;")},
+                                     "Fix step 7")
+    builder.fetch()
+    fork = builder.f.path
+    onto = run_git("rev-parse", "main^{tree}", cwd=fork).strip()
+    repo = pygit2.Repository(str(fork))
+    parent = repo.get(change).parents[0]
+    plain = repo.merge_trees(parent.tree, repo.get(onto), repo.get(change).tree)
+    assert plain.conflicts is not None  # libgit2's own limit: the move is not seen
+    step = MemoryPicker(fork).pick(onto, change)
+    assert step.status is PickStatus.APPLIED, step.conflicts
+    assert step.tree == cherry_pick_tree(fork, "main", change, tmp_path)
+    run_git("config", "merge.renameLimit", "100", cwd=fork)  # a fork that sets a limit keeps it
+    assert MemoryPicker(fork).pick(onto, change).status is PickStatus.CONFLICT

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pygit2
 
-from forkflow.git.pick import MemoryPicker, PathConflict, Side
+from forkflow.git.pick import MemoryPicker, PathConflict, Side, merge_trees
 from forkflow.models import Sha
 
 # what libgit2 raises when an object cannot be read (a partial clone, a damaged repository)
@@ -80,10 +80,10 @@ def merge_fork_side(picker: MemoryPicker, onto: Sha, sha: Sha) -> tuple[str, boo
     tip, commit = repo.get(onto), repo.get(sha)
     assert isinstance(tip, pygit2.Commit) and isinstance(commit, pygit2.Commit)
     base = commit.parents[0].tree if commit.parents else repo.get(repo.TreeBuilder().write())
-    index = repo.merge_trees(base, tip.tree, commit.tree)
+    index = merge_trees(repo, base, tip.tree, commit.tree)
     forced = False
     if index.conflicts is not None:
-        index = repo.merge_trees(base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
+        index = merge_trees(repo, base, tip.tree, commit.tree, favor=pygit2.enums.MergeFavor.THEIRS)
         if index.conflicts is not None:
             _take_theirs(index)
         forced = True

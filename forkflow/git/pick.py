@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, cast
 
 import pygit2
 
@@ -254,6 +255,55 @@ _Conflicted = tuple[str, str, pygit2.Index] | None  # the last conflicted tree m
 _PathConflicted = tuple[str, str, dict[str, Entry | None], tuple[str, ...]] | None
 
 
+GIT_RENAME_LIMIT = 7000  # git's merge.renameLimit when neither it nor diff.renameLimit is set (merge-ort)
+
+
+def rename_limit(repo: pygit2.Repository) -> int:
+    """The rename sources a tree merge examines: the repository's merge.renameLimit, else its
+    diff.renameLimit, else git's default.  libgit2's own default is far lower, so a fork far behind
+    upstream (lacking more files than that) met modify/delete conflicts where `git cherry-pick`
+    follows the rename: on fbtriton's backlog of 2026-04-30 an upstream move of a plugin example
+    from lib/Plugins/ to examples/plugins/ held back 12 commits git picks cleanly."""
+    for key in ("merge.renameLimit", "diff.renameLimit"):
+        try:
+            value = int(str(repo.config[key]))
+        except (KeyError, ValueError, pygit2.GitError):
+            continue
+        if value > 0:
+            return value
+    return GIT_RENAME_LIMIT
+
+
+def merge_trees(repo: pygit2.Repository, ancestor: str | pygit2.Tree, ours: str | pygit2.Tree,
+                theirs: str | pygit2.Tree, *, renames: bool = True,
+                favor: pygit2.enums.MergeFavor = pygit2.enums.MergeFavor.NORMAL,
+                limit: int | None = None) -> pygit2.Index:
+    """`Repository.merge_trees` with git's rename limit (`rename_limit`): libgit2 takes it from
+    the merge options only, which pygit2 does not expose, so the options are set here; a pygit2
+    without those internals falls back to its own merge (libgit2's limit)."""
+    flags = pygit2.enums.MergeFlag.FIND_RENAMES if renames else pygit2.enums.MergeFlag(0)
+    try:
+        from pygit2.errors import check_error
+        from pygit2.ffi import C, ffi
+        from pygit2 import index as index_module
+
+        trees = [t if isinstance(t, pygit2.Tree) else repo.get(t) for t in (ancestor, ours, theirs)]
+        if not all(isinstance(t, pygit2.Tree) for t in trees):
+            raise KeyError("not a tree")
+        any_repo: Any = repo
+        opts: Any = any_repo._merge_options(favor, flags, pygit2.enums.MergeFileFlag.DEFAULT)
+        opts.target_limit = limit if limit is not None else rename_limit(repo)
+        ptrs = [ffi.new("git_tree **") for _ in trees]
+        for ptr, tree in zip(ptrs, trees):
+            ffi.buffer(ptr)[:] = cast(Any, tree)._pointer[:]
+        cindex = ffi.new("git_index **")
+        check_error(C.git_merge_trees(cindex, any_repo._repo, ptrs[0][0], ptrs[1][0], ptrs[2][0], opts))
+        from_c: Any = index_module.Index.from_c
+        return cast(pygit2.Index, from_c(repo, cindex))
+    except (ImportError, AttributeError, TypeError):
+        return repo.merge_trees(ancestor, ours, theirs, favor=favor, flags=flags)
+
+
 class MemoryPicker:
     """Picks upstream commits onto trees of one repository's object database."""
 
@@ -275,6 +325,7 @@ class MemoryPicker:
         self._path_conflicted: _PathConflicted = None
         self._picking: tuple[str, str] | None = None  # (onto tree, the commit's parent tree) of a path pick
         self._old_paths: frozenset[str] = frozenset()  # the files of the fork point (know_fork_point)
+        self._rename_limit = rename_limit(self.repo)
         if batch_writes:
             self._memory = _MemoryObjects()
             self.repo.odb.add_backend(self._memory, 1000)
@@ -564,7 +615,7 @@ class MemoryPicker:
                 return None
             trees.append(sub)
         try:
-            index = self.repo.merge_trees(trees[0], trees[1], trees[2])
+            index = merge_trees(self.repo, trees[0], trees[1], trees[2], limit=self._rename_limit)
         except (KeyError, pygit2.GitError):
             return None
         if index.conflicts is not None:
@@ -798,9 +849,8 @@ class MemoryPicker:
 
     def _merge(self, onto_tree: str, sha: str, renames: bool = True) -> pygit2.Index:
         ancestor = self.mainline_tree(sha)
-        if renames:
-            return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha))
-        return self.repo.merge_trees(ancestor, onto_tree, self.commit_tree(sha), flags=pygit2.enums.MergeFlag(0))
+        return merge_trees(self.repo, ancestor, onto_tree, self.commit_tree(sha), renames=renames,
+                           limit=self._rename_limit)
 
     def resolve(self, onto_tree: str, sha: Sha, resolutions: Resolutions) -> str:
         """The tree of a conflicted pick with each conflicted path set to its resolution."""
