@@ -73,6 +73,22 @@ def trailers(text: str) -> list[str]:
     return out
 
 
+PROVENANCE_KEYS = ("Resolved-By", "Approved-By", "L1-Run")  # who settled a file, who approved, the L1 run
+_PROVENANCE = re.compile(r"(Resolved-By|Approved-By|L1-Run):[ \t]*(\S.*?)[ \t]*", re.I | re.A)
+
+
+def provenance(text: str) -> list[tuple[str, str]]:
+    """(key, value) of each `Resolved-By:`, `Approved-By:` and `L1-Run:` line in the unquoted lines
+    after the subject, in order, the key as PROVENANCE_KEYS spells it."""
+    keys = {fold(k): k for k in PROVENANCE_KEYS}
+    out: list[tuple[str, str]] = []
+    for line in unquoted_body(text).split("\n"):
+        m = _PROVENANCE.fullmatch(line)
+        if m:
+            out.append((keys[fold(m.group(1))], m.group(2)))
+    return out
+
+
 def trailer(sha: str) -> str:
     return f"{TRAILER_KEY}: {sha}"
 

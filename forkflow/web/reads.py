@@ -383,6 +383,21 @@ def newest_units_of(s: Session, fid: int, shas: Sequence[str]) -> dict[Sha, tupl
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class ConflictBrief:
+    id: int
+    path: str
+    kind: str
+    status: str  # open | resolved (as the store keeps it)
+
+
+def conflicts_of(s: Session, fid: int, sha: str) -> list[ConflictBrief]:
+    """The conflicts kept for one upstream commit (without their marked files), oldest first."""
+    q = (select(ConflictRow.id, ConflictRow.path, ConflictRow.kind, ConflictRow.status)
+         .where(ConflictRow.fork_id == fid, ConflictRow.upstream_sha == sha).order_by(ConflictRow.id))
+    return [ConflictBrief(int(i), p, k, st) for i, p, k, st in s.execute(q)]
+
+
 def units_with(s: Session, fid: int, sha: str) -> list[int]:
     """Ids of the landing units that carry an upstream commit or produced a fork commit."""
     member = select(UnitMemberRow.unit_id).where(UnitMemberRow.upstream_sha == sha)
