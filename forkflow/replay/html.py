@@ -54,6 +54,16 @@ def _legend_width(name: str) -> float:
     return 26 + 6.2 * len(name)  # the swatch, the name at 11 px, a gap
 
 
+def every_words(seconds: int) -> str:
+    """A replay's step as `--every` took it: "every week", "every 2 weeks", "every day",
+    "every 3 days", "every 12 hours" (never "one step every 168 hours")."""
+    for size, unit in ((7 * 86_400, "week"), (86_400, "day"), (3_600, "hour")):
+        if seconds >= size and seconds % size == 0:
+            n = seconds // size
+            return f"every {unit}" if n == 1 else f"every {n} {unit}s"
+    return f"every {seconds} seconds"
+
+
 def charts(report: Mapping[str, Any]) -> list[str]:
     """The curves of a replay (its JSON form): days behind, backlog and open commits, real vs
     forkflow; days behind and backlog also for forkflow's branch by picks (the real fork's rule:
@@ -128,7 +138,7 @@ def render_html(report: Any, fork: str) -> str:
         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,td:nth-child(2){text-align:left}"
         ".chart{display:block;margin:1em 0}</style></head><body>"
         f"<h1>forkflow replay: {escape(fork)}</h1>"
-        f"<p>{escape(doc['since'])} to {escape(doc['until'])}, one step every {doc['every_seconds'] // 3600} hours; "
+        f"<p>{escape(doc['since'])} to {escape(doc['until'])}, one step {every_words(doc['every_seconds'])}; "
         f"gate: {escape(doc['gate'] or 'none (merge-ability only)')}; {doc['wall_seconds']} s.</p>"
         + "".join(charts(doc)) + f"<ul>{summary}</ul><table><thead><tr>{head}</tr></thead><tbody>{table}"
         f"</tbody></table><ul>{notes}</ul></body></html>\n")

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from forkflow.replay import records
-from forkflow.replay.html import HEADERS, charts, step_rows, summary_lines
+from forkflow.replay.html import HEADERS, charts, every_words, step_rows, summary_lines
 from forkflow.web.errors import NotFound
 from forkflow.web.render import emptiness, page, wants_json
 from forkflow.web.source import Source
@@ -33,6 +33,7 @@ def replay(request: Request, run: int | None = None) -> Response:
             "runs": [{"id": r.id, "since": r.since, "until": r.until, "every_seconds": r.every_seconds,
                       "gate": r.gate} for r in others]}
     return page(request, "replay.html", {**data, "svgs": charts(report), "headers": list(HEADERS),
-                                         "rows": step_rows(report), "lines": summary_lines(report)}
+                                         "rows": step_rows(report), "lines": summary_lines(report),
+                                         "every": every_words(report["every_seconds"])}
                 if not wants_json(request) else data)
 
