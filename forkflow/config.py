@@ -45,13 +45,14 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "validation": ("runner", "ray_address", "retired", "shrink_tolerance", "jobs", "selection_budget"),
     "bisect": ("command",),
     "l3": ("identity", "api", "token_env"),  # tiers/l3.py: whose account signs off
+    "owners": (),  # path glob -> people; its keys are globs, checked by owners_table
     "triage": ("reruns", "min_clean_reruns", "history_runs", "close_after", "sink", "markdown_dir",
                "github_repo", "github_api", "github_token_env", "gitlab_project", "gitlab_api",
                "gitlab_token_env", "agent_command", "agent_endpoint", "agent_model", "agent_key_env"),
 }
 SECTIONS = tuple(k for k in SECTION_KEYS if "." not in k)
 # `[[suite]]` keys are checked (with their suite's name) by tiers.load_suites
-_CHECKED_ELSEWHERE = ("suite",)
+_CHECKED_ELSEWHERE = ("suite", "owners")
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +159,7 @@ def parse_config(text: str, path: Path | None = None) -> Config:
             re.compile(m)
         except re.error as e:
             raise config_error(path, text, "ledger.opt_out", f"has an invalid regex {m!r} ({e})") from e
+    owners_table(raw, path, text)
     return Config(
         path=path,
         upstream_remote=_expect(up.get("remote", "upstream"), str, path, text, "upstream.remote"),
@@ -168,6 +170,16 @@ def parse_config(text: str, path: Path | None = None) -> Config:
         raw=raw,
         text=text,
     )
+
+
+def owners_table(raw: dict[str, Any], path: Path | None = None, text: str = "") -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`[owners]`: path glob -> a person or a list of people (conflicts/owners.py), in file order."""
+    table = _expect(raw.get("owners", {}), dict, path, text, "owners")
+    out = []
+    for glob, who in table.items():
+        people = [who] if isinstance(who, str) else _expect(who, list, path, text, f"owners.{glob}")
+        out.append((glob, tuple(_expect(p, str, path, text, f"owners.{glob}") for p in people)))
+    return tuple(out)
 
 
 def section_line(text: str, name: str) -> int | None:

@@ -1,21 +1,15 @@
-"""`forkflow plan`, `forkflow ingest`, `forkflow conflicts`, `forkflow demo`."""
+"""`forkflow plan`, `forkflow ingest`, `forkflow demo` (`forkflow conflicts` is in conflict_cmds.py)."""
 from __future__ import annotations
 
-import getpass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json, short
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json
 from forkflow.cli.progress import PhaseBar, progress_bar
-from forkflow.conflicts import approval, guardrails
 from forkflow.conflicts import records as crecords
-from forkflow.conflicts.case import case_from_marked
-from forkflow.conflicts.classify import ConflictKind
-from forkflow.conflicts.settle import by_hand, has_file_resolution
-from forkflow.conflicts.rules_view import proposal_diff, rule_rows, stored_or_backtested
-from forkflow.context import Context, open_context
+from forkflow.context import open_context
 from forkflow import wiring
 from forkflow.errors import UserError
 from forkflow.landing.ingest import (
@@ -29,9 +23,7 @@ from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.merges import MERGE, intake_of
 from forkflow.render import (
-    conflict_owners,
     exit_code,
-    render_conflicts,
     render_exit,
     render_plan,
     render_report,
@@ -139,213 +131,6 @@ def render_l1_runs(r: IngestReport) -> None:
         console.print(f"L1 run {run}: {escape(shown)}; forkflow triage {run}", soft_wrap=True, highlight=False)
 
 
-# -- conflicts ------------------------------------------------------------------
-conflicts_app = typer.Typer(help="Conflicts no resolver settled, kept for a person.", no_args_is_help=False)
-
-
-@conflicts_app.callback(invoke_without_command=True)
-def conflicts_list(
-    ctx: typer.Context,
-    all_: Annotated[bool, typer.Option("--all", help="Resolved ones too.")] = False,
-    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
-) -> None:
-    """List open conflicts (`forkflow conflicts show ID` prints one)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    c = open_context(repo, store)
-    with c.store.session_scope() as s:
-        rows = crecords.conflicts(s, c.fork_id, None if all_ else "open")
-        waiting = {x.id for x in rows if x.status == "open" and approval.proposal(s, c.fork_id, x) is not None}
-    if json_out:
-        owners = conflict_owners(c)
-        print_json({"conflicts": [_conflict_json(x, with_text=False) | {"owner": owners(x.chain, [x.path]),
-                                                                        "proposal_waiting": x.id in waiting}
-                                  for x in rows]})
-        return
-    render_conflicts(console, rows, waiting, conflict_owners(c))
-
-
-def _conflict_json(x: crecords.ConflictInfo, with_text: bool = True) -> dict[str, object]:
-    d: dict[str, object] = {"id": x.id, "upstream_sha": x.upstream_sha, "subject": x.subject, "path": x.path,
-                            "kind": x.kind, "chain": x.chain, "base": x.base_sha, "status": x.status,
-                            "seen": x.seen, "tried": list(x.tried), "last_seen": x.last_seen.isoformat()}
-    if with_text:
-        d["conflicted"] = x.marked
-    return d
-
-
-def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, crecords.ConflictInfo]:
-    c = open_context(repo, store)
-    with c.store.session_scope() as s:
-        x = crecords.conflict(s, c.fork_id, cid)
-    if x is None:
-        raise UserError(f"no conflict with id {cid}; list them with `forkflow conflicts --all`")
-    return c, x
-
-
-MAX_ATTEMPTS_SHOWN = 10
-MAX_RESOLUTION = 64 * 2**20  # bytes `conflicts resolve --file` reads at most
-
-
-@conflicts_app.command("show")
-def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `forkflow conflicts`.")],
-                   json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
-    """Print one conflict: the upstream commit, what each resolver said, the file with markers."""
-    c, x = _get_conflict(repo, store, cid)
-    with c.store.session_scope() as s:
-        attempts = [a for a in crecords.attempts(s, c.fork_id, x.upstream_sha) if a.path == x.path]
-    waiting = _waiting_proposal(c, x)
-    record = _record(c, waiting.rule) if waiting is not None and waiting.rule else None
-    if json_out:
-        print_json(_conflict_json(x) | {"agent_attempts": [
-            {"backend": a.backend, "outcome": a.outcome, "reason": a.reason, "duration_ms": a.duration_ms}
-            for a in attempts]} | {"proposal": None if waiting is None else {
-                "attempt_id": waiting.attempt_id, "hash": waiting.digest, "backend": waiting.backend,
-                "rule": waiting.rule or None, "record": record, "diff": proposal_diff(x, waiting.content),
-                "content": waiting.content}})
-        return 0
-    console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]")
-    console.print(f"upstream {x.upstream_sha}  {escape(x.subject)}")
-    console.print(f"chain {escape(x.chain)}, picked onto {short(x.base_sha)}, seen {x.seen} time(s)")
-    for line in x.tried:
-        console.print(f"  tried {escape(line)}")
-    if len(attempts) > MAX_ATTEMPTS_SHOWN:
-        console.print(f"  agent: {len(attempts) - MAX_ATTEMPTS_SHOWN} earlier attempt(s) not shown (--json lists all)")
-    for a in attempts[-MAX_ATTEMPTS_SHOWN:]:
-        console.print(f"  agent attempt ({escape(a.backend)}, {a.duration_ms / 1000:.1f}s): {a.outcome}: "
-                      f"{escape(a.reason)}")
-    if x.marked:
-        console.rule("conflicted file (fork | base | upstream)")
-        console.out(x.marked, highlight=False)
-    if waiting is not None and waiting.rule:
-        console.rule(f"rule proposal #{waiting.attempt_id}, hash {waiting.digest}: read it before approving")
-        console.print(f"rule {escape(waiting.rule)}", soft_wrap=True)
-        console.print(f"its record on this fork: {escape(record or 'none')} (`forkflow conflicts rules`)", soft_wrap=True)
-        console.rule("the proposal against the fork's file")
-        console.out(proposal_diff(x, waiting.content) or "(the fork's file as it is)", highlight=False)
-    elif waiting is not None:
-        console.rule(f"agent proposal #{waiting.attempt_id} ({escape(waiting.backend)}), hash {waiting.digest}: "
-                     "read it before approving")
-        console.out(waiting.content, highlight=False)
-    if waiting is not None:
-        console.print(f"approve it (the next `forkflow ingest` picks it and runs L1): "
-                      f"forkflow conflicts approve {x.id} --proposal {waiting.digest}", soft_wrap=True)
-    if has_file_resolution(x):
-        console.print(f"settle it: write the resolved file, then `forkflow conflicts resolve {x.id} --file FILE`")
-    else:
-        console.print(escape(f"settle it {by_hand(x, c.config.fork_branch)}"))
-    # the fork may not want the commit at all (a revert of a change it never had, a version bump)
-    console.print(f"or decide not to take it: forkflow decide {short(x.upstream_sha)} --skip|--wont-port|--defer "
-                  "--reason TEXT", soft_wrap=True, highlight=False)
-    return 0
-
-
-@conflicts_app.command("resolve")
-def conflicts_resolve(
-    cid: Annotated[int, typer.Argument(help="Conflict id.")],
-    file: Annotated[Path, typer.Option("--file", help="The resolved file.")],
-    repo: RepoOpt = Path("."), store: StoreOpt = None,
-) -> int:
-    """Record a person's resolution; the next `forkflow ingest` uses it (recorded resolutions)."""
-    c, x = _get_conflict(repo, store, cid)
-    if not has_file_resolution(x):
-        raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions, which --file cannot "
-                        f"settle; settle it {by_hand(x, c.config.fork_branch)}")
-    try:
-        with file.open("rb") as f:  # capped: `--file /dev/zero` used to read without end
-            data = f.read(MAX_RESOLUTION + 1)
-    except OSError as e:
-        raise UserError(f"cannot read {file} ({e.strerror}); pass the resolved file with --file") from e
-    if len(data) > MAX_RESOLUTION:
-        raise UserError(f"{file} is over {MAX_RESOLUTION // 2**20} MiB; pass the resolved file with --file")
-    texts = resolution_regions(x, data)
-    with c.store.session_scope() as s:
-        crecords.save_resolution(s, x.key, x.path, texts, "person")
-        crecords.set_conflict_status(s, x.id, "resolved")
-    console.print(f"recorded; `forkflow ingest --land` will use it for {short(x.upstream_sha)} {escape(x.path)}")
-    return 0
-
-
-def _record(c: Context, rule: str) -> str:
-    """The rule's record on this fork, as the last backtest stored it."""
-    from forkflow.conflicts.rulebook import load_book
-
-    with c.store.session_scope() as s:
-        found = load_book(s, c.fork_id)
-    return found[0].record(rule).describe() if found is not None else "not backtested yet"
-
-
-@conflicts_app.command("rules")
-def conflicts_rules(
-    refresh: Annotated[bool, typer.Option("--refresh", help="Backtest again on the fork's past picks.")] = False,
-    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None,
-) -> int:
-    """Each resolver rule's record on this fork (its past answers against the files the fork's
-    engineers committed), and whether its answers land alone or wait for a person."""
-    c = open_context(repo, store)
-    book, when, settings = stored_or_backtested(c.repo, c.config, c.store, c.fork_id, refresh)
-    rows = rule_rows(book, settings)
-    if json_out:
-        print_json({"min_precision": settings.min_precision, "min_cases": settings.min_cases,
-                    "files": book.files, "computed_at": when.isoformat(), "rules": rows})
-        return 0
-    console.print(f"{book.files} past conflicted file(s) replayed ({when:%Y-%m-%d %H:%M} UTC); a rule's answer "
-                  f"lands alone at >= {100 * settings.min_precision:g}% precision over >= {settings.min_cases} "
-                  "cases (\\[trust] in forkflow.toml), else it is a proposal a person approves", soft_wrap=True)
-    if not rows:
-        console.print("no rule has answered on this fork's past picks yet: every rule proposes")
-        return 0
-    console.print(f"{'cases':>6} {'identical':>9} {'different':>9} {'precision':>9}  {'status':<9} rule", highlight=False)
-    for r in rows:
-        prec = "-" if r["precision"] is None else f"{100 * float(str(r['precision'])):.0f}%"
-        console.print(f"{r['cases']:>6} {r['identical']:>9} {r['different']:>9} {prec:>9}  {r['status']:<9} "
-                      f"{escape(str(r['rule']))}", highlight=False, soft_wrap=True)
-    return 0
-
-
-def _waiting_proposal(c: Context, x: crecords.ConflictInfo) -> approval.Proposal | None:
-    if x.status != "open":
-        return None
-    with c.store.session_scope() as s:
-        return approval.proposal(s, c.fork_id, x)
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a bare container)
-        return "unknown user"
-
-
-@conflicts_app.command("approve")
-def conflicts_approve(
-    cid: Annotated[int, typer.Argument(help="Conflict id.")],
-    proposal: Annotated[str | None, typer.Option(
-        "--proposal", help="The proposal's hash, as `forkflow conflicts show ID` prints it.")] = None,
-    repo: RepoOpt = Path("."), store: StoreOpt = None,
-) -> int:
-    """Approve the agent's proposal for a conflict (read it in `forkflow conflicts show ID`); the
-    next `forkflow ingest` picks with it and runs L1."""
-    c = open_context(repo, store)
-    with c.store.session_scope() as s:
-        x, p = approval.approve(s, c.fork_id, cid, f"{_user()} (cli)", proposal)
-    console.print(f"approved proposal {p.digest}; `forkflow ingest --land` will use it for "
-                  f"{short(x.upstream_sha)} {escape(x.path)}")
-    return 0
-
-
-def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:
-    """The resolved text of each region of a conflict, or a UserError naming the guardrail it fails
-    (the same checks a resolver's proposal passes)."""
-    case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
-    assert case is not None, "has_file_resolution(x) first"
-    verdict = guardrails.check(case, data)
-    if not verdict.ok:
-        raise UserError(f"refused: {verdict.reason} ({x.path}); start from `forkflow conflicts show {x.id}`, "
-                        "edit only between the markers, remove them, and keep the file parsing")
-    return list(verdict.regions)
-
-
 # -- demo ------------------------------------------------------------------------
 def demo(
     keep: Annotated[Path | None, typer.Option("--keep", help="Keep the sample in this folder to explore.")] = None,
@@ -382,5 +167,4 @@ def demo(
 def register(app: typer.Typer) -> None:
     app.command()(plan)
     app.command("ingest")(ingest_cmd)
-    app.add_typer(conflicts_app, name="conflicts")
     app.command()(demo)

@@ -42,7 +42,8 @@ app = typer.Typer(
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "forkflow.cli.ledger_cmds": ("init", "status", "history"),
     "forkflow.cli.decide_cmds": ("decide", "decisions"),
-    "forkflow.cli.ingest_cmds": ("plan", "ingest", "conflicts", "demo"),
+    "forkflow.cli.ingest_cmds": ("plan", "ingest", "demo"),
+    "forkflow.cli.conflict_cmds": ("conflicts",),
     "forkflow.cli.tiers_cmds": ("validate", "nightly", "l3"),
     "forkflow.cli.regress_cmds": ("detect", "bisect"),
     "forkflow.cli.triage_cmds": ("triage", "trunk", "issues"),

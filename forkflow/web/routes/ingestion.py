@@ -1,9 +1,9 @@
 """Ingestion: landing units (bundles and chains) with their commits, routing reasons, L1 results,
 landed or waiting, and the conflicts kept for a person.
 
-Two actions, re-running a unit (`forkflow ingest --unit ID` in the background) and approving an
-agent's proposal for a conflict (`forkflow conflicts approve ID --proposal HASH`), need the operator's token,
-are checked before anything else, and are logged whether done or refused.
+Re-running a unit (`forkflow ingest --unit ID` in the background) needs the operator's token, is
+checked before anything else, and is logged whether done or refused.  A conflict's page and its
+approval are in routes/conflicts.py.
 """
 from __future__ import annotations
 
@@ -13,11 +13,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from forkflow.conflicts import approval
 from forkflow.conflicts import records as conflict_records
-from forkflow.conflicts.rulebook import load_book
-from forkflow.conflicts.rules_view import proposal_diff
-from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
@@ -163,65 +159,6 @@ def unit(request: Request, unit_id: RowId) -> Response:
             "members": members, "runs": runs, "rerun": request.app.state.jobs.get(("unit-rerun", unit_id)),
             "can_rerun": u.status in RETRYABLE_STATES}
     return page(request, "ingestion_unit.html", data)
-
-
-@both(router, "/ingestion/conflicts/{conflict_id}")
-def conflict(request: Request, conflict_id: RowId) -> Response:
-    src: Source = request.app.state.source
-    with src.session() as s:
-        fid = src.fork(s)
-        if fid is None or (c := conflict_records.conflict(s, fid, conflict_id)) is None:
-            raise NotFound(f"no conflict {conflict_id}; the ingestion page lists the open ones "
-                           "(`forkflow conflicts` too)")
-        tried = conflict_records.attempts(s, fid, c.upstream_sha)
-        waiting = approval.proposal(s, fid, c) if c.status == "open" else None
-        book = load_book(s, fid) if waiting is not None and waiting.rule else None  # a rule's record
-    data = {"conflict": _conflict_doc(c, full=True), "settle": _settle(c, src),
-            "attempts": [{"path": a.path, "backend": a.backend, "outcome": a.outcome, "reason": a.reason,
-                          "duration_ms": a.duration_ms} for a in tried],
-            "proposal": None if waiting is None else {"attempt_id": waiting.attempt_id, "hash": waiting.digest,
-                                                      "backend": waiting.backend, "content": waiting.content,
-                                                      "rule": waiting.rule, "diff": proposal_diff(c, waiting.content),
-                                                      "record": book[0].record(waiting.rule).describe() if book else ""},
-            "can_approve": waiting is not None and request.app.state.token is not None}
-    return page(request, "ingestion_conflict.html", data)
-
-
-@router.post("/ingestion/conflicts/{conflict_id}/approve", name="conflict-approve")
-@router.post("/api/ingestion/conflicts/{conflict_id}/approve", name="conflict-approve")
-async def approve_conflict(request: Request, conflict_id: RowId) -> Response:
-    """Approve the agent's proposal for a conflict (token-checked, logged); the next ingest picks
-    with it and runs L1 (conflicts/approval.py).  The form's `proposal` field is the hash of the
-    proposal the page showed: a proposal replaced since is refused."""
-    form = await action_form(request, "conflict-approve", f"conflict {conflict_id}")
-    return await run_in_threadpool(_approve, request, conflict_id, form.get("proposal"))
-
-
-def _approve(request: Request, conflict_id: int, shown: str | None) -> Response:
-    target = f"conflict {conflict_id}"
-    src: Source = request.app.state.source
-    client = request.client.host if request.client else "?"
-    try:
-        with src.session() as s:
-            fid = src.fork(s)
-            if fid is None:
-                raise UserError(f"no conflict {conflict_id}")
-            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}", shown)
-    except UserError as e:
-        record(request, "conflict-approve", target, f"refused: {e}")
-        raise Unavailable(str(e)) from None
-    record(request, "conflict-approve", target, "approved", attempt=p.attempt_id, proposal=p.digest, path=x.path)
-    href = f"/ingestion/conflicts/{conflict_id}"
-    return action_done(request, href, {"conflict_id": conflict_id, "state": "approved", "href": href})
-
-
-def _settle(c: conflict_records.ConflictInfo, src: Source) -> str:
-    """What settles the conflict, as `forkflow conflicts show` says it (binary, delete/modify and
-    submodule conflicts have no text for `conflicts resolve --file`)."""
-    if has_file_resolution(c):
-        return (f"write the resolved file, then `forkflow conflicts resolve {c.id} --file FILE`; the "
-                "resolution is recorded and reused")
-    return by_hand(c, src.ctx.config.fork_branch if src.ctx is not None else "the fork branch")
 
 
 @router.post("/ingestion/units/{unit_id}/rerun", name="unit-rerun")
