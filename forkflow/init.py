@@ -86,7 +86,8 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
             raise UserError(f"fork branch '{fork_branch}' and {remote}/{upstream_branch} share no "
                             "history; check that --upstream names this fork's upstream")
         intake = detect_intake(repo, fork_tip, upstream_tip)
-        written = _write_config(cfg_path, remote, upstream_branch, fork_branch, store_url, intake)
+        written = _write_config(cfg_path, remote, upstream_branch, fork_branch, store_url, intake,
+                                fork_identity(repo, fork_branch))
     except BaseException:
         if remote_added:  # nothing half-written: take back the remote we added
             repo.git("remote", "remove", remote, check=False)
@@ -102,8 +103,15 @@ def init_fork(repo_path: Path, upstream: str, upstream_branch: str, fork_branch:
     return InitResult(cfg_path, written, remote, remote_added, redact(url))
 
 
+def fork_identity(repo: Repo, fork_branch: str, shared_remote: str = "origin") -> str:
+    """The fork's name in a shared store: the shared remote's URL (normalised) and the fork
+    branch, or the checkout's folder and branch when the fork has no such remote."""
+    url = repo.remote_url(shared_remote) if shared_remote in repo.remotes() else None
+    return forks.identity(url, fork_branch) if url else f"{repo.path.name}:{fork_branch}"
+
+
 def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: str,
-                  store_url: str | None, intake: Intake | None = None) -> bool:
+                  store_url: str | None, intake: Intake | None = None, name: str = "") -> bool:
     # a URL with a password never goes into a file that may be committed: use FORKFLOW_STORE
     in_file = store_url if store_url and not has_password(store_url) else ""
     if path.exists():
@@ -114,8 +122,9 @@ def _write_config(path: Path, remote: str, upstream_branch: str, fork_branch: st
             raise UserError(f"{path} already says upstream {have[0]}/{have[1]} and fork branch "
                             f"{have[2]}; edit it by hand, or remove it and run init again")
         return False
-    # the fork's identity is fixed at init: moving the checkout keeps its history (issue 12)
-    text = render_config(remote, upstream_branch, fork_branch, in_file, f"{path.parent.name}:{fork_branch}")
+    # the fork's identity is fixed at init: moving the checkout keeps its history (issue 12), and
+    # every clone of the shared remote comes to the same one, whatever its folder's name
+    text = render_config(remote, upstream_branch, fork_branch, in_file, name or f"{path.parent.name}:{fork_branch}")
     text = with_intake(text, intake.style if intake is not None else PICK)
     parse_config(text)  # the template always parses
     tmp = path.with_suffix(".toml.tmp")
@@ -145,5 +154,7 @@ def _open_store(repo: Repo, config: Config, url: str) -> None:
         state.mkdir(parents=True, exist_ok=True)
     store = Store.open(url)
     with store.session_scope() as s:
-        forks.fork_id(s, fork_name(repo, config))
+        # a store that knew this fork by its folder's name (before [fork] name came from the
+        # shared remote) keeps its history: that row takes the new name
+        forks.fork_id(s, fork_name(repo, config), legacy=(f"{repo.path.name}:{config.fork_branch}",))
     store.dispose()

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.models import Sha
 from forkflow.store.schema_ingest import AgentAttemptRow, ConflictRow, ResolutionRow
-from forkflow.store.session import Writer, connection_of
+from forkflow.store.session import Writer, connection_of, insert_new
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +56,8 @@ def save_resolution(s: Writer, key: str, path: str, texts: Sequence[str], source
     conn = connection_of(s)
     row = conn.execute(_FIND_RESOLUTION, {"k": key}).first()
     if row is None:
-        conn.execute(insert(_RESOLUTIONS), {"key": key, "path": path, "regions": json.dumps(list(texts)),
-                                            "source": source})
+        insert_new(conn, _RESOLUTIONS, [{"key": key, "path": path, "regions": json.dumps(list(texts)),  # shared by forks
+                                         "source": source}], keys=("key",))
     elif source == "person" or row.source != "person":
         conn.execute(update(_RESOLUTIONS).where(_RESOLUTIONS.c.id == row.id)
                      .values(regions=json.dumps(list(texts)), source=source, path=path))

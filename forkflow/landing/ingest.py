@@ -170,6 +170,13 @@ def check_push_remote(repo: Repo, settings: IngestSettings) -> None:
                         "[ingest] push_remote in forkflow.toml; nothing was landed")
 
 
+class SharedBranch(Protocol):
+    """The branch a team shares (`landing/shared.py`): settled at the start, pushed at the end."""
+
+    def begin(self) -> list[str]: ...
+    def push(self) -> str: ...
+
+
 class Ingestor:
     """One ingest run; each public method is one step."""
 
@@ -192,6 +199,7 @@ class Ingestor:
         self.subjects: dict[Sha, tuple[str, int | None]] = {}
         self.person_decided: dict[Sha, Decided] = {}
         self.reviewer: Proposer | None = None  # [ingest] land = "review" (landing/review.py)
+        self.shared: SharedBranch | None = None  # the team's branch and this run's lease (landing/shared.py)
         self.run_id = 0
         self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
         self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
@@ -279,6 +287,8 @@ class Ingestor:
         """Settle what a killed run left: landed units get their decisions, the rest are abandoned,
         and a ref lock a killed `git update-ref` left is removed (under the ingest lock, once it
         has outlived any git command)."""
+        if self.shared is not None:  # fetch the shared branch; settle what earlier runs did not push
+            self.notes.extend(self.shared.begin())
         prune_stale_worktrees(self.repo)
         for ref in (self.config.fork_ref, ingestion_ref(self.config)):
             if self.repo.clear_stale_ref_lock(ref):
@@ -397,6 +407,9 @@ class Ingestor:
         return point
 
     def push(self) -> None:
+        if self.shared is not None:  # proved by the lease, retried after a fetch, decisions made shared
+            self.notes.append(self.shared.push())
+            return
         remote, ref = self.settings.push_remote, self.config.fork_ref
         check_push_remote(self.repo, self.settings)
         try:

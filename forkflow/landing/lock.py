@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from forkflow.errors import UserError
 from forkflow.git.repo import Repo
-from forkflow.store.locks import fork_write_lock
+from forkflow.store.locks import Lease, fork_write_lock
 from forkflow.store.session import Store
 
 LOCK_NAME = "forkflow-ingest.lock"
@@ -47,11 +47,12 @@ def ingest_lock(repo: Repo) -> Iterator[None]:
 
 
 @contextmanager
-def fork_lock(repo: Repo, store: Store, fork_id: int, what: str = "ingest") -> Iterator[None]:
+def fork_lock(repo: Repo, store: Store, fork_id: int, what: str = "ingest") -> Iterator[Lease]:
     """The repository's ingest lock and the store's write lock of the fork (one writer per fork
-    on a shared store, from any clone: store/locks.py), for the block."""
-    with ingest_lock(repo), fork_write_lock(store, fork_id, what):
-        yield
+    on a shared store, from any clone: store/locks.py), for the block; yields the lease each
+    landing record and push proves (landing/shared.py)."""
+    with ingest_lock(repo), fork_write_lock(store, fork_id, what) as lease:
+        yield lease
 
 
 def is_ingest_running(repo: Repo) -> bool:

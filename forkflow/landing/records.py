@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, bindparam, delete, insert, select, update
+from sqlalchemy import CursorResult, Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from forkflow.landing.shapes import SHAPE_VERSION, shape_from_json, shape_to_json
@@ -21,7 +21,7 @@ from forkflow.store.schema_ingest import (
     TouchCacheRow,
     UnitMemberRow,
 )
-from forkflow.store.session import Writer, connection_of
+from forkflow.store.session import Writer, connection_of, insert_new
 
 
 
@@ -188,12 +188,9 @@ def cached_touches(s: Session, shas: Sequence[Sha]) -> dict[Sha, Touch]:
 
 def save_touches(s: Session, touches: dict[Sha, Touch]) -> None:
     """Cache touches by sha (one bulk insert; rows of another version are replaced)."""
-    shas = list(touches)
-    for i in range(0, len(shas), 500):
-        s.execute(delete(TouchCacheRow).where(TouchCacheRow.sha.in_(shas[i:i + 500])))
-    if shas:
-        s.execute(insert(TouchCacheRow), [{"sha": sha, "version": TOUCH_VERSION, "payload": touch_to_json(t)}
-                                          for sha, t in touches.items()])
+    # an upsert: the cache is shared by every fork of the store, which may write the same commit at once
+    insert_new(s, TouchCacheRow.__table__, [{"sha": sha, "version": TOUCH_VERSION, "payload": touch_to_json(t)}
+                                            for sha, t in touches.items()], update=("version", "payload"))
 
 
 def cached_shapes(s: Session, shas: Sequence[Sha]) -> dict[Sha, CommitShape]:
@@ -209,10 +206,7 @@ def cached_shapes(s: Session, shas: Sequence[Sha]) -> dict[Sha, CommitShape]:
 
 def save_shapes(s: Session, shapes: Sequence[CommitShape]) -> None:
     """Cache shapes by sha; a shape with missing blobs is not kept (a later fetch may bring them)."""
-    keep = [x for x in shapes if not x.missing]
-    shas = [x.sha for x in keep]
-    for i in range(0, len(shas), 500):
-        s.execute(delete(ShapeCacheRow).where(ShapeCacheRow.sha.in_(shas[i:i + 500])))
-    if keep:
-        s.execute(insert(ShapeCacheRow), [{"sha": x.sha, "version": SHAPE_VERSION, "payload": shape_to_json(x)}
-                                          for x in keep])
+    keep = {x.sha: x for x in shapes if not x.missing}
+    # an upsert: the cache is shared by every fork of the store, which may write the same commit at once
+    insert_new(s, ShapeCacheRow.__table__, [{"sha": sha, "version": SHAPE_VERSION, "payload": shape_to_json(x)}
+                                            for sha, x in keep.items()], update=("version", "payload"))

@@ -13,6 +13,7 @@ from forkflow.landing.gate import CommandGate, Gate
 from forkflow.landing.ingest import IngestOptions, IngestReport, Ingestor, Mode, Reporter, check_push_remote
 from forkflow.landing.journal import Journal
 from forkflow.landing.lock import fork_lock
+from forkflow.landing.shared import MAX_PUSH_TRIES, Shared, SharedMoved
 from forkflow.landing.retry import load_target, plan_retry, rerun_unit
 from forkflow.landing.review import Reviewer, ReviewSettings, make_sink, review_settings, with_reviews
 from forkflow.landing.settings import IngestSettings, ingest_settings
@@ -20,6 +21,7 @@ from forkflow.landing.stored import store_ingestor
 from forkflow.landing.worktree import refuse_dirty_work_trees
 from forkflow.ledger.build import build_ledger
 from forkflow.state import state_dir
+from forkflow.store.locks import Lease
 
 
 def ingestor(ctx: Context, options: IngestOptions, gate: Gate | None, reporter: Reporter | None = None,
@@ -56,24 +58,45 @@ def ingest(ctx: Context, options: IngestOptions, reporter: Reporter | None = Non
         check_push_remote(ctx.repo, settings)
     if options.mode is Mode.DRY_RUN:
         return ingestor(ctx, options, gate, reporter, settings).run()
-    with fork_lock(ctx.repo, ctx.store, ctx.fork_id):  # one writing run per repository and per fork in the store
+    # one writing run per repository and per fork in the store, proved at each landing and push
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id) as lease:
         if options.mode is Mode.LAND:
             refuse_dirty_work_trees(ctx.repo, ctx.config)
         chosen = gate is None
         if gate is None:
             gate = select_gate(ctx, settings)
         try:
-            ing = ingestor(ctx, options, gate, reporter, settings)
-            if chosen and isinstance(gate, CommandGate) and settings.runners > 1:
-                ing.more_gates = lambda: select_gate(ctx, settings)  # each runner its own work tree
-            review = review_settings(ctx.config) if options.mode is Mode.LAND else None
-            if review is None:
-                return ing.run()
-            reviewer = reviewer_of(ctx, review)
-            ing.reviewer = reviewer
-            return with_reviews(reviewer.settle(), ing.run)
+            for attempt in range(MAX_PUSH_TRIES):
+                # the shared branch moved beside this run's unpushed landings: the next one drops
+                # them and re-plans from it (landing/shared.py); a few times, never a loop
+                try:
+                    return _ingest_once(ctx, options, gate, chosen, reporter, settings, lease)
+                except SharedMoved:
+                    if attempt == MAX_PUSH_TRIES - 1:
+                        raise
+            raise AssertionError("unreachable")
         finally:
             _close(gate)
+
+
+def shared_branch(ctx: Context, lease: Lease, push: bool, settings: IngestSettings) -> Shared:
+    """The branch the team shares: the push remote's fork branch, or the local one without --push."""
+    return Shared(ctx.repo, ctx.config, ctx.store, ctx.fork_id, lease, settings.push_remote if push else None)
+
+
+def _ingest_once(ctx: Context, options: IngestOptions, gate: Gate, chosen: bool, reporter: Reporter | None,
+                 settings: IngestSettings, lease: Lease) -> IngestReport:
+    shared = shared_branch(ctx, lease, options.push and options.mode is Mode.LAND, settings)
+    ing = ingestor(ctx, options, gate, reporter, settings, shared.journal())
+    ing.shared = shared
+    if chosen and isinstance(gate, CommandGate) and settings.runners > 1:
+        ing.more_gates = lambda: select_gate(ctx, settings)  # each runner its own work tree
+    review = review_settings(ctx.config) if options.mode is Mode.LAND else None
+    if review is None:
+        return ing.run()
+    reviewer = reviewer_of(ctx, review)
+    ing.reviewer = reviewer
+    return with_reviews(reviewer.settle(), ing.run)
 
 
 def reviewer_of(ctx: Context, settings: ReviewSettings) -> Reviewer:
@@ -98,9 +121,11 @@ def retry_unit(ctx: Context, unit_id: int, *, push: bool = False, reporter: Repo
     settings = ingest_settings(ctx.config)
     if push:
         check_push_remote(ctx.repo, settings)
-    with fork_lock(ctx.repo, ctx.store, ctx.fork_id, "ingest --unit"):  # as `forkflow ingest`: one writing run per fork
+    with fork_lock(ctx.repo, ctx.store, ctx.fork_id, "ingest --unit") as lease:  # as `forkflow ingest`: one writing run per fork
         refuse_dirty_work_trees(ctx.repo, ctx.config)  # landing/worktree.py
-        ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings)
+        shared = shared_branch(ctx, lease, push, settings)
+        ing = ingestor(ctx, IngestOptions(Mode.LAND, push=push), gate, reporter, settings, shared.journal())
+        ing.shared = shared
         review = review_settings(ctx.config)
         if review is not None:  # [ingest] land = "review": a re-run unit is proposed too, never landed directly
             ing.reviewer = reviewer_of(ctx, review)

@@ -8,12 +8,12 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy import Table, delete, select, update
 from sqlalchemy.orm import Session
 
 from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha
 from forkflow.store.schema import CommitFactRow, DispositionRow, LedgerCacheRow, SnapshotRow
-from forkflow.store.session import Writer, connection_of
+from forkflow.store.session import Writer, connection_of, insert_new
 
 
 def recorded_decisions(s: Session, fid: int) -> list[RecordedDecision]:
@@ -125,8 +125,7 @@ def save_commit_facts(s: Session, facts: dict[Sha, tuple[str | None, tuple[str, 
         elif (row["patch_id"], row["files"]) != (old_pid, json.dumps(list(old_files)) if old_files is not None else None):
             s.execute(update(CommitFactRow).where(CommitFactRow.sha == sha)
                       .values(patch_id=row["patch_id"], files=row["files"]))
-    for i in range(0, len(fresh), 500):
-        s.execute(insert(CommitFactRow), fresh[i:i + 500])
+    insert_new(s, CommitFactRow.__table__, fresh)  # shared by every fork: another may insert the same sha at once
 
 
 def cached_ledger(s: Session, key: str) -> str | None:
@@ -140,7 +139,9 @@ def save_ledger(s: Session, fid: int, key: str, payload: str) -> None:
                     .order_by(LedgerCacheRow.created_at.desc()).offset(7)).all()
     if old:
         s.execute(delete(LedgerCacheRow).where(LedgerCacheRow.key.in_(old)))
-    s.merge(LedgerCacheRow(key=key, fork_id=fid, payload=payload, created_at=datetime.now(timezone.utc)))
+    insert_new(s, LedgerCacheRow.__table__, [{"key": key, "fork_id": fid, "payload": payload,  # two readers at once
+                                              "created_at": datetime.now(timezone.utc)}],
+               update=("fork_id", "payload", "created_at"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.store.schema import utcnow
 from forkflow.store.schema_replay import ReplayCacheRow, ReplayRunRow
+from forkflow.store.session import insert_new
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +30,10 @@ def cached(s: Session, key: str) -> Any:
 
 
 def save(s: Session, key: str, kind: str, payload: Any) -> None:
-    row = s.get(ReplayCacheRow, key)
     text = json.dumps(payload, separators=(",", ":"))
-    if row is None:
-        s.add(ReplayCacheRow(key=key, kind=kind, payload=text))
-    else:
-        row.payload = text
+    # shared by every fork of the store: an upsert, as two replays may compute one key at once
+    insert_new(s, ReplayCacheRow.__table__, [{"key": key, "kind": kind, "payload": text,
+                                              "created_at": utcnow()}], update=("payload",))
 
 
 def start_run(s: Session, fid: int, since: str, until: str, every: int, gate: str) -> int:

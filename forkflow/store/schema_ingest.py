@@ -121,3 +121,30 @@ class ShapeCacheRow(Base):
     sha: Mapped[str] = mapped_column(String(64), primary_key=True)
     version: Mapped[int] = mapped_column(Integer)
     payload: Mapped[str] = mapped_column(Text)
+
+
+class ForkLeaseRow(Base):
+    """The fork's write lease: the generation a writing run took with the fork's lock.  Each landing
+    record and push compares it in its own transaction (`landing/shared.py`): a run whose
+    generation is no longer the row's lost the lease to another writer and writes nothing more."""
+
+    __tablename__ = "fork_leases"
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    holder: Mapped[str] = mapped_column(String(400), default="")
+    taken_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
+
+
+class PendingDecisionRow(Base):
+    """A decision of a landing that is on the running clone's fork branch but not yet on the shared
+    one (`--push`): other clones do not see it as a decision until the push lands it there."""
+
+    __tablename__ = "ingest_pending_decisions"
+    __table_args__ = (UniqueConstraint("fork_id", "upstream_sha"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fork_id: Mapped[int] = mapped_column(ForeignKey("forks.id"), index=True)
+    upstream_sha: Mapped[str] = mapped_column(String(64))
+    tip_sha: Mapped[str] = mapped_column(String(64))  # the fork commit that must be on the shared branch
+    unit_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    payload: Mapped[str] = mapped_column(Text)  # the RecordedDecision, as JSON
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,26 @@ def _is_locked(e: BaseException) -> bool:
     return "database is locked" in text or "could not obtain lock" in text or "lock timeout" in text
 
 
+_GONE = ("server closed the connection", "terminating connection", "connection refused", "could not connect",
+         "connection is closed", "the connection is lost", "consuming input failed", "connection timeout expired",
+         "no connection to the server", "ssl connection has been closed")
+
+
+def gone(e: BaseException) -> bool:
+    """Whether a driver's error says the database went away (stopped, restarted, unreachable)."""
+    if getattr(e, "connection_invalidated", False):
+        return True
+    text = str(getattr(e, "orig", e)).lower()
+    return any(g in text for g in _GONE)
+
+
+def went_away(url: str, e: BaseException) -> StoreError:
+    """One line naming why: the database at `url` went away during the run."""
+    first = next((line.strip() for line in str(getattr(e, "orig", e)).splitlines() if line.strip()), type(e).__name__)
+    return StoreError(f"the store {redact(url)} went away ({scrub(first, url)[:200]}); this run stopped and its last "
+                      "step was not recorded: check the database, then run again (what landed is re-read from git)")
+
+
 def locked_error(url: str) -> UserError:
     return UserError(
         f"the store {redact(url)} is locked by another forkflow run; wait for it to finish "
@@ -63,8 +83,8 @@ def redact(url: str) -> str:
     if "://" in url and "@" in url:
         scheme, rest = url.split("://", 1)
         creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}:***@{host}"
+        user, sep, _ = creds.partition(":")
+        return f"{scheme}://{user}:***@{host}" if sep else f"{scheme}://{user}@{host}"
     return url
 
 
@@ -91,6 +111,36 @@ def _bad_password_hint(url: str) -> str:
     if sep and "@" in password:
         return " (the password holds a raw '@': write it as %40 in the URL)"
     return ""
+
+
+def insert_new(s: Session | Connection, table: Any, rows: Sequence[dict[str, Any]],
+               update: Sequence[str] = (), keys: Sequence[str] = ()) -> None:
+    """Insert `rows` into a table shared by every fork of the store (a cache keyed by commit or
+    content): a row another process inserted meanwhile is kept (`ON CONFLICT DO NOTHING`), or its
+    `update` columns are replaced by ours (`DO UPDATE`); `keys` names the unique columns (default:
+    the primary key).  Two forks starting on one empty store
+    write the same upstream commits' rows at once; a plain insert made one of them crash on the
+    primary key."""
+    if not rows:
+        return
+    conn = s.connection() if isinstance(s, Session) else s
+    dialect = conn.dialect.name
+    stmt: Any
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+        stmt = pg_insert(table)
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+        stmt = sqlite_insert(table)
+    else:  # pragma: no cover  (only SQLite and PostgreSQL stores are opened)
+        raise StoreError(f"no upsert for the {dialect} dialect")
+    keys = list(keys) or [c.name for c in table.primary_key.columns]
+    if update:
+        stmt = stmt.on_conflict_do_update(index_elements=keys, set_={c: stmt.excluded[c] for c in update})
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=keys)
+    for i in range(0, len(rows), 500):
+        conn.execute(stmt, list(rows[i:i + 500]))
 
 
 Writer = Session | Connection  # a session's transaction, or a bare connection's (Store.connection_scope)
@@ -121,6 +171,8 @@ class Store:
         """What a transaction's failure tells the user: the store is locked, or what went wrong."""
         if _is_locked(e):
             return locked_error(self.url)
+        if gone(e):
+            return went_away(self.url, e)
         return StoreError(f"store error on {redact(self.url)}: {scrub(str(e.orig), self.url)}")
 
     @contextmanager
