@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from forkflow.init import has_password
+from forkflow.ledger.headline import Headline, headline_lines
 from forkflow.ledger.report import iso, status_dict
 from forkflow.models import Ledger, LedgerEntry
 from forkflow.tiers.selection import matches
@@ -41,15 +42,14 @@ def render_init(console: Console, r: InitResult, store: str | None) -> None:
 
 
 def render_status(console: Console, ledger: Ledger, commits: bool,
-                  keep: Callable[[LedgerEntry], bool] = lambda e: True) -> None:
-    d = status_dict(ledger)
+                  keep: Callable[[LedgerEntry], bool] = lambda e: True, head: Headline | None = None) -> None:
+    d = status_dict(ledger, head=head)
     t = Table(title="forkflow status", show_header=False, box=None)
     t.add_row("fork point", short(ledger.fork_point))
     t.add_row("upstream tip", f"{short(ledger.upstream_tip.sha)}  {d['upstream_tip']['date']}")
-    how = "inferred" if ledger.ingestion_point_inferred else "recorded"
-    t.add_row("ingestion point", f"{short(ledger.ingestion_point.sha)}  "
-              f"{d['ingestion_point']['date']}  ({how})")
-    t.add_row("days behind upstream", f"[bold]{ledger.days_behind}[/]")
+    t.add_row("ingestion point", f"{short(d['ingestion_point']['sha'])}  {d['ingestion_point']['date']}")
+    for label, text in headline_lines(d["headline"]):  # forkflow/ledger/headline.py
+        t.add_row(label, f"[bold]{escape(text)}[/]" if label == "days behind upstream" else escape(text))
     t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
     t.add_row("deferred", _by_decider(d["decisions"]["deferred"]))
     t.add_row("skipped", _by_decider(d["decisions"]["skipped"]))

@@ -17,7 +17,7 @@ from forkflow.errors import UserError
 from forkflow.ledger import records as ledger_records
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.merges import intake_of
-from forkflow.ledger.report import snapshot_of, status_dict
+from forkflow.ledger.report import headline_of, snapshot_of, status_dict, stored_conflicts
 from forkflow.models import Disposition, LedgerEntry
 from forkflow.init import init_fork
 from forkflow.render import render_init, render_status
@@ -55,16 +55,19 @@ def status(
     if fetch:
         ctx.repo.fetch(ctx.config.upstream_remote, ctx.config.upstream_branch)
     ledger = wiring.ledger(ctx)
-    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
+    # days behind counts what is landed or decided, never what forkflow only holds (docs/ledger.md)
+    head = headline_of(ledger, ctx.config, conflicts=stored_conflicts(ctx.store, ctx.fork_id),
+                       fork_point_date=ctx.repo.commit_date(ledger.fork_point))
+    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status", head))
     keep = _row_filter(wanted, grep)
     if json_out:
-        doc = status_dict(ledger, with_commits=commits)
+        doc = status_dict(ledger, with_commits=commits, head=head)
         doc["intake"] = intake_of(ctx.config)  # pick or merge: how the fork takes upstream (docs/ledger.md)
         if commits:
             doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
         print_json(doc)
     else:
-        render_status(console, ledger, commits, keep)
+        render_status(console, ledger, commits, keep, head)
     return 0
 
 

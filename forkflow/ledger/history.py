@@ -11,7 +11,7 @@ from forkflow.ledger import records
 from forkflow.ledger.build import build_ledger
 from forkflow.ledger.merges import first_parent_before
 from forkflow.ledger.refs import check_repo
-from forkflow.ledger.report import snapshot_of
+from forkflow.ledger.report import headline_of, snapshot_of
 from forkflow.models import Ledger
 from forkflow.ledger.records import Snapshot
 from forkflow.store.session import Store
@@ -66,7 +66,7 @@ def backfill(repo: Repo, config: Config, store: Store, fork_id: int, since: date
                                       upstream_tip=upstream_tip, use_recorded_point=False)
             last = (fork_tip, upstream_tip, ledger)
         if last[2] is not None:
-            out.append(snapshot_of(last[2], at, "backfill"))
+            out.append(snapshot_of(last[2], at, "backfill", headline_of(last[2], config)))
     with store.session_scope() as s:  # one transaction: a killed backfill writes nothing
         # a new backfill replaces the backfilled points of its range (daily, then weekly: weekly)
         records.delete_snapshots(s, fork_id, "backfill", since, until)

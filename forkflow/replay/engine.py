@@ -27,13 +27,15 @@ from forkflow.git.pick import MemoryPicker, MissingBlob, PickStep, Resolutions
 from forkflow.landing.settings import IngestSettings, ingest_settings
 from forkflow.landing.merge_intake import ConflictDesk, merge_intake
 from forkflow.ledger.build import build_ledger
+from forkflow.ledger.headline import Headline, headline
+from forkflow.ledger.report import headline_of, stored_conflicts
 from forkflow.ledger.merges import MERGE, intake_of
 from forkflow.models import Disposition, GateResult, Ledger, Sha
 from forkflow.replay.model import Landed, State
 from forkflow.store import forks
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "5"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "6"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
@@ -58,10 +60,14 @@ class StateWork:
     backlog_at: int = 0  # not taken at or before the point given to `ingest` (the real fork's)
 
 
-def state_of(ledger: Ledger) -> State:
+def state_of(ledger: Ledger, head: Headline | None = None) -> State:
+    """The state `status` shows of `ledger`: its headline (read with the defaults without `head`)."""
     counts = ledger.counts()
-    return State(round(ledger.days_behind, 2), len(ledger.backlog), counts[Disposition.PENDING],
-                 counts[Disposition.PENDING] + counts[Disposition.DEFERRED], ledger.ingestion_point.sha, ledger.ingestion_point_inferred)
+    head = head or headline(ledger)
+    return State(head.days_behind, head.backlog, counts[Disposition.PENDING],
+                 counts[Disposition.PENDING] + counts[Disposition.DEFERRED], head.point.sha, True,
+                 held=head.held, oldest_open_days=head.oldest_open_days, conflict_commits=head.conflict_commits,
+                 conflict_files=head.conflict_files, if_deferred_days=head.if_deferred_days)
 
 
 class Engine:
@@ -85,6 +91,12 @@ class Engine:
         """A fresh fork in the scratch store (its id): no decision of another step leaks into this one."""
         with self.store.session_scope() as s:
             return forks.fork_id(s, name)
+
+    def state(self, ledger: Ledger, fork_id: int | None = None) -> State:
+        """`state_of` by the fork's own rule (its config), with the open conflicts of `fork_id`."""
+        conflicts = stored_conflicts(self.store, fork_id) if fork_id is not None else None
+        return state_of(ledger, headline_of(ledger, self.config, conflicts=conflicts,
+                                            fork_point_date=self.repo.commit_date(ledger.fork_point)))
 
     def status(self, fork_id: int, fork_tip: Sha, upstream_tip: Sha, *, recorded: bool = False) -> Ledger:
         return build_ledger(self.repo, self.config, self.store, fork_id, fork_tip=fork_tip,
@@ -118,7 +130,7 @@ class Engine:
             if r.status is UnitStatus.LANDED:
                 landed += [(sha, subjects.get(sha, ""), *_how(r, sha)) for sha in r.picked]
         return StateWork(
-            after=state_of(after), landed=tuple(landed),
+            after=self.state(after, fork_id), landed=tuple(landed),
             skipped=sum(len(r.skipped) for r in report.results),
             deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
             waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
@@ -142,7 +154,7 @@ class Engine:
         waiting = report.pending - report.merged
         notes = tuple(report.notes) + ((f"next for a person: {report.next_conflict.sha[:12]}",)
                                        if report.next_conflict is not None else ())
-        return StateWork(after=state_of(after), landed=tuple(landed), skipped=0,
+        return StateWork(after=self.state(after, fork_id), landed=tuple(landed), skipped=0,
                          deferred=1 if report.next_conflict is not None else 0,
                          waiting=max(0, waiting - (1 if report.next_conflict is not None else 0)),
                          units=1 if report.candidate else 0, notes=notes, tip=report.tip,
@@ -152,10 +164,10 @@ class Engine:
         """forkflow's fork measured as the real one is: by its picks alone, the point inferred.
 
         The real fork never ran forkflow, so its ingestion point is inferred from its picks (the
-        newest upstream commit with `infer_threshold` of the commits up to it taken) and nothing
-        counts as deferred.  forkflow's own status counts a deferral as a decision, which moves
-        its point to upstream's tip.  This is forkflow's branch read with no decision recorded."""
-        return state_of(self.status(self.fork(name), fork_tip, upstream_tip, recorded=False))
+        newest upstream commit with `infer_threshold` of the commits up to it taken).  forkflow's
+        own status reads the same rule and counts its own holds as open too, so the two differ
+        only by what its store settled: empty picks skipped, a person's decisions."""
+        return self.state(self.status(self.fork(name), fork_tip, upstream_tip, recorded=False))
 
     # -- the fork's own picks ------------------------------------------------------
     def compare_pick(self, fork_sha: Sha, upstream: Sequence[Sha], *, resolve: bool,

@@ -76,6 +76,12 @@ class State:
     open: int = 0  # not taken yet: pending + deferred (the backlog counts only those before the point)
     ingestion_point: str = ""
     inferred: bool = True
+    # the rest of `status`'s headline (forkflow/ledger/headline.py), beside days behind
+    held: int = 0  # commits forkflow holds for a person (conflicts, chains behind them, L1 failures)
+    oldest_open_days: float | None = None  # the oldest commit not landed or decided, counted to upstream's tip
+    conflict_commits: int | None = None  # commits with an open conflict (None: not known)
+    conflict_files: int | None = None
+    if_deferred_days: float | None = None  # days behind, were the held commits deferred
 
 
 @dataclass(frozen=True, slots=True)

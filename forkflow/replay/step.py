@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from forkflow.config import Config
 from forkflow.models import Sha
 from forkflow.replay.carry import Carried
-from forkflow.replay.engine import Engine, landed_of, state_of
+from forkflow.replay.engine import Engine, landed_of
 from forkflow.replay.model import Step
 from forkflow.replay.scratch import Scratch, forget_objects, set_state
 
@@ -40,7 +40,7 @@ def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point, car
                             point=real.ingestion_point.sha)
     same_rule = engine.same_rule(f"replay:same-rule:{stamp}", outcome.tip, p.upstream)
     return Step(p.at, p.fork, p.upstream, scratch.repo.commit_date(p.fork), real.upstream_tip.date,
-                state_of(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
+                engine.state(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
                 outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes,
                 same_rule, outcome.tip, carried.applied if carried else 0, carried.forced if carried else 0,
                 carried.left_out if carried else 0, outcome.backlog_at)

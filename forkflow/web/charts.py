@@ -1,6 +1,6 @@
 """Chart payloads for static/charts.js: plain JSON the script draws as SVG.  [pure]
 
-    line:  {"type": "line", "x": [unix s], "y": [...], "labels": [...], "marks": [...]}
+    line:  {"type": "line", "x": [unix s], "y": [...], "labels": [...], "marks": [...], "floor": n|null}
     bars:  {"type": "bars", "y": [...], "labels": [...], "cls": [...], "href": [...]}
 
 A mark is a change point or an alert on a series: the index of its first point after the
@@ -28,10 +28,12 @@ def _finite(values: Sequence[float]) -> list[float | None]:
 
 
 def line(title: str, x: Sequence[int], y: Sequence[float], *, unit: str = "", labels: Sequence[str] = (),
-         marks: Sequence[Mark] = (), href: str = "", compact: bool = False, better: str = "") -> dict[str, Any]:
-    """A line chart of one series; `labels` name each point (a short sha), `href` links the title."""
+         marks: Sequence[Mark] = (), href: str = "", compact: bool = False, better: str = "",
+         floor: float | None = None) -> dict[str, Any]:
+    """A line chart of one series; `labels` name each point (a short sha), `href` links the title;
+    `floor`: the least value the series can take (0 for days and counts): the axis stops there."""
     return {"type": "line", "title": title, "unit": unit, "x": list(x), "y": _finite(y),
-            "labels": list(labels), "href": href, "compact": compact, "better": better,
+            "labels": list(labels), "href": href, "compact": compact, "better": better, "floor": floor,
             "marks": [{"before": m.before, "after": m.after, "label": m.label, "href": m.href,
                        "cls": m.cls} for m in marks]}
 

@@ -35,18 +35,23 @@
     return d.toISOString().slice(0, 10);
   }
 
-  function extent(values) {
-    var lo = Infinity, hi = -Infinity;
+  // the value range drawn, padded; a series with a floor (days, counts: never below 0) stops there
+  function extent(values, floor) {
+    var lo = Infinity, hi = -Infinity, out;
     for (var i = 0; i < values.length; i++) {
       var v = values[i];
       if (v === null || v === undefined) { continue; }
       if (v < lo) { lo = v; }
       if (v > hi) { hi = v; }
     }
-    if (lo === Infinity) { return [0, 1]; }
-    if (lo === hi) { var pad = Math.abs(lo) * 0.05 || 1; return [lo - pad, hi + pad]; }
-    var m = (hi - lo) * 0.08;
-    return [lo - m, hi + m];
+    if (lo === Infinity) { out = [0, 1]; }
+    else if (lo === hi) { var pad = Math.abs(lo) * 0.05 || 1; out = [lo - pad, hi + pad]; }
+    else { var m = (hi - lo) * 0.08; out = [lo - m, hi + m]; }
+    if (typeof floor === "number" && out[0] < floor) {
+      out[0] = floor;
+      if (out[1] <= floor) { out[1] = floor + 1; }
+    }
+    return out;
   }
 
   function scales(spec, w, h, m) {
@@ -57,7 +62,7 @@
     if (!monotone) { xs = spec.y.map(function (_, i) { return i; }); }
     var x0 = xs[0], x1 = xs[n - 1];
     if (x0 === x1) { x0 -= 1; x1 += 1; }
-    var ye = extent(spec.y);
+    var ye = extent(spec.y, spec.floor);
     return {
       xs: xs,
       x: function (i) { return m.l + (xs[i] - x0) / (x1 - x0) * (w - m.l - m.r); },
