@@ -14,6 +14,7 @@ from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json,
 from forkflow.context import open_context
 from forkflow import wiring
 from forkflow.errors import UserError
+from forkflow.landing.shared import pending_summary
 from forkflow.ledger import records as ledger_records
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.merges import intake_of
@@ -60,14 +61,21 @@ def status(
                        fork_point_date=ctx.repo.commit_date(ledger.fork_point))
     record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status", head))
     keep = _row_filter(wanted, grep)
+    # landed on a clone's branch, not yet on the shared one: not decisions until pushed (docs/team.md)
+    waiting, tips = pending_summary(ctx.store, ctx.fork_id)
     if json_out:
         doc = status_dict(ledger, with_commits=commits, head=head)
         doc["intake"] = intake_of(ctx.config)  # pick or merge: how the fork takes upstream (docs/ledger.md)
+        doc["pending_push"] = {"decisions": waiting, "fork_commits": tips}
         if commits:
             doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
         print_json(doc)
     else:
         render_status(console, ledger, commits, keep, head)
+        if waiting:
+            console.print(f"pending push: {waiting} decision(s) of landings on a clone's {ctx.config.fork_branch} that the "
+                          f"shared branch lacks (up to {tips[-1][:12]}); the next `forkflow ingest --land --push` pushes "
+                          "them, or drops and re-plans them if the shared branch moved", soft_wrap=True, highlight=False)
     return 0
 
 
