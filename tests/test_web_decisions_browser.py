@@ -87,7 +87,12 @@ def page(base_url: str) -> Iterator[Any]:
                                                    headless=True, viewport={"width": 1280, "height": 900})
         pg = ctx.new_page()
         pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-        pg.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+
+        def on_dialog(d: Any) -> None:
+            problems.append(f"dialog: {d.message}")
+            d.dismiss()
+
+        pg.on("dialog", on_dialog)
         pg.problems = problems  # type: ignore[attr-defined]
         try:
             yield pg
