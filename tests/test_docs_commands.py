@@ -124,6 +124,16 @@ def commands_in_markdown(text: str, page: str) -> list[Shown]:
     return shown
 
 
+def commands_in_headings(text: str, page: str) -> list[Shown]:
+    """The `forkflow ...` synopses of a page's headings, as in ingest.md's `forkflow plan [--json]`."""
+    shown: list[Shown] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("#"):
+            for span in re.findall(r"`(forkflow [^`]*)`", line):
+                shown += [Shown(page, lineno, argv) for argv in _commands_in(span)]
+    return shown
+
+
 def shown_commands() -> list[Shown]:
     out: list[Shown] = []
     for page in PAGES:
@@ -132,6 +142,8 @@ def shown_commands() -> list[Shown]:
 
 
 SHOWN = shown_commands()
+SYNOPSES = [s for page in PAGES
+            for s in commands_in_headings(page.read_text(encoding="utf-8"), page.relative_to(ROOT).as_posix())]
 
 # Commands that do not run on the sample fork, and why; the `--help` parse still checks them.
 # A key matches a command whose words start with the key's words and that has the key's options.
@@ -224,6 +236,12 @@ def test_a_page_showing_a_missing_option_fails(capsys: pytest.CaptureFixture[str
 
 @pytest.mark.parametrize("shown", SHOWN, ids=str)
 def test_shown_command_parses(shown: Shown, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out = _help_parse(shown.argv, capsys)
+    assert rc == 0, f"{shown}\n`{shown.text} --help` says:\n{out}"
+
+
+@pytest.mark.parametrize("shown", SYNOPSES, ids=str)
+def test_heading_synopsis_parses(shown: Shown, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out = _help_parse(shown.argv, capsys)
     assert rc == 0, f"{shown}\n`{shown.text} --help` says:\n{out}"
 
@@ -328,3 +346,23 @@ def test_shown_command_runs_on_the_sample(shown: Shown, sample: Sample, capsys: 
     expected = EXPECTED_RC.get(argv[0], {0})
     assert rc in expected, f"{shown}\nran `forkflow {' '.join(argv)}`: rc {rc}\n{cap.out[-2000:]}\n{cap.err[-2000:]}"
     assert "Traceback" not in cap.err
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_links_between_pages_reach_a_heading() -> None:
+    """A link `page.md#anchor` names a heading of that page (a renamed section breaks it)."""
+    anchors = {page.name: {_slug(line.lstrip("#")) for line in page.read_text(encoding="utf-8").splitlines()
+                           if line.startswith("#")} for page in PAGES}
+    broken = []
+    for page in PAGES:
+        for lineno, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for target, anchor in re.findall(r"\]\((?:docs/)?([\w.-]+\.md)?#([\w-]+)\)", line):
+                name = target or page.name
+                if name in anchors and anchor not in anchors[name]:
+                    broken.append(f"{page.relative_to(ROOT)}:{lineno}: {name}#{anchor}")
+    assert not broken, "\n".join(broken)
