@@ -271,7 +271,7 @@ def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owne
 def _print_regions(view: cregions.ThreeWay) -> None:
     for e in view.excerpts:
         names = ", ".join(str(sp.index) for sp in e.spans)
-        console.rule(f"region {names} of {view.regions}: lines {e.first}-{e.last} of the marked file")
+        _heading(f"region {names} of {view.regions}: lines {e.first}-{e.last} of the marked file")
         width = len(str(e.last))
         for line in e.lines:
             row = Text(f"{line.no:>{width}} ", style="dim")
@@ -281,12 +281,20 @@ def _print_regions(view: cregions.ThreeWay) -> None:
 
 def _print_change(ch: cregions.Change) -> None:
     if not ch.available:
-        console.rule(f"{ch.what}: not available in this repository")
+        _heading(f"{ch.what}: not available in this repository")
         return
-    shown = f"{len(ch.hunks)} of {ch.total} hunk(s), those that touch the regions" if ch.total else "no change"
-    console.rule(f"{ch.what}: {shown}")
+    shown = f"{len(ch.hunks)} of {ch.total} hunk(s) touch the regions" if ch.total else "no change to the file"
+    _heading(f"{ch.what}: {shown}")
     for h in ch.hunks:
         _print_diff(h.text)
+
+
+def _heading(text: str) -> None:
+    """A rule with its text whole (console.rule cuts a long one to the terminal's width)."""
+    line = Text("── ", style="bold")
+    line.append(text, style="bold")
+    line.append(" " + "─" * max(3, console.width - len(text) - 4), style="bold")
+    console.print(line, soft_wrap=True, highlight=False, crop=False)
 
 
 def _print_diff(text: str) -> None:

@@ -195,7 +195,7 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 class Change:
     """The hunks of one side's change to the conflicted file that touch the regions."""
 
-    what: str  # "upstream abc123's change" / "the fork's change since the fork point def456"
+    what: str  # "upstream abc123's change" / "the fork's change since the fork point def456" (to the file)
     hunks: tuple[Hunk, ...]
     total: int  # hunks in the whole diff
     available: bool = True  # False when git could not give the diff (a partial clone, a gone commit)
@@ -238,7 +238,7 @@ def three_way(repo: Repo, x: ConflictInfo, context: int = CONTEXT) -> ThreeWay:
     fork_hunks, fork_total = near_regions(mine or "", x.marked, "ours")
     return ThreeWay(
         tuple(excerpts(x.marked, context)), region_count(x.marked),
-        Change(f"upstream {x.upstream_sha[:12]}'s change to {x.path}", tuple(up_hunks), up_total, up is not None),
-        Change(f"the fork's change to {x.path} since the fork point {fork_point[:12] or '(unknown)'}",
+        Change(f"upstream {x.upstream_sha[:12]}'s change", tuple(up_hunks), up_total, up is not None),
+        Change(f"the fork's change since the fork point {fork_point[:12] or '(unknown)'}",
                tuple(fork_hunks), fork_total, mine is not None),
         fork_point)
