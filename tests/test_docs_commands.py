@@ -366,3 +366,12 @@ def test_links_between_pages_reach_a_heading() -> None:
                 if name in anchors and anchor not in anchors[name]:
                     broken.append(f"{page.relative_to(ROOT)}:{lineno}: {name}#{anchor}")
     assert not broken, "\n".join(broken)
+
+
+def test_every_benchmark_script_is_in_the_benchmarks_page() -> None:
+    """Each script of benchmarks/ has its figure, or a `Not yet measured` line, in benchmarks.md."""
+    page = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
+    assert scripts
+    missing = [name for name in scripts if f"`{name}" not in page]
+    assert not missing, f"benchmarks/ scripts with no section in docs/benchmarks.md: {missing}"
