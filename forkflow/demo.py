@@ -32,7 +32,7 @@ from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
 from forkflow.ledger.history import record_snapshot
-from forkflow.ledger.report import snapshot_of
+from forkflow.ledger.report import headline_of, snapshot_of, stored_conflicts
 from forkflow.render import (
     conflict_owners,
     exit_code,
@@ -303,11 +303,15 @@ def run_demo(keep: Path | None, console: Console) -> int:
 
 
 def _status(console: Console, repo: Path, commits: bool) -> None:
-    """What `forkflow status [--commits]` does: the ledger, a history snapshot, the table."""
+    """What `forkflow status [--commits]` does: the ledger, its headline read by the fork's rule
+    with the conflicts kept open, a history snapshot, the table.  Without the fork's rule and its
+    conflicts the headline is read with defaults and says "open conflicts -" above a table of them."""
     ctx = open_context(repo, None)
     ledger = wiring.ledger(ctx)
-    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status"))
-    render_status(console, ledger, commits)
+    head = headline_of(ledger, ctx.config, conflicts=stored_conflicts(ctx.store, ctx.fork_id),
+                       fork_point_date=ctx.repo.commit_date(ledger.fork_point))
+    record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status", head))
+    render_status(console, ledger, commits, head=head)
 
 
 def _plan(console: Console, repo: Path) -> None:
@@ -348,7 +352,9 @@ def _explain(console: Console, sample: Sample, keep: Path | None, took: float) -
         "- #108 updates the pinned LLVM hash: its own chain, landed after L1;\n"
         "- #109 changes scale(), declared risky in chain ops-api: it breaks the fork's tests, so L1 failed\n"
         "  and it stays out, without blocking the units after it (out-of-order landing);\n"
-        "- the ingestion point moved over every commit that got a decision.")
+        "- the ingestion point moved over every commit landed or decided; #103, #104 waiting for it and #109\n"
+        "  are held by forkflow for a person, so days behind counts from #103 until someone settles it\n"
+        "  (`forkflow conflicts resolve`) or decides it (`forkflow decide`).")
     console.print(f"done in {took:.1f}s")
     if keep is not None:
         console.print(f"explore it: cd {escape(str(sample.fork))} && forkflow status --commits && "

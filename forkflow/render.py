@@ -50,7 +50,8 @@ def render_status(console: Console, ledger: Ledger, commits: bool,
     t.add_row("ingestion point", f"{short(d['ingestion_point']['sha'])}  {d['ingestion_point']['date']}")
     for label, text in headline_lines(d["headline"]):  # forkflow/ledger/headline.py
         t.add_row(label, f"[bold]{escape(text)}[/]" if label == "days behind upstream" else escape(text))
-    t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/]")
+    # the open commits at or before the point only (README): 0 beside "pending=11" before a first ingest
+    t.add_row("backlog commits", f"[bold]{d['backlog_commits']}[/] (of the open, those at or before the ingestion point)")
     t.add_row("deferred", _by_decider(d["decisions"]["deferred"]))
     t.add_row("skipped", _by_decider(d["decisions"]["skipped"]))
     t.add_row("counts", "  ".join(f"{k}={v}" for k, v in d["counts"].items()))
