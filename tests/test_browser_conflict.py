@@ -129,4 +129,4 @@ def test_a_conflict_from_the_list_to_landed(page: Any, served: tuple[str, Path])
     page.screenshot(path=str(artifacts() / "conflict-landed.png"), full_page=True)
     assert run_git("rev-parse", "main", cwd=fork).strip() != start
     assert run_git("show", "main:k.py", cwd=fork) == "def f():\n" + BENIGN
-    assert not page.problems, page.problems  # type: ignore[attr-defined]
+    assert not page.problems, page.problems
