@@ -163,3 +163,29 @@ def test_404_lists_every_top_level_page_from_the_routes(client: TestClient) -> N
         assert page in message, (page, message)
     html = client.get("/no-such-page")
     assert html.status_code == 404 and "/decisions" in html.text
+
+
+def test_a_configured_rules_decisions_are_listed_with_the_rule(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    builder.upstream_commit({"README": "hello\n"}, "Initial")
+    builder.branch_fork()
+    opted = builder.upstream_commit({"lib/z.py": "Z = 1\n"}, "Bump version (#399)", body="[no-downstream]")
+    decided = builder.upstream_commit({"lib/w.py": "W = 2\n"}, "Touch w (#8)")
+    builder.fetch()
+    assert cli("init", "--upstream", "upstream", repo=builder.f.path).rc == 0
+    cfg = builder.f.path / "forkflow.toml"
+    cfg.write_text(cfg.read_text().replace("infer_threshold = 0.95",
+                                           "infer_threshold = 0.95\nopt_out = ['\\[no-downstream\\]']"))
+    assert cli("decide", decided, "--skip", "--reason", "not for us", repo=builder.f.path).rc == 0
+    with TestClient(create_app(open_context(builder.f.path))) as c:
+        doc = c.get("/api/decisions").json()
+        page = c.get("/decisions").text
+        by_rule = c.get("/api/decisions", params={"person": "[ledger] opt_out"}).json()
+        deferrals = c.get("/api/decisions", params={"kind": "defer"}).json()
+    assert [r["sha"] for r in doc["decisions"]] == [decided]
+    (rule,) = doc["in_history"]
+    assert (rule["sha"], rule["source"], rule["decided_by"], rule["verdict"]) == (
+        opted, "rule", "[ledger] opt_out", "skip")
+    assert "no-downstream" in rule["reason"] and "[ledger] opt_out" in doc["people"]
+    assert 'id="decisions-in-history"' in page and f'href="/commits/{opted}"' in page
+    assert by_rule["decisions"] == [] and [r["sha"] for r in by_rule["in_history"]] == [opted]
+    assert deferrals["in_history"] == [] and deferrals["decisions"] == []

@@ -15,7 +15,8 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from forkflow.errors import UserError
-from forkflow.models import Decision
+from forkflow.ledger.classify import decider_of
+from forkflow.models import Decision, Disposition, Ledger
 from forkflow.web import reads
 from forkflow.web.errors import Unavailable
 from forkflow.web.render import both, emptiness
@@ -68,6 +69,27 @@ FILL_HINT = ("no decision on record yet: a person records one with `forkflow dec
              "--wont-port --reason TEXT` (or on a commit's page, with the operator token)")
 
 
+IN_HISTORY_SHOWN = 200
+# who decided a commit the ledger reads as decided from git, by `decider_of`
+_IN_HISTORY = {"opt-out": ("rule", "[ledger] opt_out"), "message": ("message", "the fork's commit messages")}
+
+
+def _in_history(ledger: Ledger | None) -> list[dict[str, Any]]:
+    """The upstream commits decided by a rule the fork configured (`[ledger] opt_out`) or by the
+    fork's own commit messages (Skipped / Deferred lists): no stored row, no date, no task."""
+    out: list[dict[str, Any]] = []
+    for e in () if ledger is None else ledger.entries:
+        who = _IN_HISTORY.get(decider_of(e) or "")
+        if who is None:
+            continue
+        verdict = Decision.DEFER if e.disposition is Disposition.DEFERRED else Decision.SKIP
+        out.append({"sha": e.commit.sha, "subject": e.commit.subject, "verdict": verdict.value,
+                    "disposition": e.disposition.value, "source": who[0], "decided_by": who[1],
+                    "reason": e.evidence[0].describe() if e.evidence else e.reason, "until": None, "task": "",
+                    "task_href": None, "decided_at": None, "fork_sha": e.evidence[0].fork_sha if e.evidence else None})
+    return out
+
+
 def _task_href(task: str) -> str | None:
     """The task as a link only when it is an http(s) URL of one token; anything else stays text."""
     text = task.strip()
@@ -100,12 +122,15 @@ def decisions(request: Request, kind: Annotated[str, Query(max_length=40)] = "",
         if fid is not None:
             rows, total = reads.decisions_page(s, fid, verdict=kind or None, person=person or None, page=page)
             people = reads.deciders(s, fid)
-            ledger = src.ledger(s, fid)[0] if rows else None
+            ledger = src.ledger(s, fid)[0]
     subjects = {} if ledger is None else {e.commit.sha: e.commit.subject for e in ledger.entries}
+    in_history = _in_history(ledger)
+    people += sorted({r["decided_by"] for r in in_history} - set(people))
+    in_history = [r for r in in_history if (not kind or r["verdict"] == kind) and (not person or r["decided_by"] == person)]
     pages = max(1, -(-total // reads.DECISIONS_PER_PAGE))
     filters = {k: v for k, v in (("kind", kind), ("person", person)) if v}
     data = {
-        **emptiness(total == 0 and not filters, FILL_HINT),
+        **emptiness(total == 0 and not in_history and not filters, FILL_HINT),
         "decisions": [{"sha": d.sha, "subject": subjects.get(d.sha, ""), "verdict": d.verdict,
                        "disposition": d.disposition, "source": d.source, "decided_by": d.decided_by,
                        "reason": d.reason, "until": d.until, "task": d.task, "task_href": _task_href(d.task),
@@ -113,5 +138,7 @@ def decisions(request: Request, kind: Annotated[str, Query(max_length=40)] = "",
         "total": total, "kinds": list(VERDICTS), "people": people,
         "filter": {"kind": kind, "person": person},
         "pager": _pager("/decisions", page, pages, filters),
+        # decisions the ledger reads from git, not the store: a configured rule's, the fork's messages'
+        "in_history": in_history[:IN_HISTORY_SHOWN], "in_history_total": len(in_history),
     }
     return page_of(request, "decisions.html", data)
