@@ -153,6 +153,7 @@ def _ledger(entries: list[LedgerEntry], fork_point: str = "f" * 40) -> Ledger:
     (EvidenceKind.OPT_OUT, Disposition.SKIPPED, True),  # a configured rule
     (EvidenceKind.UPSTREAM_REVERT, Disposition.SKIPPED, True),
     (None, Disposition.PENDING, False),
+    (EvidenceKind.FORK_REVERT, Disposition.REVERTED, False),  # backed out: the fork lacks it again
 ])
 def test_what_moves_the_point(kind: EvidenceKind | None, disposition: Disposition, moves: bool) -> None:
     entries = [_entry(0, Disposition.PICKED), _entry(1, disposition, kind)]
@@ -163,7 +164,8 @@ def test_what_moves_the_point(kind: EvidenceKind | None, disposition: Dispositio
         assert h.point.sha == entries[0].commit.sha and h.oldest_open is not None
         assert h.oldest_open.sha == entries[1].commit.sha and h.days_behind == pytest.approx(39)
     # held counted as decided: the figure a deferral of every held commit gives
-    assert (h.if_deferred.sha == entries[-1].commit.sha) is (disposition is not Disposition.PENDING)
+    assert (h.if_deferred.sha == entries[-1].commit.sha) is (disposition not in (Disposition.PENDING,
+                                                                                 Disposition.REVERTED))
     assert h.held == (1 if kind is EvidenceKind.RECORDED and disposition is Disposition.DEFERRED else 0)
 
 

@@ -5,7 +5,7 @@ this one value, made here.
 
 A commit moves the ingestion point when it is
 
-- landed: the fork has it (PICKED, or REVERTED by the fork after it took it),
+- landed: the fork has it (PICKED; a pick the fork backed out, REVERTED, is open again),
 - nothing to take: SKIPPED as already applied (picking it changes nothing) or reverted upstream
   by its own revert,
 - decided by a person: `forkflow decide`, a closed review, or the fork's own pick messages'
@@ -55,9 +55,9 @@ class Standing(str, Enum):
 def standing_of(e: LedgerEntry) -> Standing:
     """Where one entry stands (module docstring)."""
     d = e.disposition
-    if d in (Disposition.PICKED, Disposition.REVERTED):
+    if d is Disposition.PICKED:
         return Standing.LANDED
-    if d is Disposition.PENDING:
+    if d in (Disposition.PENDING, Disposition.REVERTED):  # a pick backed out: the fork lacks it again
         return Standing.PENDING
     who = decider_of(e)
     if who == "opt-out":
