@@ -183,7 +183,16 @@ def _words_match(argv: tuple[str, ...], key: str) -> bool:
     return all(o in given for o in opts)
 
 
+# Arguments that name something outside the sample, and why a command with one is not run.
+NOT_RUN_ARGS: dict[str, str] = {
+    "postgresql": "needs the team's PostgreSQL server (network)",
+}
+
+
 def _not_run_reason(shown: Shown) -> str | None:
+    for prefix, reason in NOT_RUN_ARGS.items():
+        if any(a.startswith(prefix) for a in shown.argv):
+            return reason
     if (shown.argv[:1] == ("init",) and any(a.startswith(("https://", "git@")) for a in shown.argv)):
         return None  # the URL is replaced with the sample's upstream below
     for key, reason in NOT_RUN.items():
@@ -253,6 +262,7 @@ class Sample:
     spare: Path
     conflict_id: str
     run_id: str
+    owner: str
 
 
 FAILING_SUITE = '''
@@ -295,8 +305,9 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sample]:
         assert rc == 0 and conflicts["conflicts"], conflicts
     finally:
         os.chdir(here)
+    first = conflicts["conflicts"][0]
     yield Sample(fork, base / "demo" / "sample" / "upstream", base / "spare",
-                 str(conflicts["conflicts"][0]["id"]), str(run["run_id"]))
+                 str(first["id"]), str(run["run_id"]), str(first["owner"]))
 
 
 def _json_of(argv: list[str]) -> tuple[int, Any]:
@@ -314,8 +325,12 @@ def _substitute(shown: Shown, sample: Sample) -> list[str]:
     argv = list(shown.argv)
     for i, tok in enumerate(argv):
         prev = argv[i - 1] if i else ""
-        if argv[:2] == ["conflicts", "show"] and i == 2:  # ID, or the page's example id
-            argv[i] = sample.conflict_id
+        if argv[:2] in (["conflicts", "show"], ["conflicts", "edit"], ["conflicts", "checkout"]) and i == 2:
+            argv[i] = sample.conflict_id  # ID, or the page's example id
+        elif prev == "--owner" and argv[:1] == ["conflicts"] and tok == "NAME":
+            argv[i] = sample.owner
+        elif prev == "--to" and tok == "PATH":
+            argv[i] = str(sample.spare / "edited")
         elif argv[:1] == ["triage"] and tok == "RUN_ID":
             argv[i] = sample.run_id
         elif prev == "--upstream" and tok.startswith(("https://", "git@")):
@@ -337,6 +352,8 @@ def test_shown_command_runs_on_the_sample(shown: Shown, sample: Sample, capsys: 
     left = [a for a in argv if _PLACEHOLDER.match(a) and a not in ("L1", "L2", "L3", "HEAD")]
     assert not left, f"{shown}: placeholder {left} has no sample value; add one or a NOT_RUN reason"
     monkeypatch.chdir(sample.fork)
+    monkeypatch.setenv("EDITOR", "true")  # `conflicts edit` opens $EDITOR: one that exits at once
+    monkeypatch.setenv("VISUAL", "true")
     if argv[:1] == ["demo"] and "--keep" in argv:
         import shutil
         shutil.rmtree(sample.spare, ignore_errors=True)
