@@ -25,6 +25,8 @@ from forkflow.models import (
 from forkflow.testing.gitrepo import ForkBuilder
 from forkflow.web.app import create_app
 from forkflow.web.charts import line
+from tests.test_merge_fork import _init as _merge_init
+from tests.test_merge_fork import conflicting  # noqa: F401  (a fixture)
 from tests.test_web import charts_of
 
 DAY = 86_400
@@ -189,3 +191,45 @@ def test_headline_lines_are_side_by_side() -> None:
     assert h.conflict_commits == 1 and h.conflict_files == 2  # a record of a commit no longer listed: not open
     assert _doc_lines(h.to_json())[:5] == ["days behind upstream", "oldest open commit", "open commits",
                                            "open conflicts", "if deferred"]
+
+
+def test_a_merge_forks_held_conflict_keeps_the_point_at_the_merge_base(conflicting: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    fork = _merge_init(conflicting, cli, intake="merge")
+    assert cli("ingest", "--land", repo=fork).rc == 4  # c1..c3 merged; c4 conflicts
+    c3, c4 = (run_git("rev-parse", f"upstream/main~{n}", cwd=fork).strip() for n in (3, 2))
+    doc = cli("status", "--json", repo=fork).json()
+    assert doc["ingestion_point"]["sha"] == c3  # the merge base: c4 is only held
+    assert doc["days_behind"] == pytest.approx((_date(fork, "upstream/main") - _date(fork, c3)) / DAY, abs=0.01)
+    h = doc["headline"]
+    assert h["oldest_open"]["sha"] == c4 and h["open_conflicts"] == {"commits": 1, "files": 1}
+    assert h["rule"].startswith("merge base")
+
+
+def test_replay_counts_forkflows_holds_as_open(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    from forkflow.replay.model import iso as replay_iso
+
+    b = builder
+    b.upstream_commit({"k.py": "def f():\n    return 1\n"}, "Initial (#1)")
+    b.branch_fork()
+    b.fork_commit({"k.py": "def f():\n    return 10  # fork\n"}, "[fork] f")
+    b.tick(DAY)
+    held = b.upstream_commit({"k.py": "def f():\n    return 100\n"}, "Tune f (#10)")
+    b.tick(9 * DAY)
+    b.upstream_commit({"a.py": "A = 1\n"}, "Add a (#11)")
+    b.tick(DAY)
+    b.fork_commit({"z.py": "Z = 1\n"}, "[fork] z")  # the fork moved in the window replayed
+    b.fetch()
+    fork = b.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    at = replay_iso(_date(fork, "main") + 3600)
+    r = cli("replay", "--since", at, "--until", at, "--every", "day", "--json", repo=fork)
+    assert r.rc == 0, r.err
+    (step,) = r.json()["steps"]
+    after = step["after"]
+    tip = _date(fork, "upstream/main")
+    # before: 0.0, the deferral of #10 counted as a decision
+    assert after["days_behind"] == pytest.approx((tip - _date(fork, "upstream/main~2")) / DAY, abs=0.01)
+    assert after["held"] == 1 and after["if_deferred_days"] == 0
+    assert after["conflict_commits"] == 1 and after["conflict_files"] == 1
+    assert after["oldest_open_days"] == pytest.approx((tip - _date(fork, held)) / DAY, abs=0.01)
+    assert step["same_rule"]["days_behind"] == after["days_behind"]  # like with like, now the same
