@@ -5,6 +5,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forkflow.config import load_config, render_config
+from forkflow.conflicts.provenance import People
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.context import open_context
 from forkflow import wiring
@@ -115,6 +116,9 @@ class FakeReader:
 
     def log_attempt(self, attempt: Attempt) -> None:
         pass
+
+    def resolution_people(self, keys: Sequence[str]) -> dict[str, People]:
+        return {}
 
 
 def test_ingestor_recovery_with_fakes_settles_what_a_killed_run_left(builder: ForkBuilder) -> None:

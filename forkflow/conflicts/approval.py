@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from forkflow.conflicts import guardrails
 from forkflow.conflicts import records as crecords
+from forkflow.conflicts.provenance import note_people
 from forkflow.conflicts.case import case_from_marked
 from forkflow.conflicts.classify import ConflictKind
 from forkflow.errors import UserError
@@ -90,6 +91,7 @@ def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple
                         f"settle it with `forkflow conflicts resolve {cid} --file FILE`")
     source = RULE_APPROVED if p.rule else APPROVED
     crecords.save_resolution(s, x.key, x.path, verdict.regions, source)
+    note_people(s, x.key, approved_by=by)  # the landed commit's Approved-By
     crecords.set_conflict_status(s, x.id, "resolved")
     row = s.get(AgentAttemptRow, p.attempt_id)
     assert row is not None

@@ -23,6 +23,7 @@ from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
 from forkflow.conflicts.casework import Settlement, build_case, build_resolvers, trust_gate
+from forkflow.conflicts.provenance import RECORDED, People, Settled, trailer_lines
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.holds import Holds
@@ -33,9 +34,11 @@ from forkflow.landing.gate import Gate, prune_stale_worktrees
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
 from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
 from forkflow.git.repo import Repo
+from forkflow.git.notes import add_note
 from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus, PickStep, Resolutions, Signature, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.landing.settings import IngestSettings
+from forkflow.ledger.trailers import provenance_line
 from forkflow.ledger.classify import decider_of
 from forkflow.ledger.refs import check_repo, ingestion_ref
 from forkflow.models import Disposition, GateResult, Ledger, MemberOutcome, RecordedDecision, Sha, UnitState
@@ -160,6 +163,7 @@ class IngestReader(Protocol):
         ...
     def lookup_resolution(self, key: str) -> tuple[list[str], str] | None: ...
     def log_attempt(self, attempt: Attempt) -> None: ...
+    def resolution_people(self, keys: Sequence[str]) -> dict[str, People]: ...
 
 
 def check_push_remote(repo: Repo, settings: IngestSettings) -> None:
@@ -655,6 +659,7 @@ class Ingestor:
             if land(self.repo, self.config, candidate, base, name):
                 self._tip_seen = candidate
                 self._record_landing(unit_id, candidate, members, base)
+                self._note_l1(candidate, verdict.run_id, verdict.summary)
                 self._defer_conflicts(pick.conflicted, conflict_chain)
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
@@ -715,6 +720,7 @@ class Ingestor:
 
     def landed(self, s: Staged, summary: str) -> None:
         self._record_landing(s.unit_id, s.candidate, s.members, s.base, summary)
+        self._note_l1(s.candidate, s.l1_run, summary)
         self._defer_conflicts(s.conflicted, s.chain)
         self._skip_empty(s.skips, s.candidate)
         self.holds.release(s.applied)
@@ -871,6 +877,13 @@ class Ingestor:
             self._decide(Disposition.DEFERRED, [step.sha],
                          f"chain {name}: conflict in {paths} needs a person (forkflow conflicts)", chain=name)
 
+    def _note_l1(self, candidate: Sha, run_id: int | None, summary: str) -> None:
+        """The L1 run that passed a landed commit, as its git note (git/notes.py): a commit cannot
+        name the run that validated it without becoming another, untested commit."""
+        what = f"{run_id}" if run_id is not None else "unrecorded"
+        add_note(self.repo.path, candidate,
+                 provenance_line("L1-Run", f"{what} ({' '.join(summary.split())[:160] or 'passed'})"))
+
     def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                         summary: str | None = None) -> None:
         picked = [sha for sha, outcome in members if outcome.picked]
@@ -935,11 +948,18 @@ class Ingestor:
         return parent
 
     def _message(self, applied: Sequence[Sha]) -> tuple[bytes, Signature | None, str | None]:
+        settled = {sha: [Settled(case.path, resolver, case.key) for case, _, resolver in self._used.get(sha, [])]
+                   for sha in applied}
+        keys = [x.key for xs in settled.values() for x in xs if x.resolver == RECORDED]
+        origin = self.reader.resolution_people(keys) if keys else {}
         if len(applied) == 1:
             raw, encoding = self.picker.raw_message(applied[0])
-            return single_message(applied[0], raw), self.picker.author(applied[0]), encoding
+            lines = trailer_lines(settled[applied[0]], origin)
+            return single_message(applied[0], raw, lines), self.picker.author(applied[0]), encoding
         members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
-        return bundle_message(members, decided_between(applied, self.order, self.person_decided)).encode("utf-8"), None, None
+        lines = [line for sha in applied for line in trailer_lines(settled[sha], origin, sha[:12])]
+        return bundle_message(members, decided_between(applied, self.order, self.person_decided),
+                              lines).encode("utf-8"), None, None
 
 
 def failed_before(failed: Sequence[records.UnitRecord]) -> FailedBefore:

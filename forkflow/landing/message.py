@@ -18,16 +18,19 @@ class Member:
     pr: int | None
 
 
-def single_message(sha: Sha, raw: bytes) -> bytes:
+def single_message(sha: Sha, raw: bytes, provenance: Sequence[str] = ()) -> bytes:
     """The upstream message quoted, under its own subject, with our trailer appended.
 
     Lines are split by the ledger's one rule (ledger/trailers.py: every Unicode line break), and
     every line after the subject is quoted ('> '), so no line upstream wrote, whatever its line
     breaks or case, reads as this commit's evidence: a trailer, a marker, a revert, a section.
-    Bytes that are not UTF-8 pass through unchanged (surrogateescape)."""
+    Bytes that are not UTF-8 pass through unchanged (surrogateescape).  `provenance`: the
+    `Resolved-By:` / `Approved-By:` lines of the files a resolver or a person settled
+    (conflicts/provenance.py), after the trailer."""
     subject, quoted = tr.quote_upstream(raw.decode("utf-8", "surrogateescape"))
     subject, quoted = defuse_closing(subject), [defuse_closing(line) for line in quoted]
-    text = subject + ("\n\n" + "\n".join(quoted) if quoted else "") + f"\n\n{tr.trailer(sha)}\n"
+    tail = "".join(f"{line}\n" for line in provenance)
+    text = subject + ("\n\n" + "\n".join(quoted) if quoted else "") + f"\n\n{tr.trailer(sha)}\n{tail}"
     return text.encode("utf-8", "surrogateescape")
 
 
@@ -72,7 +75,7 @@ def bundle_title(members: Sequence[Member]) -> str:
     return head + " commits"
 
 
-def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = ()) -> str:
+def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = (), provenance: Sequence[str] = ()) -> str:
     """The title, one line per upstream commit, the decisions in its range by section, one trailer each."""
     body = "\n".join(f"- {m.sha[:12]} {defuse_closing(_one_line(m.subject))}" for m in members)
     for deferred, header in ((True, "Deferred"), (False, "Skipped")):
@@ -81,7 +84,7 @@ def bundle_message(members: Sequence[Member], decided: Sequence[Decided] = ()) -
             body += f"\n\n{header} ({len(rows)}):\n" + "\n".join(
                 f"- {d.sha[:12]} {defuse_closing(_one_line(d.subject)[:80])}: {_one_line(d.reason)[:160]}"
                 for d in rows)
-    trailers = "\n".join(tr.trailer(m.sha) for m in members)
+    trailers = "\n".join([tr.trailer(m.sha) for m in members] + list(provenance))
     return f"{bundle_title(members)}\n\n{body}\n\n{trailers}\n"
 
 

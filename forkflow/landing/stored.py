@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from forkflow.config import Config
 from forkflow.conflicts import records as crecords
+from forkflow.conflicts.provenance import People, people
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.git.pick import MemoryPicker
 from forkflow.git.repo import Repo
@@ -59,6 +60,10 @@ class StoreIngestReader:
     def log_attempt(self, attempt: Attempt) -> None:
         with self.store.session_scope() as s:
             crecords.add_attempt(s, self.fork_id, attempt)
+
+    def resolution_people(self, keys: Sequence[str]) -> dict[str, People]:
+        with self.store.connection_scope() as conn:
+            return people(conn, keys)
 
 
 def store_ingestor(repo: Repo, config: Config, store: Store, fork_id: int, options: IngestOptions,

@@ -67,7 +67,8 @@ def parse_until(value: str | None, verdict: Decision | None) -> str | None:
     return day.isoformat()
 
 
-def _who(repo: Repo) -> str:
+def person(repo: Repo) -> str:
+    """The person at this checkout, as git names them ("Name <email>"), for what they decide."""
     name = repo.git("config", "user.name", check=False).strip()
     email = repo.git("config", "user.email", check=False).strip()
     return f"{name} <{email}>" if name and email else (name or email)
@@ -86,7 +87,7 @@ def decide(repo: Repo, config: Config, store: Store, fork_id: int, refs: list[st
         raise UserError(f"already taken by the fork: {names or picked[0].commit.sha[:12]}; a decision is "
                         "for commits the fork has not taken")
     until = parse_until(until, verdict)
-    who = _who(repo)
+    who = person(repo)
     out: list[DecideResult] = []
     with store.session_scope() as s:
         for e in entries:

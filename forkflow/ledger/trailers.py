@@ -14,6 +14,7 @@ of a line is the reader's:
 """
 from __future__ import annotations
 
+import json
 import re
 
 TRAILER_KEY = "Upstream-Commit"
@@ -91,6 +92,22 @@ def provenance(text: str) -> list[tuple[str, str]]:
 
 def trailer(sha: str) -> str:
     return f"{TRAILER_KEY}: {sha}"
+
+
+def _plain(text: str) -> bool:
+    return text.isprintable() and text == text.strip() and '"' not in text and text != ""
+
+
+def provenance_line(key: str, who: str, path: str = "") -> str:
+    """`Key: who path`, one line whatever `who` and `path` hold: a name is folded to one line of
+    printable text; a path that is not plain printable text (an upstream commit may name a file
+    with line breaks, quotes or control characters) is written JSON-quoted, as git quotes paths."""
+    assert key in PROVENANCE_KEYS
+    name = "".join(c if c.isprintable() else " " for c in " ".join(who.split()))[:200] or "unknown"
+    if not path:
+        return f"{key}: {name}"
+    shown = path if _plain(path) else json.dumps(path)
+    return f"{key}: {name} {shown}"
 
 
 def quote_upstream(text: str) -> tuple[str, list[str]]:

@@ -84,6 +84,8 @@ class ResolutionRow(Base):
     path: Mapped[str] = mapped_column(Text, default="")
     regions: Mapped[str] = mapped_column(Text)  # JSON list of resolved region texts
     source: Mapped[str] = mapped_column(String(16))  # person | trivial | agent
+    decided_by: Mapped[str] = mapped_column(String(200), default="", server_default="")  # "Name <email>"
+    approved_by: Mapped[str] = mapped_column(String(200), default="", server_default="")  # an approved proposal's
     created_at: Mapped[datetime] = mapped_column(UtcDateTime(), default=utcnow)
 
 

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from forkflow.errors import ForkflowError, UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
+from forkflow.git.notes import read_note
 from forkflow.ledger import trailers
 from forkflow.models import Ledger, RecordedDecision, Sha
 from forkflow.regress import records as regress_records
@@ -128,7 +129,8 @@ def _provenance(src: Source, fork_shas: list[str]) -> list[dict[str, Any]]:
         except ForkflowError:
             continue
         message = raw.decode("utf-8", "replace").partition("\n\n")[2]
-        found = trailers.provenance(message)
+        note = read_note(src.ctx.repo.path, f)  # the L1 run that passed it (git/notes.py)
+        found = trailers.provenance(message) + trailers.provenance("note\n\n" + note if note else "")
         if found:
             out.append({"fork_sha": f, "trailers": [{"key": k, "value": v, "run_id": _run_id(k, v)} for k, v in found]})
     return out
