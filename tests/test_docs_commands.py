@@ -342,7 +342,14 @@ def _substitute(shown: Shown, sample: Sample) -> list[str]:
     return argv
 
 
-@pytest.mark.parametrize("shown", SHOWN, ids=str)
+# A command shown on several pages runs once (the first place it is shown names it).
+_FIRST: dict[tuple[str, ...], Shown] = {}
+for _s in SHOWN:
+    _FIRST.setdefault(_s.argv, _s)
+DISTINCT = list(_FIRST.values())
+
+
+@pytest.mark.parametrize("shown", DISTINCT, ids=str)
 def test_shown_command_runs_on_the_sample(shown: Shown, sample: Sample, capsys: pytest.CaptureFixture[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     reason = _not_run_reason(shown)
