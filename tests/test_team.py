@@ -274,7 +274,7 @@ def test_two_forks_start_at_once_on_an_empty_database(postgres_url: str, tmp_pat
         assert r.returncode == 0, r.stderr
     engine = create_engine(postgres_url)
     with engine.connect() as c:
-        per_fork = dict(c.execute(text("SELECT f.name, count(*) FROM dispositions d JOIN forks f ON f.id = d.fork_id "
+        per_fork: dict[str, int] = dict(c.execute(text("SELECT f.name, count(*) FROM dispositions d JOIN forks f ON f.id = d.fork_id "
                                        "WHERE d.disposition = 'PICKED' GROUP BY f.name")).all())
     engine.dispose()
     assert sorted(per_fork.values()) == [6, 6] and len(per_fork) == 2

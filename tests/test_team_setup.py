@@ -11,6 +11,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from forkflow.git.run import run_git
+from forkflow.models import Sha
 from forkflow.testing.gitrepo import ForkBuilder
 
 
@@ -24,7 +25,7 @@ class Team:
     upstream: Path
     shared: Path  # the bare remote every clone pushes to
     store: str
-    commits: list[str]  # upstream commits after the fork point, oldest first
+    commits: list[Sha]  # upstream commits after the fork point, oldest first
 
 
 def make_team(root: Path, store: str, n: int = 10, files_per_commit: int = 1) -> Team:
