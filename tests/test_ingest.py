@@ -57,6 +57,12 @@ def _rows(doc: dict) -> dict[str, dict]:  # type: ignore[type-arg]
     return {c["subject"].rsplit("(#", 1)[-1].rstrip(")"): c for c in doc["commits"]}
 
 
+def _link(units: dict, chain: str, n: int) -> str:  # type: ignore[type-arg]
+    """The name of the n-th link (1-based, in report order) of `chain` among `units` (name -> unit):
+    links are named `chain#<sha10>` (planning/model.py `link_name`)."""
+    return [name for name in units if name.startswith(f"{chain}#")][n - 1]
+
+
 def _unit_with(doc: dict, sha: str) -> dict:  # type: ignore[type-arg]
     """The unit of an `ingest --json` report that picked, skipped or left out `sha`."""
     return next(u for u in doc["units"] if sha in u["picked"] + u["skipped"] + u["deferred"])
@@ -73,11 +79,12 @@ def test_ingest_plan_json_routes_every_pending_commit_once(cli, fork: Path) -> N
     assert by["ops-api"]["kind"] == "chain"
     assert "declared in chain ops-api" in next(iter(by["ops-api"]["reasons"].values()))
     assert by["pin:third_party/llvm-hash.txt"]["kind"] == "chain"
-    risky = [u for u in units if u["name"].startswith("fork-")]  # each meets the fork's lines: a unit alone
+    # each meets the fork's lines: a unit alone (one that conflicts keeps the name as a chain, below)
+    risky = [u for u in units if u["name"].startswith("fork-") and u["kind"] == "bundle"]
     assert risky and all(len(u["commits"]) == 1 for u in risky)
     assert all(u["reasons"][u["commits"][0]].startswith("meets the fork's own lines: ") for u in risky)
     # the kernels.py conflict holds back only the commit that rewrites its lines, naming them
-    kernels = next(u for u in units if u["name"].startswith("resolve-") and len(u["commits"]) == 2)
+    kernels = next(u for u in units if u["name"].startswith(("resolve-", "fork-")) and len(u["commits"]) == 2)
     first, second = kernels["commits"]
     assert kernels["reasons"][second].startswith(f"waits for {first[:12]} (lines mini/kernels.py:")
     held = {h["sha"]: h for h in r.json()["held_back"]}
@@ -102,10 +109,10 @@ def test_ingest_validate_keeps_candidates_and_lands_nothing(cli, fork: Path) -> 
     r = cli("ingest", "--json", repo=fork)
     assert r.rc in WAITS, r.err
     statuses = {u["name"]: u["status"] for u in r.json()["units"]}
-    assert statuses["ops-api#1"] == "failed" and "validated" in statuses.values()
+    assert statuses[_link(statuses, "ops-api", 1)] == "failed" and "validated" in statuses.values()
     assert _git(fork, "rev-parse", "main") == main
     cands = _git(fork, "for-each-ref", "--format=%(refname)", "refs/forkflow/candidates/")
-    assert "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in cands.splitlines()
+    assert any(c.startswith("refs/forkflow/candidates/pin-third_party-llvm-hash.txt-") for c in cands.splitlines())
     assert _status(cli, fork)["counts"]["deferred"] == 0
 
 
@@ -115,8 +122,8 @@ def test_ingest_land_end_to_end(cli, fork: Path) -> None:  # type: ignore[no-unt
     assert r.rc in WAITS, r.err
     doc = r.json()
     st = {u["name"]: u for u in doc["units"]}
-    assert st["ops-api#1"]["status"] == "failed"  # breaks the fork's tests: stays out ...
-    assert st["pin:third_party/llvm-hash.txt#1"]["status"] == "landed"  # ... without blocking later units
+    assert st[_link(st, "ops-api", 1)]["status"] == "failed"  # breaks the fork's tests: stays out ...
+    assert st[_link(st, "pin:third_party/llvm-hash.txt", 1)]["status"] == "landed"  # ... without blocking later units
     # the landing is the probe: a conflict leaves its unit as the pick meets it
     kernels, ops_h, ops_cpp = (_unit_with(doc, _pr_full(fork, n)) for n in (103, 105, 107))
     assert kernels["status"] == "conflict" and kernels["deferred"] == [_pr_full(fork, 103)]
@@ -165,7 +172,7 @@ def test_ingest_stores_every_routing_reason_with_its_unit(cli, fork: Path) -> No
         by_id = records.routing_reasons(s, [u.id for u in units])
     statuses = {u.name: u.status for u in units if u.status != "abandoned"}
     # every outcome is a stored unit: landed, failed, conflict and empty
-    assert statuses["ops-api#1"] == "failed" and statuses[f"fork-{_pr(fork, 103)}"] == "conflict"
+    assert statuses[_link(statuses, "ops-api", 1)] == "failed" and statuses[f"fork-{_pr(fork, 103)}"] == "conflict"
     assert statuses[f"fork-{_pr(fork, 107)}"] == "empty"
     assert "landed" in statuses.values()
     # the landing queue records a unit staged on a stack it then dropped (a red batch split) as abandoned
@@ -449,7 +456,7 @@ def test_ingest_unit_rerun_fails_again_then_lands_once_l1_passes(cli, builder: F
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     st = {u["name"]: u for u in doc["units"]}
     bundle = next(u for u in doc["units"] if u["kind"] == "bundle")
-    assert bundle["status"] == "failed" and st["ops#1"]["status"] == "failed" and st["ops#2"]["status"] == "waiting"
+    assert bundle["status"] == "failed" and st[_link(st, "ops", 1)]["status"] == "failed" and st[_link(st, "ops", 2)]["status"] == "waiting"
     assert all(isinstance(u["id"], int) for u in doc["units"])
     main = _git(fork, "rev-parse", "main")
 
@@ -482,13 +489,13 @@ def test_ingest_unit_rerun_keeps_chain_order(cli, builder: ForkBuilder, tmp_path
     fork = _blocked_fork(cli, builder, block)
     st = {u["name"]: u for u in cli("ingest", "--land", "--json", repo=fork).json()["units"]}
     block.unlink()
-    before, stored = _refs(fork), len(_units(fork)["ops#2"])
-    r = cli("ingest", "--unit", str(st["ops#2"]["id"]), repo=fork)
+    before, stored = _refs(fork), len(_units(fork)[_link(st, "ops", 2)])
+    r = cli("ingest", "--unit", str(st[_link(st, "ops", 2)]["id"]), repo=fork)
     assert r.rc == 1 and "waits for" in r.err and "re-run the unit holding that commit first" in r.err
-    assert _refs(fork) == before and len(_units(fork)["ops#2"]) == stored
-    first = cli("ingest", "--unit", str(st["ops#1"]["id"]), "--json", repo=fork).json()["units"]
+    assert _refs(fork) == before and len(_units(fork)[_link(st, "ops", 2)]) == stored
+    first = cli("ingest", "--unit", str(st[_link(st, "ops", 1)]["id"]), "--json", repo=fork).json()["units"]
     assert [u["status"] for u in first] == ["landed"]
-    second = cli("ingest", "--unit", str(st["ops#2"]["id"]), "--json", repo=fork).json()
+    second = cli("ingest", "--unit", str(st[_link(st, "ops", 2)]["id"]), "--json", repo=fork).json()
     assert [u["status"] for u in second["units"]] == ["landed"]
     assert _git(fork, "show", "main:ops/o.py") == "O = 2"
     rows = _rows(_status(cli, fork))
@@ -561,7 +568,7 @@ def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: For
     assert stored[f"{name}[4]"][0].status is UnitState.FAILED
     assert stored[f"{name}[5-6]"][0].reasons[bundle["commits"][4]].endswith(f"split out of {name}, which failed L1")
     again = cli("ingest", "--land", "--json", repo=fork).json()  # the culprit is a chain now: one more L1 run
-    assert [(u["name"], u["status"]) for u in again["units"]] == [(f"{name}#1", "failed")]
+    assert [(u["name"], u["status"]) for u in again["units"]] == [(f"{name}#{culprit[:10]}", "failed")]
     assert _gate_runs(runs) == 5
 
 
@@ -911,11 +918,12 @@ def test_ingest_drops_candidates_of_units_that_landed_otherwise(cli, fork: Path)
 
     assert cli("ingest", repo=fork).rc in WAITS  # validate only: passing units are kept as candidates
     kept = candidates()
-    assert "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in kept and len(kept) >= 3
+    (pin,) = [c for c in kept if c.startswith("refs/forkflow/candidates/pin-third_party-llvm-hash.txt-")]
+    assert len(kept) >= 3
     first = cli("ingest", "--land", "--max-units", "1", "--json", repo=fork).json()["units"]
     assert [u["status"] for u in first] == ["landed"]
     left = candidates()
-    assert len(left) == len(kept) - 1 and "refs/forkflow/candidates/pin-third_party-llvm-hash.txt-1" in left
+    assert len(left) == len(kept) - 1 and pin in left
     assert cli("ingest", "--land", repo=fork).rc == 5  # a unit could not land (docs/automation.md)
     assert candidates() == set()
 

@@ -83,3 +83,21 @@ def test_the_l1_run_that_passed_a_landed_commit_is_its_note(cli, fork: Path) -> 
         assert pair[0] == "L1-Run" and pair[1].startswith(f"{u['l1_run']} (") if u.get("l1_run") else pair[0] == "L1-Run"
     failed = next(u for u in doc["units"] if u["status"] == "failed")
     assert failed["fork_sha"] is None or read_note(fork, failed["fork_sha"]) == ""  # only what landed
+
+
+def test_a_held_commit_keeps_its_units_name_from_plan_to_landing_to_the_next_run(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    held = _pr_full(fork, 103)  # meets the fork's lines and conflicts there
+    planned = next(u["name"] for u in cli("plan", "--json", repo=fork).json()["units"] if held in u["commits"])
+    first = _unit_with(cli("ingest", "--land", "--json", repo=fork).json(), held)
+    again = _unit_with(cli("ingest", "--land", "--json", repo=fork).json(), held)
+    assert planned == first["name"] == again["name"] == f"fork-{held[:10]}"
+    assert first["status"] == again["status"] == "conflict"
+
+
+def test_a_chain_links_name_is_its_commit_not_its_place() -> None:
+    from forkflow.planning.model import Unit, UnitKind, chain_of_link, link_name
+
+    a, b = "a" * 40, "b" * 40
+    before, after = Unit(UnitKind.CHAIN, "ops", (a, b)), Unit(UnitKind.CHAIN, "ops", (b,))  # `a` landed
+    assert before.link(b) == after.link(b) == "ops#bbbbbbbbbb" and chain_of_link(after.link(b)) == "ops"
+    assert link_name(f"resolve-{b[:10]}", b) == f"resolve-{b[:10]}"  # a chain named after its commit

@@ -312,14 +312,15 @@ def test_unit_rerun_of_a_unit_that_still_fails_is_recorded(units: Units) -> None
 
 def test_unit_rerun_lands_once_l1_passes_and_refuses_what_it_cannot_do(units: Units) -> None:
     main = _state(units)[0]
+    first, second = [name for name in units.ids if name.startswith("ops#")]  # links: `ops#<sha10>`
     units.block.unlink()
     with TestClient(create_app(units.ctx, TOKEN, actions_log=units.log)) as c:
-        r = c.post(f"/api/ingestion/units/{units.ids['ops#2']}/rerun", headers={"X-Forkflow-Token": TOKEN})
+        r = c.post(f"/api/ingestion/units/{units.ids[second]}/rerun", headers={"X-Forkflow-Token": TOKEN})
         assert r.status_code == 409 and "waits for" in r.json()["error"]
         assert c.post("/api/ingestion/units/999/rerun", headers={"X-Forkflow-Token": TOKEN}).status_code == 404
-        r = c.post(f"/ingestion/units/{units.ids['ops#1']}/rerun", data={"token": TOKEN}, follow_redirects=False)
-        assert r.status_code == 303 and r.headers["location"] == f"/ingestion/units/{units.ids['ops#1']}"
-        state = _wait_rerun(c, units.ids["ops#1"])
+        r = c.post(f"/ingestion/units/{units.ids[first]}/rerun", data={"token": TOKEN}, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/ingestion/units/{units.ids[first]}"
+        state = _wait_rerun(c, units.ids[first])
         (new,) = state["units"]
         assert new["status"] == "landed", state
         r = c.post(f"/api/ingestion/units/{new['id']}/rerun", headers={"X-Forkflow-Token": TOKEN})
@@ -328,9 +329,9 @@ def test_unit_rerun_lands_once_l1_passes_and_refuses_what_it_cannot_do(units: Un
     assert main2 != main and units.ctx.repo.resolve("main~1") == main
     assert (new["id"], "landed") in stored
     outcomes = [e["outcome"] for e in _log(units)]
-    assert outcomes[0].startswith(f"refused: unit {units.ids['ops#2']} (ops#2) waits for ")
+    assert outcomes[0].startswith(f"refused: unit {units.ids[second]} ({second}) waits for ")
     assert outcomes[1:] == ["refused: unknown unit", "started", "done",
-                            f"refused: unit {new['id']} (ops#1) already landed as {main2[:12]}; nothing to re-run"]
+                            f"refused: unit {new['id']} ({first}) already landed as {main2[:12]}; nothing to re-run"]
 
 
 @pytest.mark.security

@@ -361,7 +361,7 @@ class Ingestor:
         held: list[UnitResult] = []
         for unit in plan.units:
             links = [(unit.name, tuple(unit.commits))] if unit.kind is UnitKind.BUNDLE else \
-                [(f"{unit.name}#{i + 1}", (sha,)) for i, sha in enumerate(unit.commits)]
+                [(unit.link(sha), (sha,)) for sha in unit.commits]
             keys = [frozenset(shas) for _, shas in links]
             if keys and all(k in self._failed_before for k in keys):  # reported while the budget lasts
                 shown = budget is None or len(fresh) < budget
@@ -440,12 +440,12 @@ class Ingestor:
         if unit.kind is UnitKind.BUNDLE:
             return self.land_units(unit.name, unit, unit.commits, start_tip)
         out: list[UnitResult] = []
-        for i, sha in enumerate(unit.commits):  # each link waits only for what it depends on
-            known = self._held_failure(f"{unit.name}#{i + 1}", unit, (sha,))
+        for sha in unit.commits:  # each link waits only for what it depends on
+            known = self._held_failure(unit.link(sha), unit, (sha,))
             if known is not None:
                 out.append(known)
                 continue
-            r = self.land_unit(f"{unit.name}#{i + 1}", unit, (sha,), start_tip)
+            r = self.land_unit(unit.link(sha), unit, (sha,), start_tip)
             out.append(r)
             if r.status in (UnitStatus.FAILED, UnitStatus.ABANDONED):
                 self.holds.keep(sha, unit.name)
@@ -623,7 +623,7 @@ class Ingestor:
                                              depends=self.deps, held_before=set(self.holds.chain),
                                              visit=lambda _, tree: trees.append(tree))
             conflicted = tuple(step.sha for step in pick.conflicted)
-            conflict_chain = unit.name if is_chain else None
+            conflict_chain = unit.name if is_chain or _named_after(unit) else None
             self._hold_picked(pick, conflict_chain)
             if self.writes and pick.held and not (pick.applied or pick.empty or pick.conflicted or elsewhere):
                 self.holds.only = (base, dict(pick.held))  # stored by the caller, with its deferrals
@@ -677,12 +677,12 @@ class Ingestor:
             if unit.kind is UnitKind.BUNDLE:
                 items.append(Item(unit.name, unit, tuple(unit.commits)))
                 continue
-            for i, sha in enumerate(unit.commits):
-                known = self._held_failure(f"{unit.name}#{i + 1}", unit, (sha,))
+            for sha in unit.commits:
+                known = self._held_failure(unit.link(sha), unit, (sha,))
                 if known is not None:
                     self._report(known)
                 else:
-                    items.append(Item(f"{unit.name}#{i + 1}", unit, (sha,)))
+                    items.append(Item(unit.link(sha), unit, (sha,)))
         s = self.settings
         MergeQueue(self, self._gates(), Policy(s.max_batch, s.split_failed_bundles, s.split_max_gate_runs,
                                                MAX_CAS_TRIES)).run(items)
@@ -837,7 +837,7 @@ class Ingestor:
             self._decide(Disposition.DEFERRED, applied, f"chain {chain}: L1 failed in {name}: {verdict.summary}",
                          chain=chain)
             self._skip_empty(empty, base)
-            self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN else None)
+            self._defer_conflicts(conflicted, chain if unit.kind is UnitKind.CHAIN or _named_after(unit) else None)
         return UnitResult(name, unit.kind.value, UnitStatus.FAILED, verdict.summary, (), tuple(empty),
                           tuple(applied) + tuple(s.sha for s in conflicted), unit_id=unit_id, failed=tuple(applied),
                           l1_run=verdict.run_id)
@@ -960,6 +960,13 @@ class Ingestor:
         lines = [line for sha in applied for line in trailer_lines(settled[sha], origin, sha[:12])]
         return bundle_message(members, decided_between(applied, self.order, self.person_decided),
                               lines).encode("utf-8"), None, None
+
+
+def _named_after(unit: Unit) -> bool:
+    """A unit of one commit named after it (`fork-<sha10>`: it meets the fork's own lines): what it
+    holds back stays under that name (a chain of it), not a new `resolve-<sha10>`, so the unit
+    has one name from plan to landing to retry."""
+    return len(unit.commits) == 1 and unit.name.endswith(f"-{unit.commits[0][:10]}")
 
 
 def failed_before(failed: Sequence[records.UnitRecord]) -> FailedBefore:

@@ -16,14 +16,14 @@ from forkflow.landing.gate import Gate
 from forkflow.landing.ingest import IngestReport, Ingestor, UnitResult
 from forkflow.landing.lock import is_ingest_running
 from forkflow.models import RETRYABLE_STATES, Disposition, Ledger, UnitState
-from forkflow.planning.model import Plan, Unit, UnitKind
+from forkflow.planning.model import Plan, Unit, UnitKind, chain_of_link
 from forkflow.store.session import Store
 
 OPEN = (Disposition.PENDING, Disposition.DEFERRED)
 
 
 def _chain_name(record: records.UnitRecord) -> str:
-    return record.name.rsplit("#", 1)[0] if record.kind == UnitKind.CHAIN.value else record.name
+    return chain_of_link(record.name) if record.kind == UnitKind.CHAIN.value else record.name
 
 
 def load_target(repo: Repo, store: Store, fork_id: int, unit_id: int) -> records.UnitRecord:

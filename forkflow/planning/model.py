@@ -86,10 +86,27 @@ class Unit:
     owner: str = ""
     needs_resolution: bool = False
 
+    def link(self, sha: Sha) -> str:
+        """The name of the link of this chain that lands `sha`: `chain#<sha10>`, or the chain's own
+        name when the chain is named after that commit (`resolve-<sha10>`, `fork-<sha10>`).  Made
+        of the chain and the commit alone, so a link keeps its name from plan to landing to retry
+        (a position, `ops#2`, became `ops#1` once the link before it landed)."""
+        return link_name(self.name, sha)
+
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind.value, "name": self.name, "commits": list(self.commits),
                 "reasons": dict(self.reasons), "owner": self.owner,
                 "needs_resolution": self.needs_resolution}
+
+
+def link_name(chain: str, sha: Sha) -> str:
+    """See `Unit.link`.  [pure]"""
+    return chain if chain.endswith(f"-{sha[:10]}") else f"{chain}#{sha[:10]}"
+
+
+def chain_of_link(name: str) -> str:
+    """The chain a link's name belongs to (`ops#0123456789` -> `ops`).  [pure]"""
+    return name.rsplit("#", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)

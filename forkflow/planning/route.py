@@ -56,8 +56,10 @@ def _chain_for(c: PendingCommit, rules: RoutingRules, member: dict[Sha, str], co
     """(chain name, owner, reason) when the commit lands link by link in a chain, else None."""
     if c.deferred_chain:
         return c.deferred_chain, "", f"deferred earlier in chain {c.deferred_chain}"
-    if c.sha in conflicting:
-        return f"resolve-{c.sha[:10]}", "", f"conflicts when picked: {conflicting[c.sha]}"
+    if c.sha in conflicting:  # a commit meeting the fork's lines keeps its unit's name (landing/ingest.py)
+        name = f"fork-{c.sha[:10]}" if c.fork_overlap is not None and not _declared(c, rules.chains) \
+            else f"resolve-{c.sha[:10]}"
+        return name, "", f"conflicts when picked: {conflicting[c.sha]}"
     if c.sha in missing:
         return f"held-{c.sha[:10]}", "", missing[c.sha]
     declared = _declared(c, rules.chains)
