@@ -86,6 +86,18 @@ def test_regions_keep_only_the_hunks_that_touch_a_region() -> None:
     assert regions.near_regions("", marked, "theirs") == ([], 0)
 
 
+def test_a_long_hunk_is_cut_to_the_lines_near_the_region() -> None:
+    marked = "<<<<<<< fork\nmine\n||||||| base\nold\n=======\ntheirs\n>>>>>>> upstream\n"
+    body = [f" same {i}" for i in range(60)]
+    body[30:31] = ["-old", "+mine"]
+    diff = "@@ -1,61 +1,61 @@\n" + "\n".join(body) + "\n"
+    (part,), total = regions.near_regions(diff, marked, "ours")
+    assert total == 1 and part.lines == (" same 27", " same 28", " same 29", "-old", "+mine", " same 31",
+                                         " same 32", " same 33")
+    assert (part.old_start, part.old_len, part.new_start, part.new_len) == (28, 7, 28, 7)
+    assert part.header.startswith("@@ -28,7 +28,7 @@")
+
+
 # -- the CLI ---------------------------------------------------------------------------------
 def test_show_prints_the_region_three_ways_not_the_whole_file(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
     fork = long_fork(cli, builder)
@@ -216,3 +228,22 @@ def test_scratch_file_name_stays_in_the_scratch_folder(cli, builder: ForkBuilder
                          datetime.now(timezone.utc))
         f = _scratch_file(ctx, x).resolve()
         assert f.parent == root / "7" and f.name not in ("", ".", "..") and f.name.isprintable(), path
+
+
+def test_a_conflict_kept_before_the_fork_moved_is_worked_on_the_tip(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
+                                                                   tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fork's file changed after the conflict was kept (a unit landing later in the same
+    ingest): next shows it on the tip, and the resolution made there lands."""
+    fork = long_fork(cli, builder)
+    builder.fork_commit({"big.py": _big({5: FAR_FORK, 50: "    return 6000  # fork again\n"})}, "[fork] f50 again")
+    doc = cli("conflicts", "next", "--json", repo=fork).json()["conflict"]
+    assert doc["note"] and "changed since" in doc["note"]
+    assert "    return 6000  # fork again" in doc["conflicted"] and doc["base"] == builder.f.head()
+    monkeypatch.setenv("EDITOR", _editor(tmp_path))
+    assert cli("conflicts", "edit", str(doc["id"]), repo=fork).rc == 0
+    r = cli("conflicts", "resolve", str(doc["id"]), repo=fork)
+    assert r.rc == 0, r.err
+    units = cli("ingest", "--unit", str(doc["unit"]), "--json", repo=fork).json()["units"]
+    assert [u["status"] for u in units] == ["landed"]
+    assert FIX in builder.f.git("show", "main:big.py")

@@ -31,8 +31,10 @@ from forkflow.conflicts.case import case_from_marked
 from forkflow.conflicts.classify import ConflictKind
 from forkflow.conflicts.rules_view import proposal_diff, rule_rows, stored_or_backtested
 from forkflow.conflicts.settle import by_hand, has_file_resolution
+from forkflow.conflicts.provenance import note_people
 from forkflow.context import Context, open_context
 from forkflow.errors import UserError
+from forkflow.ledger.decisions import person
 from forkflow.render import group_conflicts
 from forkflow.state import state_dir
 
@@ -166,6 +168,27 @@ def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, cre
     return c, x
 
 
+def _on_tip(c: Context, x: crecords.ConflictInfo) -> tuple[crecords.ConflictInfo, str]:
+    """The conflict as it stands on the fork's tip now (kept again when the fork's file changed
+    since: that is what the next ingest meets and what a resolution must match), and a note when
+    it no longer conflicts there."""
+    tip = c.repo.resolve(c.config.fork_ref)
+    if x.status != "open" or tip is None or not has_file_resolution(x):
+        return x, ""
+    now = cregions.on_tip(c.repo, x, tip)
+    if now is None:
+        return x, (f"{short(x.upstream_sha)} no longer conflicts in {x.path} on the fork's tip {short(tip)}: "
+                   "re-run its unit (forkflow ingest --unit ID) or forkflow ingest --land")
+    if now is x:
+        return x, ""
+    with c.store.session_scope() as s:
+        crecords.upsert_conflict(s, c.fork_id, upstream_sha=now.upstream_sha, subject=now.subject, path=now.path,
+                                 kind=now.kind, chain=now.chain, base_sha=now.base_sha, key=now.key,
+                                 marked=now.marked, tried=now.tried)
+        found = crecords.conflict(s, c.fork_id, x.id)
+    return (found or now), f"the fork's file changed since this conflict was kept: shown on its tip {short(tip)}"
+
+
 # -- show / next ---------------------------------------------------------------------------
 @conflicts_app.command("show")
 def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `forkflow conflicts`.")],
@@ -182,10 +205,17 @@ def conflicts_show(cid: Annotated[int, typer.Argument(help="Conflict id from `fo
 @conflicts_app.command("next")
 def conflicts_next(owner: OwnerOpt = None, full: Annotated[bool, typer.Option("--full", help="The whole file.")] = False,
                    json_out: JsonOpt = False, repo: RepoOpt = Path("."), store: StoreOpt = None) -> int:
-    """Show the open conflict of the oldest upstream commit (of one owner's, with --owner)."""
+    """Show the open conflict of the oldest upstream commit (of one owner's, with --owner); a
+    commit a person decided on (`forkflow decide`) is passed over."""
+    from forkflow.ledger.records import recorded_decisions
+    from forkflow.models import Decider
+
     c = open_context(repo, store)
     with c.store.session_scope() as s:
         rows = crecords.conflicts(s, c.fork_id, "open")
+        # a commit a person decided on (skip, defer, won't port) waits on nobody
+        decided = {d.sha for d in recorded_decisions(s, c.fork_id) if d.source is Decider.PERSON}
+    rows = [x for x in rows if x.upstream_sha not in decided]
     owned = _Owned(c)
     rows = _oldest_first(_owned(rows, owned, owner), owned.date(rows))
     if not rows:
@@ -202,9 +232,11 @@ def conflicts_next(owner: OwnerOpt = None, full: Annotated[bool, typer.Option("-
 
 def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owned: _Owned | None = None,
           left: int | None = None) -> None:
+    x, moved = _on_tip(c, x)
     with c.store.session_scope() as s:
         attempts = [a for a in crecords.attempts(s, c.fork_id, x.upstream_sha) if a.path == x.path]
         unit = _unit_of(s, c.fork_id, x.upstream_sha)
+        others = [y for y in crecords.conflicts(s, c.fork_id, "open") if y.upstream_sha == x.upstream_sha and y.id != x.id]
     waiting = _waiting_proposal(c, x)
     record = _record(c, waiting.rule) if waiting is not None and waiting.rule else None
     owned = owned or _Owned(c)
@@ -220,7 +252,9 @@ def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owne
                 "rule": waiting.rule or None, "record": record, "diff": diff, "content": waiting.content}}
         doc |= {"region_count": view.regions, "regions": view.regions_json(), "fork_point": view.fork_point or None,
                 "upstream_change": view.upstream.to_json(), "fork_change": view.fork.to_json(),
-                "unit": unit, "scratch": str(_scratch_file(c, x))}
+                "unit": unit, "scratch": str(_scratch_file(c, x)),
+                "same_commit": [{"id": y.id, "path": y.path, "kind": y.kind} for y in others],
+                "note": moved or None}
         print_json(doc if left is None else {"conflict": doc, "more_open": left})
         return
     console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]"
@@ -229,6 +263,11 @@ def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owne
     console.print(f"  {_age(when)} old; owners: {escape(who.describe())}", soft_wrap=True, highlight=False)
     console.print(f"chain {escape(x.chain) or '-'}, picked onto {short(x.base_sha)}, seen {x.seen} time(s)"
                   + (f", landing unit {unit}" if unit else ""), soft_wrap=True)
+    if moved:
+        console.print(f"[yellow]note:[/] {escape(moved)}", soft_wrap=True, highlight=False)
+    if others:
+        console.print(f"this upstream commit also waits on conflict(s) "
+                      f"{', '.join(f'{y.id} ({escape(y.path)})' for y in others)}", soft_wrap=True, highlight=False)
     for line in x.tried:
         console.print(f"  tried {escape(line)}", soft_wrap=True)
     if len(attempts) > MAX_ATTEMPTS_SHOWN:
@@ -283,7 +322,7 @@ def _print_change(ch: cregions.Change) -> None:
     if not ch.available:
         _heading(f"{ch.what}: not available in this repository")
         return
-    shown = f"{len(ch.hunks)} of {ch.total} hunk(s) touch the regions" if ch.total else "no change to the file"
+    shown = f"{ch.touched} of {ch.total} hunk(s) touch the regions" if ch.total else "no change to the file"
     _heading(f"{ch.what}: {shown}")
     for h in ch.hunks:
         _print_diff(h.text)
@@ -356,6 +395,12 @@ def conflicts_edit(
     if not has_file_resolution(x):
         raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions to edit; settle it "
                         f"{by_hand(x, c.config.fork_branch)}")
+    before = x
+    x, moved = _on_tip(c, x)
+    if moved and x is before:  # it merges cleanly on the tip now: nothing to edit
+        raise UserError(moved)
+    if moved:
+        console.print(f"[yellow]note:[/] {escape(moved)}", soft_wrap=True, highlight=False)
     scratch = _scratch_file(c, x)
     target = scratch if to is None else (to / scratch.name if to.is_dir() else to)
     target = target.absolute()
@@ -431,6 +476,7 @@ def conflicts_resolve(
     texts = resolution_regions(x, data)
     with c.store.session_scope() as s:
         crecords.save_resolution(s, x.key, x.path, texts, "person")
+        note_people(s, x.key, decided_by=person(c.repo) or _user())  # the landed commit's Resolved-By
         crecords.set_conflict_status(s, x.id, "resolved")
     with c.store.session_scope() as s:
         left = [y.id for y in crecords.conflicts(s, c.fork_id, "open") if y.upstream_sha == x.upstream_sha]
@@ -537,7 +583,7 @@ def conflicts_approve(
     next `forkflow ingest` picks with it and runs L1."""
     c = open_context(repo, store)
     with c.store.session_scope() as s:
-        x, p = approval.approve(s, c.fork_id, cid, f"{_user()} (cli)", proposal)
+        x, p = approval.approve(s, c.fork_id, cid, person(c.repo) or f"{_user()} (cli)", proposal)
     console.print(f"approved proposal {p.digest}; `forkflow ingest --land` will use it for "
                   f"{short(x.upstream_sha)} {escape(x.path)}")
     return 0

@@ -5,19 +5,22 @@ needs the regions: each with a few lines of context and its line numbers in that
 them only the hunks of the upstream commit's change and of the fork's own change that touch the
 regions.  `conflicts show` and the dashboard's conflict page print these; `--full` keeps the file.
 
-Everything here is pure but `three_way`, which reads the two diffs from git.
+Everything here is pure but `three_way`, which reads the two diffs from git, and `on_tip`, which
+picks the commit again onto the fork's tip when the fork's file changed since the conflict was kept.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from forkflow.conflicts.classify import BASE_LABEL, OURS_LABEL, THEIRS_LABEL, Region, parse_marked, regions
 from forkflow.conflicts.records import ConflictInfo
 from forkflow.git.repo import Repo
+from forkflow.models import Sha
 
 CONTEXT = 3  # lines shown before and after each region
+BIG_HUNK = 40  # a hunk longer than this is cut to the lines near the regions
 _OPEN, _BASE, _SEP, _CLOSE = (f"<<<<<<< {OURS_LABEL}", f"||||||| {BASE_LABEL}", "=======",
                               f">>>>>>> {THEIRS_LABEL}")
 
@@ -128,6 +131,7 @@ class Hunk:
     new_start: int
     new_len: int
     lines: tuple[str, ...]  # each starts with ' ', '+', '-' or '\\'
+    origin: int = 0  # the index of the diff's hunk this one is (a part of)
 
     @property
     def text(self) -> str:
@@ -178,13 +182,48 @@ def near_regions(diff: str, marked: str, side: str) -> tuple[list[Hunk], int]:
     found: list[Region] = regions(segments) if segments is not None else []
     added = _line_set(*(getattr(r, side) for r in found))
     removed = _line_set(*(r.base for r in found))
-    keep = []
-    for h in hunks:
-        plus = {t for line in h.lines if line.startswith("+") and (t := _telling(line[1:])) is not None}
-        minus = {t for line in h.lines if line.startswith("-") and (t := _telling(line[1:])) is not None}
-        if plus & added or minus & removed:
-            keep.append(h)
+    keep: list[Hunk] = []
+    for i, h in enumerate(hunks):
+        keep += [replace(part, origin=i) for part in _trim(h, added, removed)]
     return keep, len(hunks)
+
+
+def _touches(line: str, added: set[str], removed: set[str]) -> bool:
+    t = _telling(line[1:])
+    return t is not None and (line.startswith("+") and t in added or line.startswith("-") and t in removed)
+
+
+def _trim(h: Hunk, added: set[str], removed: set[str], context: int = CONTEXT) -> list[Hunk]:
+    """The parts of `h` within `context` lines of a line that touches a region, each a hunk of its
+    own with its line numbers (a fork that rewrote a README has one hunk of 1,200 lines)."""
+    hits = [i for i, line in enumerate(h.lines) if _touches(line, added, removed)]
+    if not hits:
+        return []
+    wanted = sorted({j for i in hits for j in range(max(0, i - context), min(len(h.lines), i + context + 1))})
+    runs: list[list[int]] = []
+    for j in wanted:
+        if runs and j == runs[-1][-1] + 1:
+            runs[-1].append(j)
+        else:
+            runs.append([j])
+    old_at, new_at = [], []  # the old and new line number at each line of the hunk
+    o, n = h.old_start, h.new_start
+    for line in h.lines:
+        old_at.append(o)
+        new_at.append(n)
+        o += line[:1] in (" ", "-")
+        n += line[:1] in (" ", "+")
+    if len(h.lines) <= BIG_HUNK or len(runs) == 1 and len(runs[0]) == len(h.lines):
+        return [h]
+    out = []
+    for run in runs:
+        body = tuple(h.lines[j] for j in run)
+        old_len = sum(1 for x in body if x[:1] in (" ", "-"))
+        new_len = sum(1 for x in body if x[:1] in (" ", "+"))
+        a, b = old_at[run[0]], new_at[run[0]]
+        out.append(Hunk(f"@@ -{a},{old_len} +{b},{new_len} @@ (part of a {len(h.lines)}-line hunk)",
+                        a, old_len, b, new_len, body))
+    return out
 
 
 # -- the whole view --------------------------------------------------------------------------
@@ -200,9 +239,14 @@ class Change:
     total: int  # hunks in the whole diff
     available: bool = True  # False when git could not give the diff (a partial clone, a gone commit)
 
+    @property
+    def touched(self) -> int:
+        """How many of the diff's hunks touch a region (a long one may be shown in parts)."""
+        return len({h.origin for h in self.hunks})
+
     def to_json(self) -> dict[str, object]:
         return {"what": self.what, "hunks": [h.text for h in self.hunks], "total_hunks": self.total,
-                "available": self.available}
+                "touching_hunks": self.touched, "available": self.available}
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +286,38 @@ def three_way(repo: Repo, x: ConflictInfo, context: int = CONTEXT) -> ThreeWay:
         Change(f"the fork's change since the fork point {fork_point[:12] or '(unknown)'}",
                tuple(fork_hunks), fork_total, mine is not None),
         fork_point)
+
+
+def on_tip(repo: Repo, x: ConflictInfo, tip: str) -> ConflictInfo | None:
+    """`x` as picking its upstream commit onto the fork's `tip` gives it now, which is what the
+    next `ingest` meets and what a person's resolution must be keyed on: `x` itself when the
+    fork's file is the same at `tip` as where it was kept (or git cannot say), None when the pick
+    no longer conflicts in this path.  A conflict is kept on the tip its unit was picked onto;
+    units landing after it (in the same ingest) may change the file (fbtriton's llvm-hash.txt)."""
+    from forkflow.conflicts.bare import bare_case
+    from forkflow.errors import GitError
+    from forkflow.git.commits import ObjectError
+    from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
+
+    if not (_SHA.match(tip) and _SHA.match(x.base_sha) and _SHA.match(x.upstream_sha)) or tip == x.base_sha:
+        return x
+
+    def blob(rev: str) -> str:
+        return repo.git("rev-parse", "--verify", "--quiet", f"{rev}:{x.path}", check=False).strip()
+
+    if blob(tip) == blob(x.base_sha):
+        return x
+    try:
+        picker = MemoryPicker(repo.path)
+        step = picker.pick(picker.commit_tree(tip), Sha(x.upstream_sha))
+        if step.status is not PickStatus.CONFLICT:
+            return None if step.status in (PickStatus.APPLIED, PickStatus.EMPTY) else x
+        for c in step.conflicts:
+            if x.path in (c.path, c.ours.path if c.ours is not None else None):
+                case = bare_case(repo, picker, Sha(x.upstream_sha), c, origin=False)
+                if case.kind.value != x.kind or not case.key:
+                    return x
+                return replace(x, base_sha=Sha(tip), key=case.key, marked=case.marked)
+    except (MissingBlob, ObjectError, GitError, LookupError, OSError):  # a partial clone: keep what was kept
+        return x
+    return None
