@@ -426,15 +426,6 @@ class Ingestor:
                             "push them by hand or run ingest --push again") from e
         self.notes.append(f"pushed {ref} to {remote}")
 
-    def _note_checked_out(self, old: Sha) -> None:
-        """Say so when the fork branch is checked out somewhere: that work tree now lags the branch."""
-        for path, branch in self.repo.worktrees():
-            if branch == self.config.fork_ref:
-                name = self.config.fork_branch
-                self.notes.append(
-                    f"{name} is checked out in {path}; its files still show {old[:12]}. To catch up (local "
-                    f"edits are kept): git checkout --detach {old[:12]} && git checkout {name}")
-
     # -- one unit ------------------------------------------------------------
     def process_unit(self, unit: Unit, start_tip: Sha) -> list[UnitResult]:
         if unit.kind is UnitKind.BUNDLE:
