@@ -101,3 +101,15 @@ def test_a_chain_links_name_is_its_commit_not_its_place() -> None:
     before, after = Unit(UnitKind.CHAIN, "ops", (a, b)), Unit(UnitKind.CHAIN, "ops", (b,))  # `a` landed
     assert before.link(b) == after.link(b) == "ops#bbbbbbbbbb" and chain_of_link(after.link(b)) == "ops"
     assert link_name(f"resolve-{b[:10]}", b) == f"resolve-{b[:10]}"  # a chain named after its commit
+
+
+def test_status_reads_the_provenance_back(cli, fork: Path) -> None:  # type: ignore[no-untyped-def]
+    doc = cli("ingest", "--land", "--json", repo=fork).json()
+    ops_h = _unit_with(doc, _pr_full(fork, 105))
+    rows = {c["sha"]: c for c in cli("status", "--commits", "--json", repo=fork).json()["commits"]}
+    said = rows[_pr_full(fork, 105)]["provenance"]
+    assert ["Resolved-By", next(iter(ops_h["resolved_by"].values()))] == [said[0][0], said[0][1].split(" ")[0]]
+    assert any(k == "L1-Run" for k, _ in said)
+    assert all(c["provenance"] == [] for c in rows.values() if c["disposition"] != "PICKED")
+    shown = cli("status", "--commits", repo=fork).out
+    assert "how the landed commits were settled" in shown and "Resolved-By" in shown

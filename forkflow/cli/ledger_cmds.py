@@ -11,6 +11,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json, short
+from forkflow.cli.provenance_view import provenance_of, render_provenance
 from forkflow.context import open_context
 from forkflow import wiring
 from forkflow.errors import UserError
@@ -68,10 +69,14 @@ def status(
         doc["intake"] = intake_of(ctx.config)  # pick or merge: how the fork takes upstream (docs/ledger.md)
         doc["pending_push"] = {"decisions": waiting, "fork_commits": tips}
         if commits:
-            doc["commits"] = [c for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
+            settled = provenance_of(ctx.repo, ledger, keep)  # Resolved-By, Approved-By, L1-Run read back
+            doc["commits"] = [c | {"provenance": [[k, v] for f in e.fork_shas for k, v in settled.get(f, [])]}
+                              for c, e in zip(doc["commits"], ledger.entries) if keep(e)]
         print_json(doc)
     else:
         render_status(console, ledger, commits, keep, head)
+        if commits:
+            render_provenance(console, provenance_of(ctx.repo, ledger, keep))
         if waiting:
             console.print(f"pending push: {waiting} decision(s) of landings on a clone's {ctx.config.fork_branch} that the "
                           f"shared branch lacks (up to {tips[-1][:12]}); the next `forkflow ingest --land --push` pushes "

@@ -8,6 +8,8 @@ passed it is attached after landing as a note: `L1-Run: 42 (passed: 118 tests)`.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from forkflow.git.run import run_git_bytes
 
 NOTES_REF = "refs/notes/forkflow"
@@ -25,3 +27,22 @@ def read_note(path: object, sha: str) -> str:
     """The forkflow note of `sha`, or "" when it has none."""
     rc, out, _ = run_git_bytes("notes", f"--ref={NOTES_REF}", "show", sha, cwd=str(path), check=False, timeout=60)
     return out.decode("utf-8", "replace") if rc == 0 else ""
+
+
+def messages_and_notes(path: object, shas: Sequence[str]) -> dict[str, str]:
+    """Each commit's message followed by its forkflow note (one `git log --no-walk`), for reading
+    their provenance lines back (`forkflow status --commits`)."""
+    wanted = sorted({s for s in shas if len(s) == 40 and all(c in "0123456789abcdef" for c in s)})
+    if not wanted:
+        return {}
+    rc, out, _ = run_git_bytes("log", "--no-walk=unsorted", "--stdin", f"--notes={NOTES_REF}",
+                               "--format=%H%x00%B%x00%N%x1e", cwd=str(path), check=False, timeout=300,
+                               input="".join(f"{s}\n" for s in wanted).encode())
+    if rc != 0:
+        return {}
+    found: dict[str, str] = {}
+    for record in out.decode("utf-8", "replace").split("\x1e"):
+        parts = record.strip("\n").split("\x00")
+        if len(parts) == 3 and parts[0] in wanted:
+            found[parts[0]] = parts[1] + ("\n" + parts[2] if parts[2].strip() else "")
+    return found
