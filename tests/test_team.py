@@ -279,3 +279,20 @@ def test_two_forks_start_at_once_on_an_empty_database(postgres_url: str, tmp_pat
     engine.dispose()
     assert sorted(per_fork.values()) == [6, 6] and len(per_fork) == 2
     assert len(trailers_on_shared(team)) == 0  # nothing pushed without --push: each clone's branch is its own
+
+
+def test_a_push_the_shared_branch_moved_under_drops_and_lands_again(postgres_url: str, tmp_path: Path) -> None:
+    team = make_team(tmp_path, postgres_url, n=4)
+    person = tmp_path / "person"
+    run_git("clone", "-q", str(team.shared), str(person), cwd=tmp_path)
+    (person / "notes.txt").write_text("x\n")
+    git(person, "add", "notes.txt")
+    git(person, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "a person's change")
+    # a person pushes while the cron clone's landings wait for its push
+    cron = clone(team, "cron", l1=_l1_script(team, "push", 2, f"git -C {person} push -q origin HEAD:main"))
+    r = forkflow("ingest", "--land", "--push", cwd=cron)
+    assert r.returncode == 0, r.stderr
+    assert "dropped" in r.stdout, r.stdout  # what it landed beside the person's push was planned and landed again
+    assert git(person, "rev-parse", "HEAD") in git(team.shared, "rev-list", "main").split()
+    picked, on_shared = check_invariant(team)
+    assert picked == set(team.commits) and len(on_shared) == len(team.commits)
