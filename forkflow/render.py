@@ -149,8 +149,8 @@ def render_report(console: Console, r: IngestReport) -> None:
         t.add_row(str(u.unit_id or ""), escape(u.name), f"[{style}]{u.status.value}[/]", str(len(u.picked)), str(len(u.skipped)),
                   str(len(u.deferred)), short(u.fork_sha) if u.fork_sha else "", escape(detail[:300]))
     console.print(t)
-    if r.ingestion_point:
-        console.print(f"ingestion point: {short(r.ingestion_point)}")
+    if r.ingestion_point:  # forkflow's ref: how far its runs handled upstream, holds included
+        console.print(f"recorded point (forkflow's runs, holds included): {short(r.ingestion_point)}")
     for note in r.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     if r.mode is Mode.VALIDATE and r.results:

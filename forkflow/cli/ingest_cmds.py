@@ -9,7 +9,7 @@ from rich.markup import escape
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, err_console, print_json
 from forkflow.cli.progress import PhaseBar, progress_bar
 from forkflow.conflicts import records as crecords
-from forkflow.context import open_context
+from forkflow.context import Context, open_context
 from forkflow import wiring
 from forkflow.errors import UserError
 from forkflow.landing.ingest import (
@@ -21,7 +21,9 @@ from forkflow.landing.ingest import (
 from forkflow.landing.wired import ingest
 from forkflow.landing.plan import make_plan, resolve_until
 from forkflow.landing.settings import ingest_settings
+from forkflow.ledger.headline import Headline, headline_lines
 from forkflow.ledger.merges import MERGE, intake_of
+from forkflow.ledger.report import headline_of, stored_conflicts
 from forkflow.render import (
     exit_code,
     render_exit,
@@ -98,13 +100,26 @@ def ingest_cmd(
     with ctx.store.session_scope() as s:
         open_conflicts = len(crecords.conflicts(s, ctx.fork_id, "open"))
     code = exit_code(report, open_conflicts)
+    head = _headline_after(ctx) if mode is Mode.LAND else None
     if json_out:
-        print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts})
+        print_json(report_json(report) | {"exit_code": code, "open_conflicts": open_conflicts}
+                   | ({"headline": head.to_json()} if head is not None else {}))
     else:
         render_report(console, report)
         render_l1_runs(report)
+        if head is not None:  # what `forkflow status` says now: holds do not move the point (docs/ledger.md)
+            for label, text in headline_lines(head.to_json()):
+                console.print(f"{label}: {escape(text)}", soft_wrap=True, highlight=False)
         render_exit(console, code)
     return code
+
+
+def _headline_after(ctx: Context) -> Headline:
+    """Days behind after the run, read by the same rule as `forkflow status` (the recorded
+    ingestion point the report prints counts forkflow's holds too)."""
+    ledger = wiring.ledger(ctx)
+    return headline_of(ledger, ctx.config, conflicts=stored_conflicts(ctx.store, ctx.fork_id),
+                       fork_point_date=ctx.repo.commit_date(ledger.fork_point))
 
 
 def report_json(r: IngestReport) -> dict[str, object]:
