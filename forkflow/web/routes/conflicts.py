@@ -174,5 +174,6 @@ def _settle(c: conflict_records.ConflictInfo, src: Source) -> str:
     submodule conflicts have no text for `conflicts resolve`)."""
     if has_file_resolution(c):
         return (f"`forkflow conflicts edit {c.id}` (writes the marked file, opens $EDITOR), then "
-                f"`forkflow conflicts resolve {c.id}`; the resolution is recorded and reused")
+                f"`forkflow conflicts resolve {c.id}` (or write the resolved file yourself, then "
+                f"`forkflow conflicts resolve {c.id} --file FILE`); the resolution is recorded and reused")
     return by_hand(c, src.ctx.config.fork_branch if src.ctx is not None else "the fork branch")
