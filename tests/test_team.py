@@ -296,3 +296,57 @@ def test_a_push_the_shared_branch_moved_under_drops_and_lands_again(postgres_url
     assert git(person, "rev-parse", "HEAD") in git(team.shared, "rev-list", "main").split()
     picked, on_shared = check_invariant(team)
     assert picked == set(team.commits) and len(on_shared) == len(team.commits)
+
+
+def test_shared_cache_writes_of_two_forks_at_once_never_collide(postgres_url: str) -> None:
+    """Each write shared by every fork (keyed by commit or content) runs while another process's
+    transaction holds the same key, uncommitted: it waits, then keeps the row (a plain insert
+    failed on the primary key here, as two forks starting on an empty store did)."""
+    import threading
+
+    from sqlalchemy.orm import Session
+
+    from forkflow.conflicts import records as crecords
+    from forkflow.landing import records as lrecords
+    from forkflow.ledger import records as ledger_records
+    from forkflow.models import Sha
+    from forkflow.planning.lines import CommitShape
+    from forkflow.planning.model import Touch
+    from forkflow.replay import records as replay_records
+
+    store = Store.open(postgres_url)
+    with store.session_scope() as s:
+        fid = fork_id(s, "a:main")
+    sha = Sha("a" * 40)
+    writes = {
+        "commit facts": lambda s: ledger_records.save_commit_facts(s, {sha: ("p" * 40, ("a.py",))}),
+        "shapes": lambda s: lrecords.save_shapes(s, [CommitShape(sha, ())]),
+        "touches": lambda s: lrecords.save_touches(s, {sha: Touch(frozenset({"a.py"}))}),
+        "ledger cache": lambda s: ledger_records.save_ledger(s, fid, "k" * 64, "{}"),
+        "resolutions": lambda s: crecords.save_resolution(s, "key1", "a.py", ["x"], "rerere"),
+        "replay cache": lambda s: replay_records.save(s, "r" * 64, "step", {"x": 1}),
+    }
+    failed: dict[str, str] = {}
+    for name, write in writes.items():
+        first = Session(store.engine)
+        write(first)
+        first.flush()  # the row is written, not committed: the other writer waits on it
+        errors: list[BaseException] = []
+
+        def second() -> None:
+            try:
+                with store.session_scope() as s:
+                    write(s)  # noqa: B023  (run before the loop moves on: joined below)
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+
+        t = threading.Thread(target=second)
+        t.start()
+        time.sleep(0.3)
+        first.commit()
+        first.close()
+        t.join(timeout=30)
+        if errors:
+            failed[name] = type(errors[0]).__name__
+    store.dispose()
+    assert failed == {}
