@@ -133,10 +133,16 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          M, "retry the download later or from a mirror; check the runner's access to the storage or registry", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
+        (r"memory limit \(cgroup OOM kill\)",
+         M, "raise the job's memory limit (its container's or scheduler's), or make it use less memory, then re-run",
+         True),
         (r"OOM killer|virtual memory exhausted|LNK\d+: out of memory|Cannot allocate memory",
          M, "give the job more host memory or fewer parallel compile jobs (MAX_JOBS), then re-run", True),
         (r"HTTP (?:code-n)?429|rate limit|Too Many Requests",
          M, "retry later with backoff; authenticate, cache or mirror the hub or registry", True),
+        # a port the job may not bind (below 1024 without the privilege): its configuration
+        (r"(?:listen|bind)\b.*\berrno: (?:code-n)?13 - Permission denied",
+         E, "configure a port the job may bind (1024 or above), or give the job the privilege", True),
         (r"port already in use|Address already in use",
          M, "give each job its own port (bind to port 0) or isolate the jobs, then re-run", True),
         # the network between nodes, as the collective library and its transports say it

@@ -66,7 +66,16 @@ def _first_sentence(text: str) -> str:
         code = _ERROR_CODE_NAME.search(text, 0, 600)
         if code and code[0] not in head:
             return f"{head} [{code[0]}]"
+    if len(head) < min(len(text), 600) and "errno" in text:
+        # the system error a socket or file call got (`(errno: 13 - Permission denied)`): what
+        # went wrong, where the sentence only says what failed
+        errno = _ERRNO_DETAIL.search(text, 0, 600)
+        if errno and errno[0] not in head:
+            return f"{head} [errno: {errno[1]} - {errno[2]}]"
     return head
+
+
+_ERRNO_DETAIL = re.compile(r"\(errno: (\d+) - ([A-Za-z][\w ]{0,60})\)")
 
 
 _ERROR_CODE_NAME = re.compile(r"\b(?:[A-Z][A-Z0-9]*_)+(?:ERROR|RESULT|STATUS)(?:_[A-Z0-9]+)+\b|"
@@ -77,9 +86,13 @@ def _clause(text: str) -> str:
     if "('" in text or '("' in text:  # `AssertionError('msg')`, an exception as repr() prints it
         text = _REPR.sub(r"\1: \3", text)
     if " (" in text:
-        text = _PARENTHESISED.sub("", text)
-        cut = text.find(" (")  # one left open: the text was cut inside it
-        text = text[:cut] if cut >= 0 else text
+        stripped = _PARENTHESISED.sub("", text)
+        cut = stripped.find(" (")  # one left open: the text was cut inside it
+        stripped = stripped[:cut] if cut >= 0 else stripped
+        # a message that is all parentheses (`Error:  ('"pkg" could not be found', 404)`, a
+        # tuple as Python prints it) is no detail: it is the message
+        if not stripped.rstrip().endswith(":"):
+            text = stripped
     end = _CLAUSE_END.search(text)
     if end is None:
         return text
@@ -390,10 +403,15 @@ def parse_compiler(before: str, after: str) -> str | None:
     if cmake:  # `CMake Error at file:line (command):` only says where: the message is under it
         return f"CMake Error: {_cmake_message(cmake[1], after)}"
     lines = before.split("\n")[-50:-1] + [hit]
+    below = after.split("\n", 2)[1:2]
     for i, line in enumerate(lines):
         if re.search(r"CHECK[-\w]*:", line):
             continue
         m = _DIAGNOSTIC.search(line)
+        nxt = lines[i + 1] if i + 1 < len(lines) else below[0] if below else ""
+        if m and (": error: " in line or "fatal" in line) and _hard_wrapped(lines, i, nxt):
+            line += nxt.rstrip()
+            m = _DIAGNOSTIC.search(line)
         if m and (": error: " in line or "fatal" in line):
             if _LINK_SUMMARY.search(m[2]):  # the driver's summary: the linker's error is above it
                 linker = next((ln for ln in reversed(lines[max(0, i - 20):i]) if _LINK_ERROR.search(ln)), None)
@@ -404,6 +422,20 @@ def parse_compiler(before: str, after: str) -> str | None:
                 return f"error: '{_basename(header[1] or header[2])}' file not found"
             return f"{m[1]}: {m[2]}"
     return hit
+
+
+WRAP_MIN = 60  # a terminal or a mail reader wraps at 72 to 132 columns, never below this
+
+
+def _hard_wrapped(lines: list[str], i: int, nxt: str) -> bool:
+    """Whether lines[i] was cut by a hard wrap (a log copied from a terminal or pasted into a
+    narrow box): it is as long as two other lines of the window, all at least WRAP_MIN long,
+    and the rest of it, on the next line, does not start a line of its own (no indent, no
+    diagnostic)."""
+    width = len(lines[i])
+    if width < WRAP_MIN or sum(1 for ln in lines if len(ln) == width) < 3:
+        return False
+    return bool(nxt.strip()) and not nxt[:1].isspace() and _DIAGNOSTIC.search(nxt) is None
 
 
 # a missing include: clang's `'cuda.h' file not found`, gcc's `cuda.h: No such file or directory`
@@ -696,8 +728,12 @@ def strip_test_prefix(line: str) -> str:
 # lines that a step failed (make, ninja, tox)
 _UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:test|command|job|step)?\s*failed\.?$|"
                             r"exit code: -?\d+$|process completed with exit code|"
-                            r"make(?:\[\d+\])?: \*\*\* |ninja: build stopped)|"
+                            r"make(?:\[\d+\])?: \*\*\* |ninja: build stopped|"
+                            # a device compiler's last word on a build whose error it printed above
+                            r"(?:backend |device )?compiler failed(?: to)? build\.?$|build failed\.?$)|"
                             r"non-zero (?:exit )?status|exited with (?:exit )?code -?\d+|InvocationError for command|"
+                            # lit's line under a RUN line's output: the output (or the test) is the error
+                            r"^# error: command failed with exit status|"
                             # a line that points at the error above it (`Got fatal signal from worker
                             # processes, shutting down. See stack trace above for root cause issue.`)
                             r"\bsee (?:the )?(?:[\w-]+ ){0,3}above\b")
@@ -735,6 +771,15 @@ def generic_line(text: str) -> tuple[str, int, str]:
         if frame:
             # a quote that ends inside a traceback's frames, before its exception: where it was
             return f"traceback cut @ {frame[0]}:{frame[1]}", text.count("\n", 0, len(text.rstrip())), last
+        stack = text.rfind(_CMAKE_STACK)
+        head = None
+        for head in _CMAKE_HEAD.finditer(text, max(0, stack - 4000), stack) if stack >= 0 else ():
+            pass
+        if head:
+            # a CMake error quoted without its `CMake Error at` line: the message under the file
+            # and command it points at, before its call stack
+            msg = _cmake_message("", text[head.start():stack])
+            return f"CMake Error: {msg}", text.count("\n", 0, head.start()), head[0].strip()
         lit = _LIT_ID.match(last)
         if lit:
             # a lit test id with no error anywhere (an entry of `Failed Tests (5):`): what is
@@ -743,6 +788,10 @@ def generic_line(text: str) -> tuple[str, int, str]:
         return from_exception(last), text.count("\n", 0, len(text.rstrip())), last
     return "", -1, ""
 
+
+# CMake's account of where an error was raised, and the `file:line (command):` line above its message
+_CMAKE_STACK = "\nCall Stack (most recent call first):"
+_CMAKE_HEAD = re.compile(r"^\S+\.cmake:\d+ \([\w-]+\):[ \t]*$|^\S*CMakeLists\.txt:\d+ \([\w-]+\):[ \t]*$", re.M)
 
 # lit's id of a test: `MLIR :: Dialect/Linalg/tile.mlir`, `TRITON :: TritonGPU/combine.mlir`
 _LIT_ID = re.compile(r"^([A-Za-z][\w.+-]*(?: [\w.+-]+)* :: )((?:[^\s/]+/)*)[^\s/]+$")
@@ -914,6 +963,7 @@ ENV_SENSITIVE = re.compile(
 _COLLECTIVE_REASON = re.compile(
     r"(?i)(unhandled system error|ncclSystemError|unhandled cuda error|internal (?:check )?error|invalid usage|"
     r"remote process exited or there was a network error|invalid argument|"
+    r"(?:a )?network error or a remote process exiting|"
     r"watchdog caught collective operation timeout|collective operation timeout|"
     r"communicator was aborted|socket timeout|connection (?:closed|reset|refused)[\w ]*|"
     r"ncclUniqueId|Watchdog got stuck|heartbeat monitor|Timeout at NCCL work|"
@@ -928,6 +978,8 @@ def collective(line: str) -> str | None:
     if reason is None:
         return None
     what = reason[1].lower().replace("ncclsystemerror", "unhandled system error")
+    if "remote process exiting" in what:  # ncclRemoteError's own words for the same fault
+        what = "remote process exited or there was a network error"
     if "timing out" in what or "timeout at nccl" in what or "operation timeout" in what:
         what = "collective operation timeout"
     lib = "RCCL" if "RCCL" in line else "Gloo" if "Gloo" in line else "NCCL"
@@ -937,6 +989,9 @@ def collective(line: str) -> str | None:
 # NCCL's own account of what failed (`misc/shmutils.cc:72 NCCL WARN Error while creating shared
 # memory segment ...`), printed before or after the error its caller raises
 _NCCL_WARN = re.compile(r"NCCL WARN (.+)")
+# its account under the error it raised: `Last error:` and, on the next line, the transport's
+# failure (`socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer`)
+_LAST_ERROR = re.compile(r"\nLast error:[ \t]*\n[ \t]*(?:\w+: )?([^\n]+)")
 
 
 def _nccl_warning(before: str, after: str, comm: str) -> str:
@@ -944,7 +999,8 @@ def _nccl_warning(before: str, after: str, comm: str) -> str:
     system error has many causes, the warning names the one), the first warning around it."""
     if "timeout" in comm:
         return ""
-    found = _NCCL_WARN.search(before[-8000:]) or _NCCL_WARN.search(after[:8000])
+    found = _NCCL_WARN.search(before[-8000:]) or _NCCL_WARN.search(after[:8000]) \
+        or _LAST_ERROR.search(after[:2000])
     if found is None:
         return ""
     # without the files it names (`/dev/shm/nccl-8Xk2Qa`: a temporary name)

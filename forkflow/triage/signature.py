@@ -44,7 +44,11 @@ MAX_SIGNATURE = 600
 # in the signature of errors that depend on it, environment and machine families (issue 32).
 # 4: InfiniBand completion errors, NCCL's warning behind a generic collective failure, lit test
 # ids keyed by their directory, and the further rules of the field corpus's second round.
-SIGNATURE_VERSION = 6
+# 5, 6: required versions, HTTP statuses, pointer lines, package and tool faults.
+# 7: what the OOM killer killed (a compiler or linker, a job past its cgroup limit), NCCL's
+# `Last error:` detail under its collective failure, a device compiler's summary line, a
+# diagnostic cut by a hard wrap.
+SIGNATURE_VERSION = 7
 
 K = FailureKind
 
@@ -69,6 +73,10 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
 
 _CANCELLED = "job cancelled by the runner"
 _OOM_KILLER = "host out of memory (OOM killer)"
+# what the OOM killer killed tells the action: a compiler or linker of a parallel build (fewer
+# jobs), a job over its own memory limit (a container's or scheduler's cgroup: a larger limit)
+_BUILD_KILLED = "host out of memory (OOM killer): a compiler or linker killed"
+_LIMIT_KILLED = "job over its memory limit (cgroup OOM kill)"
 
 # Footers torch and LLVM print under many different errors: never a signature (issue 14).
 _FOOTERS_LIST = (
@@ -325,6 +333,8 @@ class Scanner:
         if infra and not infra.label and (total - infra.line > INFRA_TO_END
                                           or any(h.line > infra.line + INFRA_REACH for h in others)):
             infra = None
+        if infra and not infra.label and others and _detail_of_error(infra):
+            infra = None
         if infra and infra.label and total - infra.line > DEFAULT_REACH:
             infra = None
         if infra and infra.label == _OOM_KILLER and _killed_by_itself(infra):
@@ -344,6 +354,8 @@ class Scanner:
         env = environment(before + after)
         if best.label:  # a strong runner fault: the family is the signature
             label = _cause_of_cancel(before) if best.label == _CANCELLED else best.label
+            if label == _OOM_KILLER:
+                label = _oom_victim(_line_at(before, after))
             text = f"{K.INFRA.value}: {label}"
             if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
@@ -385,6 +397,17 @@ class Scanner:
                          environment(cleaned))
 
 
+_DETAIL_HEAD = re.compile(rb"(?i)^\s*(?:last error|caused by|reason|details?)\s*:\s*$")
+
+
+def _detail_of_error(hit: _Hit) -> bool:
+    """A network error on the line after an error's `Last error:` (NCCL prints the transport's
+    last failure under the collective failure it raised): the detail of that error, which
+    keys the failure, not a runner fault of its own."""
+    lines = [ln for ln in hit.before.rsplit(b"\n", 4)[:-1] if ln.strip()]
+    return bool(lines) and _DETAIL_HEAD.match(lines[-1][-200:]) is not None
+
+
 _SHUTTING_DOWN = re.compile(rb"(?i)shutting down|terminating (?:the )?(?:worker|process)")
 
 
@@ -395,6 +418,20 @@ def _killed_by_itself(hit: _Hit) -> bool:
         return False
     lines = [ln for ln in hit.before.rsplit(b"\n", 6)[:-1] if ln.strip()]
     return bool(lines) and _SHUTTING_DOWN.search(lines[-1]) is not None
+
+
+# gcc's and collect2's own words when the OOM killer took a compiler or the linker; a cgroup's
+# OOM kill (slurm's `Detected 1 oom-kill event(s)`, Kubernetes' `OOMKilled`, the kernel's `Memory
+# cgroup out of memory`) is a job past its own limit, not a machine out of memory
+_BUILD_VICTIM = re.compile(r"fatal error: Killed signal|terminated with signal 9 \[Killed\]")
+_CGROUP_VICTIM = re.compile(r"(?i)oom-kill event|OOMKilled|cgroup out[- ]of[- ]memory|Memory cgroup out of memory")
+
+
+def _oom_victim(line: str) -> str:
+    """The OOM killer's label for the hit's line: which kind of process it killed."""
+    if _BUILD_VICTIM.search(line):
+        return _BUILD_KILLED
+    return _LIMIT_KILLED if _CGROUP_VICTIM.search(line) else _OOM_KILLER
 
 
 _LABELLED = tuple((t.literal.decode(), t.label) for t in TRIGGERS if t.label and t.label != _CANCELLED
@@ -447,7 +484,16 @@ def _excerpt(before: str, after: str) -> str:
 
 
 def _signature_text(kind: FailureKind, key: str) -> str:
+    if _BUILD_WRAPPER.search(key[:300]):
+        key = _NINJA_STOPPED
     return f"{kind.value}: {normalize(key)}"[:MAX_SIGNATURE]
+
+
+# torch's extension builder re-raises ninja's failure in its own words (`RuntimeError: Error
+# compiling objects for extension`, `Error building extension 'name'`): when no compiler error
+# is quoted above it, it says what ninja's last line says, one failure whoever printed it
+_BUILD_WRAPPER = re.compile(r"^(?:\w+: )?Error (?:compiling objects for|building) extension\b")
+_NINJA_STOPPED = "ninja: build stopped: subcommand failed."
 
 
 # ----- normalization -------------------------------------------------------------------------
