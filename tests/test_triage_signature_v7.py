@@ -131,6 +131,29 @@ def test_a_port_the_job_may_not_bind_is_an_environment_fault() -> None:
     assert taken.text == "INFRA: port already in use" and infra_family(taken) is InfraFamily.MACHINE
 
 
+def test_a_configure_steps_cmake_error_is_an_environment_fault() -> None:
+    arch = signature_of("#27 54.52 CMake Error at CMakeLists.txt:186 (message):\n"
+                        "#27 54.52   Target architectures support different types of FP8 formats!\n")
+    assert arch.text == "COMPILER_ERROR: CMake Error: Target architectures support different types of FP8 formats!"
+    assert infra_family(arch) is InfraFamily.ENVIRONMENT
+    assert "configure step" in suggested_action(arch)
+    # a compiler's error of the build that follows is not
+    code = signature_of("lib/x.cpp:3:1: error: no member named 'Atan2Op' in namespace 'mlir::cuda_tile'\n")
+    assert infra_family(code) is None
+
+
+def test_a_quote_cut_in_a_tests_source_is_keyed_by_the_test() -> None:
+    def log(test: str, last: str) -> str:
+        return ("=================================== FAILURES ===================================\n"
+                f"________________ TestConvolutions.{test} _________________\n\n"
+                "self = <smoke_test.TestConvolutions object at 0x73e5a6ac2fd0>\n\n"
+                f"    def {test}(self):\n        x = torch.randn(\n            (1, 16), device=\"cuda\"\n{last}\n")
+    a, b = signature_of(log("test_conv_nhwc", "        )")), signature_of(log("test_conv_nhwc[p1]", "        )"))
+    c = signature_of(log("test_conv_transpose2d", "        )"))
+    assert a.text == "GENERIC: traceback cut @ TestConvolutions.test_conv_nhwc"
+    assert a.key == b.key != c.key
+
+
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",
@@ -139,7 +162,9 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
                "fatal error: Killed signa" * 40_000 + "l\n",
                "oom-kil" * 100_000 + "l\nKilled\n",
                "(" * 200_000 + " Error: ",
-               "Error compiling objects for extensio" * 20_000)
+               "Error compiling objects for extensio" * 20_000,
+               "_" * 500_000 + " x " + "_" * 3,
+               "____ T.t ____\n" + ("    " * 400 + "x\n") * 2000 + " " * 200_000 + "\n")
     for text in hostile:
         t0 = time.perf_counter()
         sig = signature_of(text)

@@ -114,6 +114,12 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
          r"Host \\w+ version must be at least",
          E, "pin the compiler, toolkit and package versions the build expects", True),
+        # any other error of a build's configure step: what it found on the runner (a target the
+        # LLVM it was pointed at lacks, an architecture list the toolkit cannot build) is not
+        # what the build expects
+        (r"^(?:\w+: )?CMake Error\b",
+         E, "check what the configure step found (the toolkit, the LLVM or library it was pointed at, the "
+            "architecture list) against what the build expects, and pin it", True),
         # a package older or newer than the code that uses it: a model type an old library does
         # not know, a module without the attribute the code asks for (an API added or removed)
         (r"does not recognize this architecture|version of \S+ is (?:out of date|too old)|"

@@ -771,6 +771,11 @@ def generic_line(text: str) -> tuple[str, int, str]:
         if frame:
             # a quote that ends inside a traceback's frames, before its exception: where it was
             return f"traceback cut @ {frame[0]}:{frame[1]}", text.count("\n", 0, len(text.rstrip())), last
+        section = _cut_in_test_source(tail)
+        if section:
+            # a quote that ends inside the source pytest prints of a failing test, before its `E`
+            # lines: the test it stopped in (never its last line, often a lone bracket)
+            return f"traceback cut @ {section}", text.count("\n", 0, len(text.rstrip())), last
         stack = text.rfind(_CMAKE_STACK)
         head = None
         for head in _CMAKE_HEAD.finditer(text, max(0, stack - 4000), stack) if stack >= 0 else ():
@@ -787,6 +792,24 @@ def generic_line(text: str) -> tuple[str, int, str]:
             return f"lit tests failed in {lit[1]}{lit[2]}", text.count("\n", 0, len(text.rstrip())), last
         return from_exception(last), text.count("\n", 0, len(text.rstrip())), last
     return "", -1, ""
+
+
+# pytest's header of a failing test's section: `____ TestConvolutions.test_conv[x] ____`
+_SECTION = re.compile(r"^_{3,} ([\w.]+)(?:\[[^\]\n]*\])? _{3,}$")
+_SOURCE_LINE = re.compile(r"^(?:\s*$|self = |>?\s{3,}\S)")
+
+
+def _cut_in_test_source(tail: list[str]) -> str | None:
+    """The test whose section the tail ends in, when every line after its header is the
+    test's source as pytest prints it (indented, or `self = ...`), else None."""
+    for i in range(len(tail) - 1, -1, -1):
+        line = tail[i].strip()
+        head = _SECTION.match(line)
+        if head:
+            return head[1]
+        if not _SOURCE_LINE.match(tail[i]):
+            return None
+    return None
 
 
 # CMake's account of where an error was raised, and the `file:line (command):` line above its message
