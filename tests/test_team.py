@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -318,7 +319,7 @@ def test_shared_cache_writes_of_two_forks_at_once_never_collide(postgres_url: st
     with store.session_scope() as s:
         fid = fork_id(s, "a:main")
     sha = Sha("a" * 40)
-    writes = {
+    writes: dict[str, Callable[[Session], None]] = {
         "commit facts": lambda s: ledger_records.save_commit_facts(s, {sha: ("p" * 40, ("a.py",))}),
         "shapes": lambda s: lrecords.save_shapes(s, [CommitShape(sha, ())]),
         "touches": lambda s: lrecords.save_touches(s, {sha: Touch(frozenset({"a.py"}))}),
