@@ -154,6 +154,16 @@ def test_a_quote_cut_in_a_tests_source_is_keyed_by_the_test() -> None:
     assert a.key == b.key != c.key
 
 
+def test_nccls_warning_is_keyed_without_the_source_line_it_names() -> None:
+    def log(host: str, where: str) -> str:
+        return (f"{host}:183006:183220 [1] NCCL INFO proxy.cc:991 -> 6\n"
+                f"{host}:183006:183220 [1] {where} NCCL WARN [Proxy Service 9] Failed to execute operation "
+                "Connect from rank 9, retcode 6\n")
+    a, b = signature_of(log("a100-st-22", "proxy.cc:1119")), signature_of(log("node-7", "src/proxy.cc:1450"))
+    assert a.text == "GENERIC: NCCL WARN [Proxy Service N] Failed to execute operation Connect from rank N"
+    assert a.key == b.key
+
+
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",
@@ -164,6 +174,7 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
                "(" * 200_000 + " Error: ",
                "Error compiling objects for extensio" * 20_000,
                "_" * 500_000 + " x " + "_" * 3,
+               "h:1:2 [0] " + "a" * 500_000 + ".cc:1 NCC\n",
                "____ T.t ____\n" + ("    " * 400 + "x\n") * 2000 + " " * 200_000 + "\n")
     for text in hostile:
         t0 = time.perf_counter()

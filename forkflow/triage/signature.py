@@ -623,8 +623,9 @@ _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? 
              r"|\[[\w .:/-]{0,40}\] (?=#\d+ \d+\.\d+ )"
              # gtest's verdict column: `[  FAILED  ] Suite.Test` names a test, the error is elsewhere
              r"|\[ +(?:FAILED|OK|RUN|PASSED|SKIPPED) +\] "
-             # NCCL's own: `host:pid:tid [dev] `
-             r"|[\w.-]+:\d+:\d+ \[\d+\] "
+             # NCCL's own: `host:pid:tid [dev] `, and the source line its warnings name
+             # (`host:pid:tid [1] proxy.cc:1119 NCCL WARN ...`)
+             r"|[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./-]{1,80}\.(?:cc|cu|c|cpp|h):\d+ (?=NCCL ))?"
              # glog and torch logging: `E0912 11:54:57.366000 1121181 torch/x.py:2100] [7/0] `
              r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?:\[[\d/]+\] )?"
              # bracketed or logging timestamps, pytest-xdist's worker tag
