@@ -17,14 +17,17 @@ changed: everything runs on copies in a temporary folder.  On each pair: `forkfl
   side in each region (its own side when the guardrails refuse that, e.g. a Python file that
   would not parse); L1 is `true`.
   - today: `forkflow conflicts` (find the oldest), then per conflicted file `forkflow conflicts
-    show ID`, `forkflow conflicts show ID --json` (the only way to get the marked file out),
+    show ID` (run as `show ID --full`: the whole file, as `show` printed it until now),
+    `forkflow conflicts show ID --json` (the only way to get the marked file out),
     `$EDITOR FILE`, `forkflow conflicts resolve ID --file FILE`, then `forkflow ingest --land`;
   - now: `forkflow conflicts next`, per file `forkflow conflicts edit ID` (opens $EDITOR) and
     `forkflow conflicts resolve ID`, then the land command `resolve` prints (`forkflow ingest
     --unit N`).
-  Each command is counted once; a commit counts as landed when the fork branch has a commit with
+  A commit still not landed after its land command (it conflicts in other files on the fork's tip
+  now) is worked again, up to 3 rounds.  Each command is counted once; a commit counts as landed when the fork branch has a commit with
   its `Upstream-Commit:` trailer.  Also printed: the lines `conflicts show` printed before (the
-  whole file) and `conflicts next` prints now, for the first file of each commit.
+  whole file) and `conflicts next` prints now, for the first file of each commit.  The commands
+  of both loops keep their meaning in this tree, so both run on it.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ ENV = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhos
            GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@localhost", COLUMNS="200")
 ENV.pop("FORKFLOW_STORE", None)
 TEXT_KINDS = ("content", "add/add")
+ROUNDS = 3  # a commit that conflicts again after its land command (new files on a moved tip) is worked again
 # the editor: each region of the file (its last argument) becomes one side; BENCH_SIDE picks which
 EDITOR = r'''
 import os, pathlib, re, sys
@@ -109,43 +113,57 @@ def loop_now(s: Session, skip: set[str]) -> dict[str, Any]:
         s.forkflow("decide", x["upstream_sha"][:12], "--defer", "--reason", "bench: needs git by hand",
                    counted=False)
     s.count = 0
-    shown = s.forkflow("conflicts", "next")  # what the person reads first
-    sha, lines = x["upstream_sha"], len(shown.stdout.splitlines())
-    land = ""
-    for cid in [x["id"], *(y["id"] for y in x["same_commit"])]:
-        s.forkflow("conflicts", "edit", str(cid))
-        r = s.forkflow("conflicts", "resolve", str(cid), ok=(0, 1))
-        if r.returncode:  # the guardrails refused upstream's side: the fork's then
-            s.forkflow("conflicts", "edit", str(cid), "--fresh", side="ours")
-            r = s.forkflow("conflicts", "resolve", str(cid))
-        land = " ".join(r.stdout.split()).partition("land it: forkflow ")[2].partition(" (")[0]
-    if land:
-        s.forkflow(*land.split(), ok=(0, 4, 5))
-    return {"sha": sha, "files": 1 + len(x["same_commit"]), "commands": s.count, "landed": landed(s.down, sha),
-            "lines_read": lines, "land": land}
+    sha, lines, rounds = x["upstream_sha"], 0, 0
+    while rounds < ROUNDS and not landed(s.down, sha):
+        rounds += 1
+        shown = s.forkflow("conflicts", "next", "--json")  # what the person reads first (as text below)
+        x = json.loads(shown.stdout)["conflict"]
+        if x is None or x["upstream_sha"] != sha:
+            break
+        if not lines:
+            lines = len(s.forkflow("conflicts", "next", counted=False).stdout.splitlines())
+        land = ""
+        for cid in [x["id"], *(y["id"] for y in x["same_commit"])]:
+            if s.forkflow("conflicts", "edit", str(cid), ok=(0, 1)).returncode:  # merges cleanly on the tip now
+                continue
+            r = s.forkflow("conflicts", "resolve", str(cid), ok=(0, 1))
+            if r.returncode:  # the guardrails refused upstream's side: the fork's then
+                s.forkflow("conflicts", "edit", str(cid), "--fresh", side="ours")
+                r = s.forkflow("conflicts", "resolve", str(cid))
+            land = " ".join(r.stdout.split()).partition("land it: forkflow ")[2].partition(" (")[0] or land
+        if land:
+            s.forkflow(*land.split(), ok=(0, 4, 5))
+    return {"sha": sha, "files": 1 + len(x["same_commit"]) if x else 0, "commands": s.count,
+            "landed": landed(s.down, sha), "lines_read": lines, "rounds": rounds}
 
 
 def loop_today(s: Session, sha: str, scratch: Path) -> dict[str, Any]:
     """Today's commands for the same commit: the list, show, the file out of --json, the editor,
     resolve --file, ingest --land."""
     s.count = 0
-    s.forkflow("conflicts")  # find the oldest in the table
-    ids = [c for c in open_conflicts(s) if c["upstream_sha"] == sha]
-    lines = 0
-    for c in ids:
-        shown = s.forkflow("conflicts", "show", str(c["id"]))
-        lines = lines or len(shown.stdout.splitlines())
-        doc = json.loads(s.forkflow("conflicts", "show", str(c["id"]), "--json").stdout)
-        f = scratch / f"{c['id']}-{Path(c['path']).name}"
-        f.write_bytes(doc["conflicted"].encode("utf-8", "surrogateescape"))
-        s.edit_file(f, "theirs")
-        r = s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f), ok=(0, 1))
-        if r.returncode:
+    lines, rounds, files = 0, 0, 0
+    while rounds < ROUNDS and not landed(s.down, sha):
+        rounds += 1
+        s.forkflow("conflicts")  # find the oldest in the table
+        ids = [c for c in open_conflicts(s) if c["upstream_sha"] == sha]
+        if not ids:
+            break
+        files = files or len(ids)
+        for c in ids:
+            shown = s.forkflow("conflicts", "show", str(c["id"]), "--full")  # what `show` printed until now
+            lines = lines or len(shown.stdout.splitlines())
+            doc = json.loads(s.forkflow("conflicts", "show", str(c["id"]), "--json").stdout)
+            f = scratch / f"{c['id']}-{Path(c['path']).name}"
             f.write_bytes(doc["conflicted"].encode("utf-8", "surrogateescape"))
-            s.edit_file(f, "ours")
-            s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f))
-    s.forkflow("ingest", "--land", ok=(0, 4, 5))
-    return {"sha": sha, "files": len(ids), "commands": s.count, "landed": landed(s.down, sha), "lines_read": lines}
+            s.edit_file(f, "theirs")
+            r = s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f), ok=(0, 1))
+            if r.returncode:
+                f.write_bytes(doc["conflicted"].encode("utf-8", "surrogateescape"))
+                s.edit_file(f, "ours")
+                s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f))
+        s.forkflow("ingest", "--land", ok=(0, 4, 5))
+    return {"sha": sha, "files": files, "commands": s.count, "landed": landed(s.down, sha), "lines_read": lines,
+            "rounds": rounds}
 
 
 def owners_figures(down: Path) -> dict[str, Any]:
@@ -234,10 +252,11 @@ def main() -> None:
               + ", ".join(f"{k} {v}" for k, v in sorted(r["before"].items())))
         print(f"  commits with a delete/modify conflict, deferred and not counted: {r['deferred_not_text']}")
         print(f"{'upstream commit':<14} {'files':>5} {'today':>6} {'now':>4} {'landed today/now':>17} "
-              f"{'lines read today/now':>21}")
+              f"{'lines read today/now':>21} {'rounds':>7}")
         for a, b in zip(r["today"], r["now"]):
             print(f"{a['sha'][:12]:<14} {a['files']:>5} {a['commands']:>6} {b['commands']:>4} "
-                  f"{str(a['landed']) + '/' + str(b['landed']):>17} {str(a['lines_read']) + '/' + str(b['lines_read']):>21}")
+                  f"{str(a['landed']) + '/' + str(b['landed']):>17} {str(a['lines_read']) + '/' + str(b['lines_read']):>21}"
+                  f" {str(a['rounds']) + '/' + str(b['rounds']):>7}")
         ta, tb = sum(a["commands"] for a in r["today"]), sum(b["commands"] for b in r["now"])
         print(f"{'total':<14} {'':>5} {ta:>6} {tb:>4}")
     if args.json:

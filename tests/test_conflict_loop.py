@@ -247,3 +247,35 @@ def test_a_conflict_kept_before_the_fork_moved_is_worked_on_the_tip(cli, builder
     units = cli("ingest", "--unit", str(doc["unit"]), "--json", repo=fork).json()["units"]
     assert [u["status"] for u in units] == ["landed"]
     assert FIX in builder.f.git("show", "main:big.py")
+
+
+def test_a_file_that_conflicts_only_on_the_moved_tip_is_kept_and_worked(cli, builder: ForkBuilder,  # type: ignore[no-untyped-def]
+                                                                       tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream #10 changes big.py (a conflict) and other.py (clean when kept); the fork then
+    changes other.py's line too: next keeps that conflict as well, and both settled, it lands."""
+    builder.upstream_commit({"big.py": _big({}), "other.py": "X = 1\n"}, "Initial (#1)")
+    builder.branch_fork()
+    builder.fork_commit({"big.py": _big({50: "    return 5000  # fork\n"})}, "[fork] f50")
+    builder.upstream_commit({"big.py": _big({50: "    return 500\n"}), "other.py": "X = 2\n"}, "Tune f50 (#10)")
+    fork = builder.f.path
+    assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
+    with (fork / "forkflow.toml").open("a") as f:
+        f.write('\n[ingest]\nl1_command = "true"\n')
+    assert cli("ingest", "--land", repo=fork).rc == 4
+    assert [c["path"] for c in cli("conflicts", "--json", repo=fork).json()["conflicts"]] == ["big.py"]
+    builder.fork_commit({"other.py": "X = 3  # fork\n"}, "[fork] X")
+    doc = cli("conflicts", "next", "--json", repo=fork).json()["conflict"]
+    assert "also conflicts in other.py" in doc["note"]
+    assert [y["path"] for y in doc["same_commit"]] == ["other.py"]
+    monkeypatch.setenv("EDITOR", _editor(tmp_path, fix="X = 3  # fork, and upstream's 2\n"))
+    for cid in (doc["same_commit"][0]["id"],):
+        assert cli("conflicts", "edit", str(cid), repo=fork).rc == 0
+        assert cli("conflicts", "resolve", str(cid), repo=fork).rc == 0
+    monkeypatch.setenv("EDITOR", _editor(tmp_path))
+    assert cli("conflicts", "edit", str(doc["id"]), repo=fork).rc == 0
+    r = cli("conflicts", "resolve", str(doc["id"]), repo=fork)
+    assert r.rc == 0 and f"ingest --unit {doc['unit']}" in " ".join(r.out.split()), r.out
+    units = cli("ingest", "--unit", str(doc["unit"]), "--json", repo=fork).json()["units"]
+    assert [u["status"] for u in units] == ["landed"]
+    assert builder.f.git("show", "main:other.py") == "X = 3  # fork, and upstream's 2\n"

@@ -169,24 +169,40 @@ def _get_conflict(repo: Path, store: str | None, cid: int) -> tuple[Context, cre
 
 
 def _on_tip(c: Context, x: crecords.ConflictInfo) -> tuple[crecords.ConflictInfo, str]:
-    """The conflict as it stands on the fork's tip now (kept again when the fork's file changed
-    since: that is what the next ingest meets and what a resolution must match), and a note when
-    it no longer conflicts there."""
+    """The conflict as it stands on the fork's tip now: picked again there when the fork moved
+    since it was kept, and kept again (with any other file of the commit that conflicts there
+    now) when that differs, since that is what the next ingest meets and what a resolution must
+    match.  A note says what changed, or that the path no longer conflicts."""
     tip = c.repo.resolve(c.config.fork_ref)
-    if x.status != "open" or tip is None or not has_file_resolution(x):
+    if x.status != "open" or tip is None:
         return x, ""
-    now = cregions.on_tip(c.repo, x, tip)
-    if now is None:
-        return x, (f"{short(x.upstream_sha)} no longer conflicts in {x.path} on the fork's tip {short(tip)}: "
-                   "re-run its unit (forkflow ingest --unit ID) or forkflow ingest --land")
-    if now is x:
+    found = cregions.on_tip(c.repo, x, tip)
+    if found is None or found == [x]:
         return x, ""
     with c.store.session_scope() as s:
-        crecords.upsert_conflict(s, c.fork_id, upstream_sha=now.upstream_sha, subject=now.subject, path=now.path,
-                                 kind=now.kind, chain=now.chain, base_sha=now.base_sha, key=now.key,
-                                 marked=now.marked, tried=now.tried)
-        found = crecords.conflict(s, c.fork_id, x.id)
-    return (found or now), f"the fork's file changed since this conflict was kept: shown on its tip {short(tip)}"
+        # every record of the commit, settled ones too: one a person resolved on this tip stays resolved
+        kept = {y.path: y for y in crecords.conflicts(s, c.fork_id, None) if y.upstream_sha == x.upstream_sha}
+        changed = [y for y in found if y.path not in kept or (kept[y.path].marked, kept[y.path].key, kept[y.path].kind)
+                   != (y.marked, y.key, y.kind)]
+        gone = [y for path, y in kept.items() if path not in {z.path for z in found} and y.status == "open"]
+        for y in gone:  # merges cleanly on the tip now: nothing left to settle in this file
+            crecords.set_conflict_status(s, y.id, "resolved")
+        for y in changed:
+            crecords.upsert_conflict(s, c.fork_id, upstream_sha=y.upstream_sha, subject=y.subject, path=y.path,
+                                     kind=y.kind, chain=y.chain, base_sha=y.base_sha, key=y.key, marked=y.marked,
+                                     tried=y.tried)
+        now = crecords.conflict(s, c.fork_id, x.id) or x
+    added = [y.path for y in changed if y.path not in kept]
+    notes = []
+    if x.path not in {y.path for y in found}:
+        notes.append(f"{short(x.upstream_sha)} no longer conflicts in {x.path} on the fork's tip {short(tip)} "
+                     "(closed): " + ("re-run its unit (forkflow ingest --unit ID) or forkflow ingest --land"
+                                     if not found else "settle its other files"))
+    elif any(y.path == x.path for y in changed):
+        notes.append(f"the fork's file changed since this conflict was kept: shown on its tip {short(tip)}")
+    if added:
+        notes.append(f"on the fork's tip {short(tip)} it also conflicts in {', '.join(added)} (kept now)")
+    return now, "; ".join(notes)
 
 
 # -- show / next ---------------------------------------------------------------------------
@@ -395,9 +411,8 @@ def conflicts_edit(
     if not has_file_resolution(x):
         raise UserError(f"conflict {x.id} is a {x.kind} conflict with no text regions to edit; settle it "
                         f"{by_hand(x, c.config.fork_branch)}")
-    before = x
     x, moved = _on_tip(c, x)
-    if moved and x is before:  # it merges cleanly on the tip now: nothing to edit
+    if "no longer conflicts in" in moved:  # it merges cleanly on the tip now: nothing to edit
         raise UserError(moved)
     if moved:
         console.print(f"[yellow]note:[/] {escape(moved)}", soft_wrap=True, highlight=False)

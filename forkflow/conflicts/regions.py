@@ -288,36 +288,36 @@ def three_way(repo: Repo, x: ConflictInfo, context: int = CONTEXT) -> ThreeWay:
         fork_point)
 
 
-def on_tip(repo: Repo, x: ConflictInfo, tip: str) -> ConflictInfo | None:
-    """`x` as picking its upstream commit onto the fork's `tip` gives it now, which is what the
-    next `ingest` meets and what a person's resolution must be keyed on: `x` itself when the
-    fork's file is the same at `tip` as where it was kept (or git cannot say), None when the pick
-    no longer conflicts in this path.  A conflict is kept on the tip its unit was picked onto;
-    units landing after it (in the same ingest) may change the file (fbtriton's llvm-hash.txt)."""
+def on_tip(repo: Repo, x: ConflictInfo, tip: str) -> list[ConflictInfo] | None:
+    """The conflicts of picking `x`'s upstream commit onto the fork's `tip` now, which is what
+    the next `ingest` meets and what a person's resolution must be keyed on: [x] when the fork
+    has not moved since it was kept (or git cannot say), [] when the commit now picks cleanly,
+    else one per conflicted path (id 0 for a path not kept before), based on `tip`.  A conflict
+    is kept on the tip its unit was picked onto; the units that land after it in the same ingest
+    may change its file (fbtriton's llvm-hash.txt) or make other files conflict.  None when the
+    pick cannot be made here (a partial clone): keep what was kept."""
     from forkflow.conflicts.bare import bare_case
     from forkflow.errors import GitError
     from forkflow.git.commits import ObjectError
     from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus
 
     if not (_SHA.match(tip) and _SHA.match(x.base_sha) and _SHA.match(x.upstream_sha)) or tip == x.base_sha:
-        return x
-
-    def blob(rev: str) -> str:
-        return repo.git("rev-parse", "--verify", "--quiet", f"{rev}:{x.path}", check=False).strip()
-
-    if blob(tip) == blob(x.base_sha):
-        return x
+        return [x]
+    sha = Sha(x.upstream_sha)
     try:
         picker = MemoryPicker(repo.path)
-        step = picker.pick(picker.commit_tree(tip), Sha(x.upstream_sha))
+        step = picker.pick(picker.commit_tree(tip), sha)
+        if step.status in (PickStatus.APPLIED, PickStatus.EMPTY):
+            return []
         if step.status is not PickStatus.CONFLICT:
-            return None if step.status in (PickStatus.APPLIED, PickStatus.EMPTY) else x
+            return None
+        out = []
         for c in step.conflicts:
-            if x.path in (c.path, c.ours.path if c.ours is not None else None):
-                case = bare_case(repo, picker, Sha(x.upstream_sha), c, origin=False)
-                if case.kind.value != x.kind or not case.key:
-                    return x
-                return replace(x, base_sha=Sha(tip), key=case.key, marked=case.marked)
-    except (MissingBlob, ObjectError, GitError, LookupError, OSError):  # a partial clone: keep what was kept
-        return x
-    return None
+            case = bare_case(repo, picker, sha, c, origin=False)
+            path = c.ours.path if c.ours is not None else c.path
+            out.append(replace(x, id=x.id if path == x.path else 0, path=path, kind=case.kind.value,
+                               base_sha=Sha(tip), key=case.key, marked=case.marked,
+                               tried=x.tried if path == x.path else ()))
+        return out
+    except (MissingBlob, ObjectError, GitError, LookupError, OSError):
+        return None
