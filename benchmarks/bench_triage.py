@@ -27,7 +27,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from forkflow.triage.classify import FlakyPolicy
 from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
@@ -328,18 +328,37 @@ def train_report(width: int = 1200) -> None:
         by_cause.setdefault(c.cause, []).append(i)
         by_key.setdefault(s.key, []).append(i)
     truth = [c.cause for c in cases]
+    keys = [s.key for s in sigs]
+    base = adjusted_rand_index(truth, keys)
     print(f"== field train: {len(cases)} failures, {len(by_cause)} causes, {len(by_key)} signatures, "
-          f"ARI {adjusted_rand_index(truth, [s.key for s in sigs]):.3f}")
+          f"ARI {base:.3f}")
+
+    def gain(idx: list[int], relabel: Callable[[int], str]) -> float:
+        """What the ARI would gain if these failures were grouped right: the loss they cause."""
+        new = list(keys)
+        for i in idx:
+            new[i] = relabel(i)
+        return adjusted_rand_index(truth, new) - base
+
+    def as_cause(i: int) -> str:
+        return "cause:" + truth[i]
+
+    def by_cause_too(i: int) -> str:
+        return keys[i] + "|" + truth[i]
+
+    # biggest losses first
     split = {k: v for k, v in by_cause.items() if len({sigs[i].key for i in v}) > 1}
-    print(f"== split causes ({len(split)})")
-    for cause, idx in sorted(split.items()):
-        print(f"# {cause}: {len(idx)} failures, {len({sigs[i].key for i in idx})} signatures")
+    print(f"== split causes ({len(split)}), biggest ARI loss first")
+    for cause, idx in sorted(split.items(), key=lambda kv: -gain(kv[1], as_cause)):
+        print(f"# {cause}: {len(idx)} failures, {len({sigs[i].key for i in idx})} signatures, "
+              f"ARI loss {gain(idx, as_cause):.4f}")
         for i in idx:
             print(show(i))
     merged = {k: v for k, v in by_key.items() if len({cases[i].cause for i in v}) > 1}
-    print(f"== merged signatures ({len(merged)})")
-    for key, idx in sorted(merged.items(), key=lambda kv: sigs[kv[1][0]].text):
-        print(f"# {sigs[idx[0]].text[:200]}: {len({cases[i].cause for i in idx})} causes")
+    print(f"== merged signatures ({len(merged)}), biggest ARI loss first")
+    for key, idx in sorted(merged.items(), key=lambda kv: -gain(kv[1], by_cause_too)):
+        print(f"# {sigs[idx[0]].text[:200]}: {len({cases[i].cause for i in idx})} causes, "
+              f"ARI loss {gain(idx, by_cause_too):.4f}")
         for i in idx:
             print(show(i))
     for name, klass, fam in FIELD_CLASSES:
