@@ -279,3 +279,21 @@ def test_a_file_that_conflicts_only_on_the_moved_tip_is_kept_and_worked(cli, bui
     units = cli("ingest", "--unit", str(doc["unit"]), "--json", repo=fork).json()["units"]
     assert [u["status"] for u in units] == ["landed"]
     assert builder.f.git("show", "main:other.py") == "X = 3  # fork, and upstream's 2\n"
+
+
+@pytest.mark.security
+def test_the_conflict_page_escapes_region_text_and_diffs(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    from fastapi.testclient import TestClient
+
+    from forkflow.context import open_context
+    from forkflow.web.app import create_app
+
+    hostile = "    return 500  # </td></tr><script>window.__pwned=1</script><img src=x onerror=alert(1)>\n"
+    fork = long_fork(cli, builder, upstream_line=hostile)
+    (c,) = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    with TestClient(create_app(open_context(fork), None)) as client:
+        html = client.get(f"/ingestion/conflicts/{c['id']}").text
+        listed = client.get("/ingestion/conflicts?owner=%3Cscript%3E").text
+    assert "<script>window.__pwned" not in html and "<img src=x" not in html
+    assert html.count("&lt;script&gt;window.__pwned=1&lt;/script&gt;") >= 2  # the region and upstream's hunk
+    assert "<script>" not in listed.split("</nav>", 1)[1].replace('<script type="application/json"', "")
