@@ -164,6 +164,38 @@ def test_nccls_warning_is_keyed_without_the_source_line_it_names() -> None:
     assert a.key == b.key
 
 
+def _prefixed(text: str, prefix: str) -> str:
+    return "\n".join(prefix.format(i=i) + line for i, line in enumerate(text.split("\n")))
+
+
+PREFIXES = ("2024-05-09T20:19:{i:02d}.9729182Z ", "[rank3]: ", "[default0]:", "(VllmWorker pid=9{i}) ",
+            "vllm-1  | ", "[2025-08-08T10:26:{i:02d}Z] ")
+
+
+def test_the_structures_are_found_behind_any_runner_prefix() -> None:
+    logs = (
+        # pytest's `E` lines, which the scan finds only at the start of a line
+        "test_api.py:572: in test_globaltime\n    assert s > 1\nE   assert 0 > 1\n",
+        ">       torch.testing.assert_close(grad_y, ref_grad_y, rtol=1e-3, atol=2e-3)\n"
+        "E       AssertionError: Tensor-likes are not close!\nE       \nE       Mismatched elements: 1 / 21 (4.8%)\n",
+        # a summary whose prefix's colon makes it look like a located diagnostic
+        "L0 build module failed. Log:\nerror: Double type is not supported on this platform.\n"
+        "in kernel: 'kernel'\nerror: backend compiler failed build.\n",
+        # the OOM killer's bare `Killed`, and NCCL's `Last error:`
+        "[ 18%] Building NVCC (Device) object src/ATen/x.cu.o\nKilled\n"
+        "CMake Error at x.cu.o.Release.cmake:279 (message):\n  Error generating file\n",
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited or there "
+        "was a network error, NCCL version 2.21.5\nLast error:\n"
+        "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer\n",
+    )
+    for log in logs:
+        plain = signature_of(log)
+        for prefix in PREFIXES:
+            assert signature_of(_prefixed(log, prefix)).key == plain.key, (prefix, plain.text)
+    assert signature_of(logs[0]).text == "EXCEPTION: assert N > N @ test_api.py:test_globaltime"
+    assert signature_of(logs[3]).text == "INFRA: host out of memory (OOM killer)"
+
+
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",
@@ -175,6 +207,8 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
                "Error compiling objects for extensio" * 20_000,
                "_" * 500_000 + " x " + "_" * 3,
                "h:1:2 [0] " + "a" * 500_000 + ".cc:1 NCC\n",
+               "\nE   " * 100_000 + "x",
+               ": error: backend compiler failed build." * 20_000,
                "____ T.t ____\n" + ("    " * 400 + "x\n") * 2000 + " " * 200_000 + "\n")
     for text in hostile:
         t0 = time.perf_counter()

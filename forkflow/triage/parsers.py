@@ -420,7 +420,16 @@ def parse_compiler(before: str, after: str) -> str | None:
             header = _MISSING_HEADER.search(m[2])
             if header:  # gcc's and clang's words for it, a reporter's sentence after it
                 return f"error: '{_basename(header[1] or header[2])}' file not found"
+            if _UNINFORMATIVE.search(f"{m[1]}: {m[2]}"):
+                continue  # a summary: the error is another line
             return f"{m[1]}: {m[2]}"
+    diag = _DIAGNOSTIC.search(hit)
+    if _UNINFORMATIVE.search(hit.strip()) or (diag and _UNINFORMATIVE.search(f"{diag[1]}: {diag[2]}")):
+        # a summary (`error: backend compiler failed build.`) that a prefix's colon made look
+        # like a located diagnostic: the error above it, as for any other summary line
+        above = generic_line(before)
+        if above[1] >= 0 and above[2].strip() != hit.strip():
+            return above[0]
     return hit
 
 

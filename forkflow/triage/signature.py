@@ -115,7 +115,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_infra(_OOM_KILLER, "oom-kill", "OOMKilled", "Out of memory: Killed process",
             "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
     *_infra(_OOM_KILLER, "Killed",
-            verify=r"(?:^|\s)Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
+            verify=r"(?:^|[\s:\]|])Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
     *_infra("port already in use", "Address already in use", "EADDRINUSE"),
     *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
     # the InfiniBand transport between nodes gave up on a work request (NCCL's `NET/IB : Got
@@ -383,6 +383,15 @@ class Scanner:
         plain = (strip_ansi(text) if b"\x1b" in window
                  else window.translate(None, _CONTROL_BYTES).decode("utf-8", "replace"))
         cleaned = clean_window(plain, self.has_marks(self.end - len(window), self.end))
+        pytest = _pytest_lines(cleaned)
+        if pytest is not None:
+            # pytest's `E` lines behind a prefix the scan could not see through (a runner's
+            # timestamp, a rank): once the prefixes are gone, what the trigger would have found
+            before, after = cleaned[:pytest], cleaned[pytest:]
+            sig_text = _signature_text(K.EXCEPTION, PARSERS[K.EXCEPTION](before, after) or _line_at(before, after))
+            line = lines_before + cleaned.count("\n", 0, pytest) + 2
+            return Signature(K.EXCEPTION, _on_arch(K.EXCEPTION, sig_text, cleaned), _excerpt(before, after),
+                             line, environment(cleaned))
         key, offset, found = generic_line(cleaned)
         if offset >= 0:
             key = with_test(key, found)
@@ -397,7 +406,7 @@ class Scanner:
                          environment(cleaned))
 
 
-_DETAIL_HEAD = re.compile(rb"(?i)^\s*(?:last error|caused by|reason|details?)\s*:\s*$")
+_DETAIL_HEAD = re.compile(rb"(?i)(?:^|[\s\]>|:])last error\s*:\s*$")
 
 
 def _detail_of_error(hit: _Hit) -> bool:
@@ -405,7 +414,16 @@ def _detail_of_error(hit: _Hit) -> bool:
     last failure under the collective failure it raised): the detail of that error, which
     keys the failure, not a runner fault of its own."""
     lines = [ln for ln in hit.before.rsplit(b"\n", 4)[:-1] if ln.strip()]
-    return bool(lines) and _DETAIL_HEAD.match(lines[-1][-200:]) is not None
+    return bool(lines) and _DETAIL_HEAD.search(lines[-1][-200:]) is not None
+
+
+def _pytest_lines(text: str) -> int | None:
+    """The offset of the `\n` before the last of pytest's `E` lines in `text`, when it is within
+    the last DEFAULT_REACH lines (as the scan's own hit would be), else None."""
+    at = text.rfind("\nE   ")
+    if at < 0 or text.count("\n", at) > DEFAULT_REACH:
+        return None
+    return at
 
 
 _SHUTTING_DOWN = re.compile(rb"(?i)shutting down|terminating (?:the )?(?:worker|process)")
