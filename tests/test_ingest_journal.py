@@ -78,7 +78,8 @@ def test_ingest_journal_events_of_a_landing_run(builder: ForkBuilder) -> None:
     names = [e for e, _ in journal.events]
     assert names[0] == "run started" and names[-1] == "run finished"
     assert ("conflict kept", ("a.py",)) in journal.events
-    assert ("decided", ((Disposition.DEFERRED, "chain resolve-" + report.results[0].deferred[0][:10]),)) \
+    # the held commit meets the fork's lines: its unit `fork-<sha10>` keeps that name as its chain
+    assert ("decided", ((Disposition.DEFERRED, "chain fork-" + report.results[0].deferred[0][:10]),)) \
         in journal.events
     landed = names.index("landed")
     assert names[landed - 1] == "gated" and journal.events[landed][1] == (2, 1)

@@ -11,19 +11,15 @@ and `recover` settles a unit a crash left half-way from what git says.
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from forkflow.config import Config
-from forkflow.conflicts.case import ConflictCase
-from forkflow.conflicts.engine import CaseResolution, resolve_case
 from forkflow.conflicts.resolvers.agent import Attempt
 from forkflow.errors import GitError, UserError
 from forkflow.landing import records
-from forkflow.conflicts.casework import Settlement, build_case, build_resolvers, trust_gate
-from forkflow.conflicts.provenance import RECORDED, People, Settled, trailer_lines
+from forkflow.conflicts.provenance import People
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.holds import Holds
@@ -31,12 +27,14 @@ from forkflow.landing.queue import GateRuns, Item, MergeQueue, Policy, Runners, 
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
+from forkflow.landing.candidates import CandidateWriter
 from forkflow.landing.land import advance_ingestion_point, decided_prefix, keep_candidate, land, prune_candidates
-from forkflow.landing.message import Decided, Member, bundle_message, decided_between, single_message
+from forkflow.landing.message import Decided
 from forkflow.git.repo import Repo
 from forkflow.git.notes import add_note
-from forkflow.git.pick import MemoryPicker, MissingBlob, PickStatus, PickStep, Resolutions, Signature, UnitPick
+from forkflow.git.pick import MemoryPicker, PickStatus, PickStep, UnitPick
 from forkflow.landing.worktree import catch_up_work_trees
+from forkflow.landing.settling import Settler
 from forkflow.landing.settings import IngestSettings
 from forkflow.ledger.trailers import provenance_line
 from forkflow.ledger.classify import decider_of
@@ -200,13 +198,9 @@ class Ingestor:
         self.decided: set[Sha] = set()
         self.settled: set[Sha] = set()  # decided for good (not DEFERRED): no candidate of them can land
         self.order: list[Sha] = []
-        self.subjects: dict[Sha, tuple[str, int | None]] = {}
-        self.person_decided: dict[Sha, Decided] = {}
         self.reviewer: Proposer | None = None  # [ingest] land = "review" (landing/review.py)
         self.shared: SharedBranch | None = None  # the team's branch and this run's lease (landing/shared.py)
         self.run_id = 0
-        self._unresolved: dict[Sha, list[tuple[ConflictCase, tuple[str, ...]]]] = {}
-        self._used: dict[Sha, list[tuple[ConflictCase, tuple[str, ...], str]]] = {}
         self._virtual: dict[str, Sha] = {}  # chain -> last validated link (without --land)
         self.reasons: dict[Sha, str] = {}  # upstream sha -> the plan's routing reason
         self.retry_of: int | None = None  # the stored unit this run re-runs (`ingest --unit ID`)
@@ -218,7 +212,6 @@ class Ingestor:
         self._tip_seen: Sha | None = None  # the fork tip whose picks this run knows (see _not_picked)
         self._upstream_tip: Sha | None = None
         self._point_moved: Sha | None = None  # the ingestion point this run recorded last
-        self._fork_point: Sha | None = None  # the cases' origin (a `git merge-base` per case otherwise)
         # the landing queue (`_land_queue`): runners beyond the first, the gate's runs, the stack
         # being staged and the fork tip under it, the queue's results
         self.more_gates: Callable[[], Gate] | None = None
@@ -226,11 +219,11 @@ class Ingestor:
         self._stack: list[Staged] | None = None  # a list while a unit is staged, not gated
         self._root: Sha | None = None  # the fork tip the stack stands on
         self._results: list[UnitResult] = []
-        self._answers: dict[tuple[Sha, str, str], CaseResolution] = {}  # (sha, path, conflict key) -> answer
-        self.resolvers = build_resolvers(self.settings.resolvers, reader.lookup_resolution, self.settings.agent,
-                                         reader.log_attempt, dict(os.environ),
-                                         with_agent=options.mode is not Mode.DRY_RUN)
-        self.trust = trust_gate(repo, config, reader, writes=options.mode is not Mode.DRY_RUN)  # conflicts/trust.py
+        # conflicts met by the resolvers through the trust gate; candidates written with their messages
+        self.settler = Settler(repo, picker, config, settings, reader, reader.lookup_resolution, reader.log_attempt,
+                               writes=options.mode is not Mode.DRY_RUN, note=self.notes.append)
+        self.writer = CandidateWriter(picker, settings.landing == "per-commit", self.settler.settled,
+                                      reader.resolution_people)
 
     @property
     def writes(self) -> bool:
@@ -313,13 +306,13 @@ class Ingestor:
         self.reporter.phase("reading the ledger")
         fork_tip, upstream_tip = check_repo(self.repo, self.config)
         ledger = self.reader.ledger(fork_tip, upstream_tip)
-        self.order = [e.commit.sha for e in ledger.entries]
+        self.order = self.writer.order = [e.commit.sha for e in ledger.entries]
         self._tip_seen, self._upstream_tip = fork_tip, upstream_tip
-        self._fork_point = ledger.fork_point
+        self.settler.fork_point = ledger.fork_point
         self.decided = {e.commit.sha for e in ledger.entries if e.disposition is not Disposition.PENDING}
         self.settled = {e.commit.sha for e in ledger.entries if e.disposition not in OPEN_DISPOSITIONS}
-        self.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
-        self.person_decided = {e.commit.sha: Decided(e.commit.sha, e.commit.subject, e.disposition is Disposition.DEFERRED, e.reason) for e in ledger.entries if decider_of(e) == "person"}  # noqa: E501
+        self.writer.subjects = {e.commit.sha: (e.commit.subject, e.pr) for e in ledger.entries}
+        self.writer.person_decided = {e.commit.sha: Decided(e.commit.sha, e.commit.subject, e.disposition is Disposition.DEFERRED, e.reason) for e in ledger.entries if decider_of(e) == "person"}  # noqa: E501
         if self.writes:
             self._close_settled_conflicts(ledger)
         if self.writes and start_run:
@@ -610,7 +603,7 @@ class Ingestor:
                 return self._picked_elsewhere(name, unit, base, elsewhere)
             base_tree = self.picker.commit_tree(base)
             trees: list[str] = []  # the tree each commit comes onto
-            pick = self.picker.pick_sequence(base_tree, shas, resolve=self._resolve, stop_on_conflict=is_chain,
+            pick = self.picker.pick_sequence(base_tree, shas, resolve=self.settler.resolve, stop_on_conflict=is_chain,
                                              depends=self.deps, held_before=set(self.holds.chain),
                                              visit=lambda _, tree: trees.append(tree))
             conflicted = tuple(step.sha for step in pick.conflicted)
@@ -625,7 +618,7 @@ class Ingestor:
             if not pick.applied or not self.writes:
                 return self._without_commit(name, unit, base, pick.applied, pick.empty, pick.conflicted,
                                             conflict_chain)
-            candidate = self._write(pick, base, shas, trees)
+            candidate = self.writer.write(pick, base, shas, trees)
             members = ([(s, MemberOutcome.RESOLVED if s in pick.resolved else MemberOutcome.APPLIED) for s in pick.applied]
                        + [(s, MemberOutcome.EMPTY) for s in pick.empty] + [(s, MemberOutcome.CONFLICT) for s in conflicted])
             unit_id = self._add_unit(name, unit, base, candidate, UnitState.PICKING, members)
@@ -643,9 +636,9 @@ class Ingestor:
                 self._virtual[unit.name] = candidate
                 status, summary = UnitStatus.VALIDATED, f"{verdict.summary}; kept as {ref}"
                 if self.reviewer is not None:
-                    status, summary = UnitStatus.IN_REVIEW, self.reviewer.propose(unit_id, name, unit.kind.value, candidate, base, [ReviewMember(sha, *self.subjects.get(sha, ("", None)), unit.reasons.get(sha, "")) for sha in pick.applied], verdict.summary, sorted({r for r in unit.reasons.values() if 'depends on' in r}))  # noqa: E501
+                    status, summary = UnitStatus.IN_REVIEW, self.reviewer.propose(unit_id, name, unit.kind.value, candidate, base, [ReviewMember(sha, *self.writer.subjects.get(sha, ("", None)), unit.reasons.get(sha, "")) for sha in pick.applied], verdict.summary, sorted({r for r in unit.reasons.values() if 'depends on' in r}))  # noqa: E501
                 return UnitResult(name, unit.kind.value, status, summary,
-                                  pick.applied, pick.empty, conflicted, candidate, self._resolved_by(pick.applied),
+                                  pick.applied, pick.empty, conflicted, candidate, self.settler.resolved_by(pick.applied),
                                   unit_id, l1_run=verdict.run_id)
             if land(self.repo, self.config, candidate, base, name):
                 self._tip_seen = candidate
@@ -654,7 +647,7 @@ class Ingestor:
                 self._defer_conflicts(pick.conflicted, conflict_chain)
                 self.advance_point()
                 return UnitResult(name, unit.kind.value, UnitStatus.LANDED, verdict.summary, pick.applied,
-                                  pick.empty, conflicted, candidate, self._resolved_by(pick.applied), unit_id,
+                                  pick.empty, conflicted, candidate, self.settler.resolved_by(pick.applied), unit_id,
                                   l1_run=verdict.run_id)
             self.journal.unit_settled(unit_id, UnitState.ABANDONED, "the fork branch moved during L1; retrying on the new tip")
         return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED,
@@ -750,7 +743,7 @@ class Ingestor:
         return UnitResult(staged.name, staged.unit.kind.value, UnitStatus.STAGED, "", staged.applied,
                           tuple(sha for sha, o in staged.members if o is MemberOutcome.EMPTY),
                           tuple(step.sha for step in staged.conflicted), staged.candidate,
-                          self._resolved_by(staged.applied), staged.unit_id)
+                          self.settler.resolved_by(staged.applied), staged.unit_id)
 
     def _stack_root(self) -> Sha:
         assert self._root is not None
@@ -800,7 +793,7 @@ class Ingestor:
         if not self.writes:
             summary = f"would pick {len(applied)}, skip {len(empty)} already applied, defer {len(shas)} conflicting"
             return UnitResult(name, unit.kind.value, UnitStatus.WOULD_PICK, summary, tuple(applied), tuple(empty),
-                              shas, resolved_by=self._resolved_by(applied))
+                              shas, resolved_by=self.settler.resolved_by(applied))
         self._store_conflicts(conflicted, chain, base)
         if self.options.mode is Mode.LAND:
             self._skip_empty(empty, base)
@@ -878,7 +871,7 @@ class Ingestor:
     def _record_landing(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
                         summary: str | None = None) -> None:
         picked = [sha for sha, outcome in members if outcome.picked]
-        used = [(case, regions, resolver) for sha in picked for case, regions, resolver in self._used.get(sha, [])]
+        used = self.settler.used_in(picked)
         self.journal.unit_landed(unit_id, candidate, members, base, used, summary)
         done = {sha for sha, outcome in members if outcome.picked or outcome is MemberOutcome.EMPTY}
         self.decided |= done
@@ -888,69 +881,7 @@ class Ingestor:
         if self.writes:
             self.journal.conflicts_kept([KeptConflict(step.sha, case, tuple(tried), chain or f"resolve-{step.sha[:10]}",
                                                       base)
-                                         for step in conflicted for case, tried in self._unresolved.get(step.sha, [])])
-
-    # -- resolving and messages ------------------------------------------------
-    def _resolve(self, step: PickStep, onto_tree: str) -> Resolutions | None:
-        settled = Settlement()
-        for conflict in step.conflicts:
-            try:
-                case = build_case(self.repo, self.picker, step.sha, conflict, fork_point=self._fork_point)
-            except MissingBlob as e:  # kept for a person, with the reason; the rest goes on
-                self.notes.append(f"{step.sha[:12]}: conflict in {conflict.path} kept unresolved: {e}")
-                return None
-            # a stack picked again (its base moved, or it stood on a red batch) meets the same conflicts:
-            # the resolvers (the agent too) answer each once a run
-            memo = (step.sha, case.path, case.key) if case.key else None
-            outcome = self._answers.get(memo) if memo else None
-            if outcome is None:
-                outcome = resolve_case(case, self.resolvers)
-                if memo:
-                    self._answers[memo] = outcome
-            settled.add(case, self.trust.gate(case, outcome))  # an untrusted rule's answer waits for a person
-        if settled.unresolved:
-            self._unresolved[step.sha] = settled.unresolved
-            return None
-        self._used[step.sha] = settled.used
-        return settled.contents
-
-    def _resolved_by(self, shas: Sequence[Sha]) -> dict[str, str]:
-        return {f"{sha[:12]} {case.path}": resolver for sha in shas for case, _, resolver in self._used.get(sha, [])}
-
-    def _write(self, pick: UnitPick, base: Sha, shas: Sequence[Sha], trees: Sequence[str]) -> Sha:
-        """The unit's candidate on `base`: one commit, or with `[ingest] landing = "per-commit"` one
-        fork commit per upstream commit (validated together: the gate runs the last one).  Written
-        to disk, with the trees they reach, before git needs them."""
-        if self.settings.landing != "per-commit" or len(pick.applied) < 2:
-            message, author, encoding = self._message(pick.applied)
-            candidate = self.picker.write_commit(pick.tree, base, message, author, encoding)
-            self.picker.flush([candidate])
-            return candidate
-        index = {sha: i for i, sha in enumerate(shas)}
-        made: list[str] = []
-        parent = base
-        for sha in pick.applied:
-            after = index[sha] + 1  # the tree the next commit came onto is this one's result
-            tree = trees[after] if after < len(trees) else pick.tree
-            message, author, encoding = self._message((sha,))
-            parent = self.picker.write_commit(tree, parent, message, author, encoding)
-            made.append(parent)
-        self.picker.flush(made)
-        return parent
-
-    def _message(self, applied: Sequence[Sha]) -> tuple[bytes, Signature | None, str | None]:
-        settled = {sha: [Settled(case.path, resolver, case.key) for case, _, resolver in self._used.get(sha, [])]
-                   for sha in applied}
-        keys = [x.key for xs in settled.values() for x in xs if x.resolver == RECORDED]
-        origin = self.reader.resolution_people(keys) if keys else {}
-        if len(applied) == 1:
-            raw, encoding = self.picker.raw_message(applied[0])
-            lines = trailer_lines(settled[applied[0]], origin)
-            return single_message(applied[0], raw, lines), self.picker.author(applied[0]), encoding
-        members = [Member(sha, *self.subjects.get(sha, ("", None))) for sha in applied]
-        lines = [line for sha in applied for line in trailer_lines(settled[sha], origin, sha[:12])]
-        return bundle_message(members, decided_between(applied, self.order, self.person_decided),
-                              lines).encode("utf-8"), None, None
+                                         for step in conflicted for case, tried in self.settler.unresolved.get(step.sha, [])])
 
 
 def _named_after(unit: Unit) -> bool:
