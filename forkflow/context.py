@@ -27,10 +27,18 @@ class Context:
 
 
 def fork_name(repo: Repo, config: Config) -> str:
-    """A fork's name in a shared store: the `[fork] name` key, else folder and branch."""
+    """A fork's name in a shared store: the `[fork] name` key (`forkflow init` writes it), else the
+    shared remote's URL and the branch (`origin`, normalised: every clone of it comes to the same
+    name, whatever its folder), else the checkout's folder and branch (docs/team.md)."""
     explicit = config.section("fork").get("name")
     if isinstance(explicit, str) and explicit:
         return explicit
+    url = repo.remote_url("origin") if "origin" in repo.remotes() else None
+    return forks.identity(url, config.fork_branch) if url else folder_name(repo, config)
+
+
+def folder_name(repo: Repo, config: Config) -> str:
+    """The name a fork had before it was named by its remote: checkout folder and branch."""
     return f"{repo.path.name}:{config.fork_branch}"
 
 
@@ -52,5 +60,5 @@ def open_context(repo_path: Path | str = ".", store_url: str | None = None) -> C
     explicit = bool(store_url or os.environ.get("FORKFLOW_STORE") or config.store_url)
     store = Store.open(url, create=not explicit)
     with store.session_scope() as s:
-        fid = forks.fork_id(s, fork_name(repo, config))
+        fid = forks.fork_id(s, fork_name(repo, config), legacy=(folder_name(repo, config),))  # its history follows
     return Context(repo=repo, config=config, store=store, fork_id=fid)
