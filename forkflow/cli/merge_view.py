@@ -25,7 +25,7 @@ def merge_ingest(ctx: Context, mode: Mode, until: str | None, push: bool, json_o
     if mode is Mode.DRY_RUN:
         report = merge_intake(ctx.repo, ctx.config, None, "dry-run", until, ConflictDesk(ctx.store, ctx.fork_id, False))
     else:
-        with fork_lock(ctx.repo, ctx.store, ctx.fork_id):
+        with fork_lock(ctx.repo, ctx.store, ctx.fork_id) as lease:
             if mode is Mode.LAND:
                 refuse_dirty_work_trees(ctx.repo, ctx.config)
             review = review_settings(ctx.config) if mode is Mode.LAND else None
@@ -47,6 +47,7 @@ def merge_ingest(ctx: Context, mode: Mode, until: str | None, push: bool, json_o
                 if close is not None:
                     close()
             if push and report.landed:
+                lease.verify()  # still this fork's one writer (docs/team.md): else stop, push nothing
                 _push(ctx, settings.push_remote, report)
     owner = ""
     if report.next_conflict is not None and report.next_conflict.files:
@@ -72,8 +73,10 @@ def _push(ctx: Context, remote: str, report: MergeReport) -> None:
     ref = ctx.config.fork_ref
     try:
         ctx.repo.git("push", "--quiet", "--porcelain", remote, f"{ref}:{ref}")
-    except GitError as e:
-        raise UserError(f"push to '{remote}' failed: {e.reason}; the merge is on {ref} here, push it by hand") from e
+    except GitError as e:  # never forced: a shared branch that moved keeps what others pushed
+        raise UserError(f"push to '{remote}' failed: {e.reason}; the merge is on {ref} here: fetch {remote}, "
+                        f"merge or rebase {ref} on it, and push by hand (or run ingest --land --push again "
+                        "once this checkout has the shared branch)") from e
     report.notes.append(f"pushed {ref} to {remote}")
 
 
