@@ -196,6 +196,27 @@ def test_the_structures_are_found_behind_any_runner_prefix() -> None:
     assert signature_of(logs[3]).text == "INFRA: host out of memory (OOM killer)"
 
 
+def test_a_windows_logs_line_ends_and_a_markdown_quote_change_nothing() -> None:
+    logs = (
+        ">       torch.testing.assert_close(grad_y, ref_grad_y, rtol=1e-3, atol=2e-3)\n"
+        "E       AssertionError: Tensor-likes are not close!\nE       \nE       Mismatched elements: 1 / 21 (4.8%)\n"
+        "E       Greatest relative difference: 0.0023 at index (0, 1) (up to 0.001 allowed)\n",
+        "16:45:11  #27 54.52 CMake Error at CMakeLists.txt:186 (message):\n"
+        "16:45:11  #27 54.52   Target architectures support different types of FP8 formats!\n",
+        "WARNING 06-13 11:42:20 _custom_ops.py:11] Failed to import from vllm._C with ImportError('/x/_C.abi3.so: "
+        "undefined symbol: _ZN5torch7LibraryC1E')\n",
+        "FAILED python/test/unit/language/test_core.py::test_permute[float16-shape0] - AssertionError: \n",
+        "  MLIR :: Conversion/ArithToSPIRV/arith-to-spirv-le-specific.mlir\n",
+    )
+    for log in logs:
+        plain = signature_of(log)
+        assert signature_of(log.replace("\n", "\r\n")).key == plain.key, plain.text
+        quoted = "\n".join("> " + line if line else ">" for line in log.rstrip("\n").split("\n")) + "\n"
+        assert signature_of(quoted).key == plain.key, plain.text
+    # pytest's own `>` line is not a quote: the failing statement still keys the failure
+    assert "assert_close" in signature_of(logs[0]).text
+
+
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",
@@ -209,6 +230,8 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
                "h:1:2 [0] " + "a" * 500_000 + ".cc:1 NCC\n",
                "\nE   " * 100_000 + "x",
                ": error: backend compiler failed build." * 20_000,
+               ">" * 500_000 + "\n" + "\n> x" * 100_000,
+               "\r" * 500_000 + "\n",
                "____ T.t ____\n" + ("    " * 400 + "x\n") * 2000 + " " * 200_000 + "\n")
     for text in hostile:
         t0 = time.perf_counter()
@@ -223,7 +246,7 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
                                  "fatal error: Killed signal", "oom-kill event", "Killed", "(errno: 13 - ",
                                  "Permission denied)", "error: backend compiler failed build.",
                                  "# error: command failed with exit status: 1", "Error: (", "'a', 1)",
-                                 "x" * 70, ": fatal error: y"]),
+                                 "x" * 70, ": fatal error: y", "\r\n", "\r", "> ", ">"]),
                 max_size=300))
 def test_fuzzed_lines_of_the_new_structures_always_get_a_signature(parts: list[str]) -> None:
     text = "".join(parts)

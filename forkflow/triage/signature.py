@@ -694,8 +694,16 @@ def clean_window(text: str, has_marks: bool | None = None) -> str:
     """Log text as the parsers want it: lines capped, runner prefixes, footers, teardown gone.
 
     `has_marks` False says the scan found no footer or teardown line in this window."""
+    if "\r" in text:  # a Windows log's line ends; a progress bar's returns end a line too
+        text = text.replace("\r\n", "\n")
+        text = (text[:-1] if text.endswith("\r") else text).replace("\r", "\n")
     if _has_long_line(text):
         text = "\n".join(ln[:MAX_LINE] for ln in text.split("\n"))
+    if (text.startswith("> ") or "\n>" in text) and "\n" in text.strip("\n") \
+            and _NOT_QUOTED.search(text, text.find("\n") + 1) is None or _QUOTED_LINE.fullmatch(text):
+        # a log pasted as a Markdown quote: every line (past the window's first, which it may
+        # cut) starts with `>`; one level of it goes, pytest's own `>` lines stay under it
+        text = _QUOTE.sub("", text)
     # runners prefix every line of their part of the log: lines sampled across the window tell
     if _NL_PREFIX.search("\n" + _sample_lines(text)):
         text = _strip_prefixes(text)
@@ -703,6 +711,13 @@ def clean_window(text: str, has_marks: bool | None = None) -> str:
         return text
     text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
+
+
+# a line that is neither empty nor quoted; the quote's marker (`> `, `>` on a blank line)
+_NOT_QUOTED = re.compile(r"^[^>\n]", re.M)
+_QUOTE = re.compile(r"^> ?", re.M)
+# a quote of one line (pytest's `>` before a failing statement is followed by more spaces)
+_QUOTED_LINE = re.compile(r"> {1,3}[^\s>][^\n]*\n?")
 
 
 def _has_long_line(text: str) -> bool:
