@@ -169,7 +169,9 @@ def _prefixed(text: str, prefix: str) -> str:
 
 
 PREFIXES = ("2024-05-09T20:19:{i:02d}.9729182Z ", "[rank3]: ", "[default0]:", "(VllmWorker pid=9{i}) ",
-            "vllm-1  | ", "[2025-08-08T10:26:{i:02d}Z] ")
+            "vllm-1  | ", "[2025-08-08T10:26:{i:02d}Z] ",
+            # an elapsed time with its fraction, Go's date, Open MPI's tag, a timestamp and a tab
+            "00:00:{i:02d}.123 ", "2024/05/09 20:19:{i:02d} ", "[1,0]<stderr>:", "2024-05-09T20:19:{i:02d}.123Z\t")
 
 
 def test_the_structures_are_found_behind_any_runner_prefix() -> None:

@@ -627,7 +627,10 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception
 _FOOTERS = _FOOTERS_LIST
 _FOOTER_MATCHER = ahocorasick_rs.AhoCorasick(list(_FOOTERS))
 # Prefixes CI runners put before every line: timestamps, ranks, lit's `# | `, nix's `pkg> `.
-_PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)? ?|(?:[A-Z][a-z]{2} \d\d )?\d\d:\d\d:\d\d ?"
+_PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]?"
+             r"|(?:[A-Z][a-z]{2} \d\d |\d{4}/\d\d/\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?[ \t]?"
+             # Open MPI's tag of a rank's output: `[1,0]<stderr>:`
+             r"|\[\d+,\d+\]<std(?:out|err)>: ?"
              r"|\[(?:rank|default)\d+\]: ?"
              # a process's tag: Ray's and vLLM's workers `(VllmWorker pid=123)`, `(raylet, ip=10.0.0.1)`
              r"|\((?:[\w.-]+,? )?(?:pid=\d+|ip=[\d.]+)(?:, ip=[\d.]+)?\) |\(raylet(?:, ip=[\d.]+)?\) "
