@@ -219,6 +219,25 @@ def test_a_windows_logs_line_ends_and_a_markdown_quote_change_nothing() -> None:
     assert "assert_close" in signature_of(logs[0]).text
 
 
+def test_an_error_a_wrapper_reraises_on_its_line_is_read_whole() -> None:
+    cause = ("The above exception was the direct cause of the following exception:\n\nTraceback (most recent call "
+             "last):\n  File \"/opt/conda/lib/python3.10/site-packages/torch/_dynamo/output_graph.py\", line 1465, in "
+             "_call_user_compiler\n    raise BackendCompilerFailed(self.compiler_fn, e) from e\n")
+    denied = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+              "address. The server socket has failed to bind to [::]:98 (errno: 13 - Permission denied). The server "
+              "socket has failed to bind to 0.0.0.0:98 (errno: 13 - Permission denied).")
+    loader = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    symbol = ("ImportError: /x/vllm/_C.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN2at4_ops15to_dtype_"
+              "layout4callERKNS_6TensorEN3c108optionalINS5_10ScalarTypeEEENS6_INS5_6LayoutEEENS6_INS5_6DeviceEEENS6_"
+              "IbEEbbNS6_INS5_12MemoryFormatEEE")
+    for error in (denied, loader, symbol):
+        plain = signature_of(f"Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n{error}\n")
+        wrapped = signature_of(f"Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n{error}\n\n"
+                               f"{cause}torch._inductor.exc.InductorError: {error}\n")
+        assert wrapped.key == plain.key, (plain.text, wrapped.text)
+        assert "InductorError" not in wrapped.text
+
+
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",

@@ -213,8 +213,12 @@ def parse_traceback(before: str, after: str) -> str | None:
         if not line.strip() or line[:1] in (" ", "\t") or line.startswith("Traceback") \
                 or _SEPARATOR.match(line):
             continue
-        message = _exception_message(line.strip(), "\n".join(lines[i:i + 40]))
-        inner = _unwrap(message, lines[i + 1:i + 6])
+        wrapped = unwrapped(line.strip())
+        message = _exception_message(wrapped or line.strip(), "\n".join(lines[i:i + 40]))
+        # (the error a wrapper re-raises on its line is read whole, before the message is cut)
+        inner = message if wrapped else _unwrap(message, lines[i + 1:i + 6])
+        if wrapped:
+            message = ""
         if inner != message:  # a wrapper: its frames are the wrapper's; the error's come before
             earlier = [(m[1], _basename(m[1]), m[2]) for m in _FRAME.finditer(before[-8000:])]
             return with_frame(inner, earlier, before)
@@ -264,6 +268,15 @@ def with_frame(message: str, frames: list[tuple[str, str, str]], before: str = "
             return f"PassManager::run failed in {found[-1]}"
     where = _where(frames, before)
     return f"{message} @ {where}" if where else message
+
+
+def unwrapped(line: str) -> str | None:
+    """The error a wrapper re-raises on its own line (`InductorError: ImportError: ...`), else None."""
+    m = _WRAPPER.match(line)
+    if not m:
+        return None
+    rest = line[m.end():].strip()
+    return rest if _is_error_line(rest) else None
 
 
 def _unwrap(message: str, following: list[str]) -> str:
@@ -887,7 +900,9 @@ def _error_line(text: str, lo: int) -> tuple[str, int, str] | None:
         return from_exception(nxt), i, line
     if line.startswith("FAILED ") and " - " in line:
         return _unwrap(from_exception(line.split(" - ", 1)[1]), following), i, line
-    return _unwrap(from_exception(strip_test_prefix(line)), following), i, line
+    error = strip_test_prefix(line)
+    inner = unwrapped(error)  # read whole, before the message is cut
+    return (from_exception(inner) if inner else _unwrap(from_exception(error), following)), i, line
 
 
 def _dispatch_exception(before: str, after: str) -> str | None:

@@ -22,7 +22,7 @@ import ahocorasick_rs
 
 from forkflow.triage.models import PRIORITY, FailureKind, Signature
 from forkflow.triage.parsers import (ENV_SENSITIVE, PARSERS, env_key, environment, frames_above,
-                                     generic_line, with_frame, with_test)
+                                     generic_line, unwrapped, with_frame, with_test)
 
 CHUNK = 1 << 20
 BEFORE = 32 * 1024   # context kept before a hit
@@ -502,6 +502,9 @@ def _excerpt(before: str, after: str) -> str:
 
 
 def _signature_text(kind: FailureKind, key: str) -> str:
+    inner = unwrapped(key) if kind is K.CRASH else None
+    if inner:  # a loader's error re-raised by Dynamo or Inductor: the loader's error
+        key = inner
     if _BUILD_WRAPPER.search(key[:300]):
         key = _NINJA_STOPPED
     return f"{kind.value}: {normalize(key)}"[:MAX_SIGNATURE]
