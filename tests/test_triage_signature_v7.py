@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from forkflow.triage.classify import infra_family, suggested_action
@@ -238,6 +239,7 @@ def test_an_error_a_wrapper_reraises_on_its_line_is_read_whole() -> None:
         assert "InductorError" not in wrapped.text
 
 
+@pytest.mark.security
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("x" * 500_000 + "\nCall Stack (most recent call first):\n",
                ("a" * 300 + "\n") * 3000 + "b: fatal error: x\n",
@@ -261,6 +263,7 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
         assert time.perf_counter() - t0 < 1.0, text[:20]
 
 
+@pytest.mark.security
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(["Last error:", "Connection reset by peer", "NCCL error", "\n", " ", "x",
                                  ".cmake:12 (add_x):", "Call Stack (most recent call first):", "  msg",
