@@ -15,7 +15,6 @@ from forkflow.cli.provenance_view import provenance_of, render_provenance
 from forkflow.context import open_context
 from forkflow import wiring
 from forkflow.errors import UserError
-from forkflow.landing.shared import pending_summary
 from forkflow.ledger import records as ledger_records
 from forkflow.ledger.history import backfill, record_snapshot
 from forkflow.ledger.merges import intake_of
@@ -63,6 +62,8 @@ def status(
     record_snapshot(ctx.store, ctx.fork_id, snapshot_of(ledger, datetime.now(timezone.utc), "status", head))
     keep = _row_filter(wanted, grep)
     # landed on a clone's branch, not yet on the shared one: not decisions until pushed (docs/team.md)
+    from forkflow.landing.shared import pending_summary  # the landing's modules read pygit2: not at start-up
+
     waiting, tips = pending_summary(ctx.store, ctx.fork_id)
     if json_out:
         doc = status_dict(ledger, with_commits=commits, head=head)
