@@ -3,6 +3,8 @@ docker step behind a bracketed tag, and the INFRA families of package mismatches
 and refused downloads.  Each pattern is checked for linear time on hostile input."""
 from __future__ import annotations
 
+import pytest
+
 import time
 from pathlib import Path
 
@@ -61,6 +63,7 @@ def test_a_missing_tool_and_a_module_without_an_attribute_are_environment_faults
     assert infra_family(data) is None and infra_family(obj) is None
 
 
+@pytest.mark.security
 def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
     hostile = ("[" + " " * 200_000 + "] #1 ",
                "see " + "word " * 200_000,
@@ -74,6 +77,7 @@ def test_the_new_patterns_are_linear_on_hostile_lines() -> None:
         assert time.perf_counter() - t0 < 1.0, text[:20]
 
 
+@pytest.mark.security
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.sampled_from(["[", "]", " ", "#1", " 2.3 ", "see ", "above", "Value error, ",
                                  "HTTP Error 409", ": No such file or directory", "\n", "x", "error: "]),
