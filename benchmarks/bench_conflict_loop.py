@@ -15,7 +15,8 @@ changed: everything runs on copies in a temporary folder.  On each pair: `forkfl
   commits whose conflicts are all text (a delete/modify is settled in git by hand; such commits
   are deferred on both copies and not counted).  The editor is a script that writes upstream's
   side in each region (its own side when the guardrails refuse that, e.g. a Python file that
-  would not parse); L1 is `true`.
+  would not parse); L1 is `true`.  A commit still waiting after 3 rounds is counted as not
+  landed and deferred on both copies, so that `next` moves on.
   - today: `forkflow conflicts` (find the oldest), then per conflicted file `forkflow conflicts
     show ID` (run as `show ID --full`: the whole file, as `show` printed it until now),
     `forkflow conflicts show ID --json` (the only way to get the marked file out),
@@ -218,13 +219,21 @@ def run_pair(pair: Path, n: int) -> dict[str, Any]:
                 break
             now.append(row)
             skip.add(row["sha"])
+            if not row["landed"]:  # worked ROUNDS times and still waiting: set aside so that `next` moves on
+                copies["now"].forkflow("decide", row["sha"][:12], "--defer", "--reason", "bench: did not land",
+                                       counted=False)
         deferred = sorted(skip - {r["sha"] for r in now})
         for sha in deferred:
             copies["today"].forkflow("decide", sha[:12], "--defer", "--reason", "bench: needs git by hand",
                                      counted=False)
         scratch = work / "scratch"
         scratch.mkdir()
-        today = [loop_today(copies["today"], r["sha"], scratch) for r in now]
+        today = []
+        for r in now:
+            today.append(loop_today(copies["today"], r["sha"], scratch))
+            if not today[-1]["landed"]:
+                copies["today"].forkflow("decide", r["sha"][:12], "--defer", "--reason", "bench: did not land",
+                                         counted=False)
         return {"pair": pair.name, "ingest_s": round(ingest_s, 1), "owners_s": round(owners_s, 1), **figures,
                 "deferred_not_text": len(deferred), "today": today, "now": now}
     finally:
