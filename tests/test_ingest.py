@@ -60,7 +60,8 @@ def _rows(doc: dict) -> dict[str, dict]:  # type: ignore[type-arg]
 def _link(units: dict, chain: str, n: int) -> str:  # type: ignore[type-arg]
     """The name of the n-th link (1-based, in report order) of `chain` among `units` (name -> unit):
     links are named `chain#<sha10>` (planning/model.py `link_name`)."""
-    return [name for name in units if name.startswith(f"{chain}#")][n - 1]
+    names: list[str] = [name for name in units if name.startswith(f"{chain}#")]
+    return names[n - 1]
 
 
 def _unit_with(doc: dict, sha: str) -> dict:  # type: ignore[type-arg]

@@ -441,8 +441,10 @@ def test_pick_follows_a_rename_among_more_files_than_libgit2_looks_at(builder: F
     fork = builder.f.path
     onto = run_git("rev-parse", "main^{tree}", cwd=fork).strip()
     repo = pygit2.Repository(str(fork))
-    parent = repo.get(change).parents[0]
-    plain = repo.merge_trees(parent.tree, repo.get(onto), repo.get(change).tree)
+    commit, tree = repo.get(change), repo.get(onto)
+    assert isinstance(commit, pygit2.Commit) and isinstance(tree, pygit2.Tree)
+    parent = commit.parents[0]
+    plain = repo.merge_trees(parent.tree, tree, commit.tree)
     assert plain.conflicts is not None  # libgit2's own limit: the move is not seen
     step = MemoryPicker(fork).pick(onto, change)
     assert step.status is PickStatus.APPLIED, step.conflicts
@@ -451,6 +453,6 @@ def test_pick_follows_a_rename_among_more_files_than_libgit2_looks_at(builder: F
     # (which matches files by name before it counts) is asked, giving cherry-pick's tree again
     run_git("config", "merge.renameLimit", "100", cwd=fork)
     picker = MemoryPicker(fork, batch_writes=True)
-    assert merge_trees(repo, parent.tree, repo.get(onto), repo.get(change).tree, limit=100).conflicts is not None
+    assert merge_trees(repo, parent.tree, tree, commit.tree, limit=100).conflicts is not None
     step = picker.pick(onto, change)
     assert step.status is PickStatus.APPLIED and step.tree == cherry_pick_tree(fork, "main", change, tmp_path)

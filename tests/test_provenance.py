@@ -95,9 +95,10 @@ def test_a_held_commit_keeps_its_units_name_from_plan_to_landing_to_the_next_run
 
 
 def test_a_chain_links_name_is_its_commit_not_its_place() -> None:
+    from forkflow.models import Sha
     from forkflow.planning.model import Unit, UnitKind, chain_of_link, link_name
 
-    a, b = "a" * 40, "b" * 40
+    a, b = Sha("a" * 40), Sha("b" * 40)
     before, after = Unit(UnitKind.CHAIN, "ops", (a, b)), Unit(UnitKind.CHAIN, "ops", (b,))  # `a` landed
     assert before.link(b) == after.link(b) == "ops#bbbbbbbbbb" and chain_of_link(after.link(b)) == "ops"
     assert link_name(f"resolve-{b[:10]}", b) == f"resolve-{b[:10]}"  # a chain named after its commit
