@@ -33,7 +33,7 @@ from forkflow.conflicts.rules_view import proposal_diff, rule_rows, stored_or_ba
 from forkflow.conflicts.settle import by_hand, has_file_resolution
 from forkflow.conflicts.provenance import note_people
 from forkflow.context import Context, open_context
-from forkflow.errors import UserError
+from forkflow.errors import ForkflowError, UserError
 from forkflow.ledger.decisions import person
 from forkflow.render import group_conflicts
 from forkflow.state import state_dir
@@ -488,7 +488,7 @@ def conflicts_resolve(
         raise UserError(f"cannot read {file} ({e.strerror}); pass the resolved file with --file") from e
     if len(data) > MAX_RESOLUTION:
         raise UserError(f"{file} is over {MAX_RESOLUTION // 2**20} MiB; pass the resolved file with --file")
-    texts = resolution_regions(x, data)
+    texts = resolution_regions(x, data, _fork_file(c, x))
     with c.store.session_scope() as s:
         crecords.save_resolution(s, x.key, x.path, texts, "person")
         note_people(s, x.key, decided_by=person(c.repo) or _user())  # the landed commit's Resolved-By
@@ -523,12 +523,22 @@ def _clean_scratch(c: Context, x: crecords.ConflictInfo) -> None:
         pass
 
 
-def resolution_regions(x: crecords.ConflictInfo, data: bytes) -> list[str]:
+def _fork_file(c: Context, x: crecords.ConflictInfo) -> bytes | None:
+    """The fork's own file on the tip the conflict was picked onto: what `ingest` checks the
+    result against (None when that tip lacks it)."""
+    try:
+        return c.repo.git_bytes("cat-file", "blob", f"{x.base_sha}:{x.path}")
+    except ForkflowError:
+        return None
+
+
+def resolution_regions(x: crecords.ConflictInfo, data: bytes, fork_file: bytes | None = None) -> list[str]:
     """The resolved text of each region of a conflict, or a UserError naming the guardrail it fails
-    (the same checks a resolver's proposal passes)."""
+    (the same checks a resolver's proposal passes, the parse check against `fork_file` as `ingest`
+    makes it)."""
     case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
     assert case is not None, "has_file_resolution(x) first"
-    verdict = guardrails.check(case, data)
+    verdict = guardrails.check(case, data, fork_file)
     if not verdict.ok:
         raise UserError(f"refused: {verdict.reason} ({x.path}); start from `forkflow conflicts edit {x.id}`, "
                         "edit only between the markers, remove them, and keep the file parsing")
@@ -598,7 +608,8 @@ def conflicts_approve(
     next `forkflow ingest` picks with it and runs L1."""
     c = open_context(repo, store)
     with c.store.session_scope() as s:
-        x, p = approval.approve(s, c.fork_id, cid, person(c.repo) or f"{_user()} (cli)", proposal)
+        x, p = approval.approve(s, c.fork_id, cid, person(c.repo) or f"{_user()} (cli)", proposal,
+                                lambda info: _fork_file(c, info))
     console.print(f"approved proposal {p.digest}; `forkflow ingest --land` will use it for "
                   f"{short(x.upstream_sha)} {escape(x.path)}")
     return 0

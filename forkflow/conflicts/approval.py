@@ -13,6 +13,7 @@ recorded in the person's name).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -61,7 +62,9 @@ def proposal(s: Session, fid: int, x: crecords.ConflictInfo) -> Proposal | None:
     return Proposal(row.id, row.backend, row.response, proposal_hash(x.path, row.response), rule)
 
 
-def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple[crecords.ConflictInfo, Proposal]:
+def approve(s: Session, fid: int, cid: int, by: str, shown: str | None,
+            fork_file: Callable[[crecords.ConflictInfo], bytes | None] | None = None,
+            ) -> tuple[crecords.ConflictInfo, Proposal]:
     """Record the waiting agent proposal of conflict `cid` as its resolution, approved by `by`.
 
     `shown` is the hash of the proposal the person read (`conflicts show`); a waiting proposal
@@ -84,7 +87,9 @@ def approve(s: Session, fid: int, cid: int, by: str, shown: str | None) -> tuple
     if given != p.digest:
         raise UserError(f"the proposal changed since you read it; run `forkflow conflicts show {cid}` again")
     case = case_from_marked(x.upstream_sha, x.subject, x.path, ConflictKind(x.kind), x.marked, x.key)
-    verdict = guardrails.check(case, p.content.encode("utf-8", "surrogateescape")) if case else None
+    # the parse check against the fork's own file, as `ingest` makes it, when the caller can read it
+    own = fork_file(x) if fork_file is not None else None
+    verdict = guardrails.check(case, p.content.encode("utf-8", "surrogateescape"), own) if case else None
     if verdict is None or not verdict.ok:
         why = verdict.reason if verdict is not None else "the conflict has no text regions"
         raise UserError(f"the proposal of conflict {cid} no longer passes the guardrails ({why}); "

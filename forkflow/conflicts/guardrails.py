@@ -20,8 +20,10 @@ class GuardrailCheck:
     regions: tuple[str, ...] = ()  # the resolved text of each region, when ok
 
 
-def check(case: ConflictCase, content: bytes | None) -> GuardrailCheck:
-    """Accept or reject a proposed resolution of one conflicted path, saying why."""
+def check(case: ConflictCase, content: bytes | None, fork_file: bytes | None = None) -> GuardrailCheck:
+    """Accept or reject a proposed resolution of one conflicted path, saying why.  `fork_file`:
+    the fork's own file the result must keep parsing like, when the case's `ours` is not it (a
+    case rebuilt from a marked file has the merge's clean hunks in it: `case_from_marked`)."""
     if content is None:
         if case.kind is ConflictKind.DELETE_MODIFY:
             return GuardrailCheck(True, "deletes the path, as one side did")
@@ -50,7 +52,8 @@ def check(case: ConflictCase, content: bytes | None) -> GuardrailCheck:
     for answer, region in zip(found, regions(case.segments)):
         if _new_marker_lines(answer, [region.ours, region.base, region.theirs]):
             return GuardrailCheck(False, "conflict markers left in the result")
-    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, case.ours or b"") is not False:
+    baseline = fork_file if fork_file is not None else case.ours or b""
+    if parses_cleanly(case.path, content) is False and parses_cleanly(case.path, baseline) is not False:
         return GuardrailCheck(False, f"{case.path} no longer parses")
     return GuardrailCheck(True, "no markers, only the conflicted regions changed, parses", tuple(found))
 

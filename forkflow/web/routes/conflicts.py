@@ -10,6 +10,7 @@ the re-run of its landing unit, which lands it when L1 passes.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -21,10 +22,11 @@ from forkflow.conflicts import approval
 from forkflow.conflicts import owners as cowners
 from forkflow.conflicts import records as conflict_records
 from forkflow.conflicts import regions as cregions
+from forkflow.conflicts.records import ConflictInfo
 from forkflow.conflicts.rulebook import load_book
 from forkflow.conflicts.rules_view import proposal_diff
 from forkflow.conflicts.settle import by_hand, has_file_resolution
-from forkflow.errors import UserError
+from forkflow.errors import ForkflowError, UserError
 from forkflow.landing import records as landing_records
 from forkflow.models import RETRYABLE_STATES, Ledger, UnitState
 from forkflow.web.errors import NotFound, Unavailable
@@ -151,6 +153,21 @@ async def approve_conflict(request: Request, conflict_id: RowId) -> Response:
     return await run_in_threadpool(_approve, request, conflict_id, form.get("proposal"))
 
 
+def _fork_file(src: Source) -> Callable[[ConflictInfo], bytes | None] | None:
+    """Reads the fork's own file on the conflict's tip (the parse check `ingest` makes), when the
+    dashboard serves a checkout."""
+    ctx = src.ctx
+    if ctx is None:
+        return None
+
+    def read(x: ConflictInfo) -> bytes | None:
+        try:
+            return ctx.repo.git_bytes("cat-file", "blob", f"{x.base_sha}:{x.path}")
+        except ForkflowError:
+            return None
+    return read
+
+
 def _approve(request: Request, conflict_id: int, shown: str | None) -> Response:
     target = f"conflict {conflict_id}"
     src: Source = request.app.state.source
@@ -160,7 +177,8 @@ def _approve(request: Request, conflict_id: int, shown: str | None) -> Response:
             fid = src.fork(s)
             if fid is None:
                 raise UserError(f"no conflict {conflict_id}")
-            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}", shown)
+            x, p = approval.approve(s, fid, conflict_id, f"the dashboard operator token from {client}", shown,
+                                    _fork_file(src))
     except UserError as e:
         record(request, "conflict-approve", target, f"refused: {e}")
         raise Unavailable(str(e)) from None
