@@ -15,7 +15,6 @@ from forkflow.init import has_password
 from forkflow.ledger.headline import Headline, headline_lines
 from forkflow.ledger.report import iso, status_dict
 from forkflow.models import Ledger, LedgerEntry
-from forkflow.tiers.selection import matches
 
 if TYPE_CHECKING:  # the renderers stay light to import: `forkflow status` loads this module
     from forkflow.conflicts import records as crecords
@@ -193,33 +192,16 @@ def group_conflicts(rows: list[crecords.ConflictInfo]) -> list[list[crecords.Con
 
 
 def conflict_owners(c: Context) -> Callable[[str, list[str]], str]:
-    """Who owns a conflict: its declared chain's owner, else CODEOWNERS for its paths, else '-'."""
+    """Who owns a conflict, as the fork says it (conflicts/owners.py): `[owners]`, its chain's
+    owner, the fork's own CODEOWNERS entries (not those inherited from upstream), else the authors
+    of the fork's own commits to its paths; '-' when nobody is found."""
+    from forkflow import wiring
+    from forkflow.conflicts.owners import owner_finder
     from forkflow.landing.settings import ingest_settings
 
     chains = {spec.name: spec.owner for spec in ingest_settings(c.config).chains if spec.owner}
-    rules: list[tuple[tuple[str, ...], str]] = []
-    for where in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
-        f = c.repo.path / where
-        if f.is_file():
-            for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
-                parts = line.split("#", 1)[0].split()
-                if len(parts) >= 2:
-                    rules.append((_codeowners_globs(parts[0]), " ".join(parts[1:])))
-            break
+    finder = owner_finder(c.repo, c.config, wiring.ledger(c), chains)
 
     def owner(chain: str, paths: list[str]) -> str:
-        if chain in chains:
-            return chains[chain]
-        found = {o for p in paths for o in [next((o for g, o in reversed(rules) if matches(p, g)), "")] if o}
-        return ", ".join(sorted(found)) or "-"
+        return ", ".join(finder.paths(chain, paths).people) or "-"
     return owner
-
-
-def _codeowners_globs(pattern: str) -> tuple[str, ...]:
-    """A CODEOWNERS pattern as forkflow globs: '/a' anchors, 'x.py' matches anywhere, 'dir/' is a folder."""
-    g = pattern.lstrip("/")
-    if not (pattern.startswith("/") or "/" in pattern.strip("/")):
-        g = "**/" + g
-    if g.endswith("/"):
-        return (g + "**",)
-    return (g, g + "/**")  # a file, or a folder named without its slash

@@ -5,7 +5,8 @@ import json
 import sys
 from pathlib import Path
 
-from forkflow.render import _codeowners_globs, group_conflicts
+from forkflow.conflicts.owners import codeowners_globs as _codeowners_globs
+from forkflow.render import group_conflicts
 from forkflow.conflicts.records import ConflictInfo
 from forkflow.demo import build_sample, demo_config
 from forkflow.models import Sha

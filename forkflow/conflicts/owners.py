@@ -136,6 +136,25 @@ class OwnerFinder:
         logged = self._path_authors(self.fork_tip if _SHA.match(self.fork_tip) else x.base_sha, x.path)
         return Owners(_top(logged), COMMITS) if logged else Owners()
 
+    def paths(self, chain: str, paths: Sequence[str]) -> Owners:
+        """The owners of files with no stored conflict to blame (a merge's next conflict, a
+        summary): `[owners]`, the chain's owner, the fork's own CODEOWNERS, else the authors of
+        the fork's own commits to them."""
+        table: Counter[str] = Counter(q for p in paths for q in _table_owner(self.table, p))
+        if table:
+            return Owners(_top(table), TABLE)
+        if chain in self.chains:
+            return Owners((self.chains[chain],), CHAIN)
+        rules: Counter[str] = Counter(q for p in paths for q in _rule_owner(self.rules, p))
+        if rules:
+            return Owners(_top(rules), CODEOWNERS)
+        if not _SHA.match(self.fork_tip):
+            return Owners()
+        logged: Counter[str] = Counter()
+        for p in paths:
+            logged.update(self._path_authors(self.fork_tip, p))
+        return Owners(_top(logged), COMMITS) if logged else Owners()
+
     def commit(self, group: Sequence[ConflictInfo]) -> Owners:
         """The owners of an upstream commit that waits on these conflicts: each file's, the most
         named first; the source of the first file's answer."""

@@ -31,20 +31,26 @@ EVIDENCE_STYLES = (
 )
 
 
+UPSTREAM_PERSON = ("Ada Upstream", "ada@example.com")
+FORK_PERSON = ("Finn Fork", "finn@fork.example")  # the fork's own engineer: its commits, its decisions
+
+
 class GitTree:
     """One repository with a work tree, committing on a deterministic clock."""
 
-    def __init__(self, path: Path, clock: list[int], step: int) -> None:
+    def __init__(self, path: Path, clock: list[int], step: int, who: tuple[str, str] = UPSTREAM_PERSON) -> None:
         self.path = path
         self._clock = clock
         self._step = step
+        self.who = who  # (name, email) of whoever commits here: upstream's maintainer, or the fork's engineer
 
     def env(self) -> dict[str, str]:
         self._clock[0] += self._step
         date = f"{self._clock[0]} +0000"
+        name, email = self.who
         return {
-            "GIT_AUTHOR_NAME": "Ada Upstream", "GIT_AUTHOR_EMAIL": "ada@example.com",
-            "GIT_COMMITTER_NAME": "Ada Upstream", "GIT_COMMITTER_EMAIL": "ada@example.com",
+            "GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
+            "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
             "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date,
         }
 
@@ -99,8 +105,8 @@ class ForkBuilder:
 
     @staticmethod
     def _config(tree: GitTree) -> None:
-        tree.git("config", "user.name", "Ada Upstream")
-        tree.git("config", "user.email", "ada@example.com")
+        tree.git("config", "user.name", tree.who[0])
+        tree.git("config", "user.email", tree.who[1])
         tree.git("config", "commit.gpgsign", "false")
 
     def tick(self, seconds: int) -> None:
@@ -131,7 +137,7 @@ class ForkBuilder:
         """Clone upstream into the fork with an `upstream` remote; the fork branch is `main`."""
         path = self.root / name
         run_git("clone", "-q", "--origin", "upstream", str(self.upstream.path), str(path), cwd=self.root)
-        self.fork = GitTree(path, self._clock, self.upstream._step)
+        self.fork = GitTree(path, self._clock, self.upstream._step, FORK_PERSON)
         self._config(self.fork)
         return self.fork
 
