@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,10 @@ def loop_now(s: Session, skip: set[str]) -> dict[str, Any]:
             r = s.forkflow("conflicts", "resolve", str(cid), ok=(0, 1))
             if r.returncode:  # the guardrails refused upstream's side: the fork's then
                 s.forkflow("conflicts", "edit", str(cid), "--fresh", side="ours")
-                r = s.forkflow("conflicts", "resolve", str(cid))
+                r = s.forkflow("conflicts", "resolve", str(cid), ok=(0, 1))
+            if r.returncode:  # neither side parses in the merged file: a person writes the merge
+                return {"sha": sha, "files": 1 + len(x["same_commit"]), "commands": s.count, "landed": False,
+                        "lines_read": lines, "rounds": rounds, "why": "neither side alone parses: needs a person"}
             land = " ".join(r.stdout.split()).partition("land it: forkflow ")[2].partition(" (")[0] or land
         if land:
             s.forkflow(*land.split(), ok=(0, 4, 5))
@@ -161,27 +165,44 @@ def loop_today(s: Session, sha: str, scratch: Path) -> dict[str, Any]:
             if r.returncode:
                 f.write_bytes(doc["conflicted"].encode("utf-8", "surrogateescape"))
                 s.edit_file(f, "ours")
-                s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f))
+                r = s.forkflow("conflicts", "resolve", str(c["id"]), "--file", str(f), ok=(0, 1))
+            if r.returncode:  # neither side parses in the merged file: a person writes the merge
+                return {"sha": sha, "files": files, "commands": s.count, "landed": False, "lines_read": lines,
+                        "rounds": rounds, "why": "neither side alone parses: needs a person"}
         s.forkflow("ingest", "--land", ok=(0, 4, 5))
     return {"sha": sha, "files": files, "commands": s.count, "landed": landed(s.down, sha), "lines_read": lines,
             "rounds": rounds}
+
+
+def _checkout_codeowners(down: Path) -> Callable[[str], tuple[str, ...]]:
+    """The owners rule forkflow had before: the last matching line of the CODEOWNERS file in the
+    checkout (on a fork, the one inherited from upstream)."""
+    from forkflow.conflicts.owners import codeowners_globs, parse_codeowners
+    from forkflow.tiers.selection import matches
+
+    for where in ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS"):
+        f = down / where
+        if f.is_file():
+            rules = parse_codeowners(f.read_text(encoding="utf-8", errors="replace"))
+            return lambda path: next((people for pattern, people in reversed(rules)
+                                      if matches(path, codeowners_globs(pattern))), ())
+    return lambda path: ()
 
 
 def owners_figures(down: Path) -> dict[str, Any]:
     from forkflow.conflicts import owners as cowners
     from forkflow.conflicts import records
     from forkflow.context import open_context
-    from forkflow.render import conflict_owners
 
     ctx = open_context(down)
-    inherited = conflict_owners(ctx)  # the rule until now: CODEOWNERS in the checkout, upstream's
+    inherited = _checkout_codeowners(down)  # the rule until now: CODEOWNERS in the checkout, upstream's
     with ctx.store.session_scope() as s:
         rows = records.conflicts(s, ctx.fork_id, "open")
     s_ = Session(down, Path("/nonexistent"))
     listed = {c["id"]: c for c in json.loads(s_.forkflow("conflicts", "--json", counted=False).stdout)["conflicts"]}
     sources = Counter(listed[x.id]["owners_source"] or "nobody" for x in rows)
     from_fork = sum(n for k, n in sources.items() if k in cowners.FROM_FORK)
-    before = Counter("upstream CODEOWNERS" if inherited(x.chain, [x.path]) != "-" else "nobody" for x in rows)
+    before = Counter("upstream CODEOWNERS" if inherited(x.path) else "nobody" for x in rows)
     return {"open_conflicts": len(rows), "commits": len({x.upstream_sha for x in rows}), "sources": dict(sources),
             "from_fork": from_fork, "from_fork_pct": round(100 * from_fork / len(rows), 1) if rows else None,
             "before": dict(before)}
