@@ -1,6 +1,7 @@
 """`forkflow replay`: what forkflow would have done, step by step, over the fork's own history."""
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from rich.table import Table
 from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json
 from forkflow.cli.progress import PhaseBar, progress_bar
 from forkflow.context import open_context
+from forkflow.replay.html import headline_cells
 from forkflow.replay.model import Report, Step, iso_day, parse_day, parse_every
 
 
@@ -66,17 +68,19 @@ def _n(x: float | None, unit: str = "") -> str:
 def render(report: Report) -> None:
     t = Table(title="forkflow replay: the fork as it was vs after forkflow")
     for col in ("step", "behind", "→ff", "→ff=", "backlog", "→ff", "→ff=", "open", "→ff", "landed", "deferred",
-                "waiting"):
+                "waiting", "oldest→ff", "conflicts→ff", "if deferred→ff"):
         t.add_column(col, justify="left" if col == "step" else "right")
     for s in report.steps:
         same = s.after_same_rule
         t.add_row(iso_day(s.at) + ("*" if s.cached else ""), f"{s.real.days_behind:.1f}",
                   f"{s.after.days_behind:.1f}", f"{same.days_behind:.1f}", str(s.real.backlog), str(s.after.backlog),
                   str(same.backlog), str(s.real.open), str(s.after.open), str(len(s.landed)), str(s.deferred),
-                  str(s.waiting))
+                  str(s.waiting), *headline_cells(asdict(s.after)))
     console.print(t)
     console.print("days behind, backlog and open (not taken) commits: the fork as it was, then →ff after "
-                  "forkflow, →ff= forkflow's branch by the real fork's rule (picks alone); * = from the cache")
+                  "forkflow, →ff= forkflow's branch by the real fork's rule (picks alone); then forkflow's "
+                  "oldest open commit (days), open conflicts as commits (files), and days behind were its "
+                  "held commits deferred, as `forkflow status` shows them; * = from the cache")
     m = report.summary
     console.print(f"landed by forkflow: {m.landed_commits} upstream commits; lag saved (days, {m.lag_saved_count} "
                   f"the fork took later): median {_n(m.lag_saved_median)}, p90 {_n(m.lag_saved_p90)}; "

@@ -91,13 +91,24 @@ def step_rows(report: Mapping[str, Any]) -> list[list[str]]:
         rows.append([s["at_iso"][:10], s["fork_sha"][:10], f'{s["real"]["days_behind"]:g}',
                      f'{s["after"]["days_behind"]:g}', f'{same["days_behind"]:g}', str(s["real"]["backlog"]),
                      str(s["after"]["backlog"]), str(same["backlog"]), str(s["real"]["open"]), str(s["after"]["open"]),
-                     str(len(s["landed"])), str(s["deferred"]), str(s["waiting"])])
+                     str(len(s["landed"])), str(s["deferred"]), str(s["waiting"]), *headline_cells(s["after"])])
     return rows
+
+
+def headline_cells(state: Mapping[str, Any]) -> list[str]:
+    """The rest of `status`'s headline for a step's state (forkflow/ledger/headline.py): the oldest
+    open commit's age, open conflicts as commits (and files), days behind were the held commits
+    deferred; "-" where a replay stored before them does not say."""
+    def days(v: Any) -> str:
+        return "-" if v is None else f"{v:g}"
+    commits, files = state.get("conflict_commits"), state.get("conflict_files")
+    conflicts = "-" if commits is None else f"{commits} ({files if files is not None else '?'} files)"
+    return [days(state.get("oldest_open_days")), conflicts, days(state.get("if_deferred_days"))]
 
 
 HEADERS = ("step", "fork", "days behind (real)", "days behind (forkflow)", "(forkflow, by picks)", "backlog (real)",
            "backlog (forkflow)", "(forkflow, by picks)", "open (real)", "open (forkflow)", "landed", "deferred",
-           "waiting")
+           "waiting", "oldest open, days (forkflow)", "open conflicts (forkflow)", "if deferred, days (forkflow)")
 
 
 def summary_lines(report: Mapping[str, Any]) -> list[str]:
