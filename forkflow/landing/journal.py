@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from sqlalchemy.engine import Connection
+
 from forkflow.conflicts import records as crecords
 from forkflow.conflicts.case import ConflictCase
 from forkflow.landing import records
@@ -86,10 +88,20 @@ class StoreJournal:
         with self.store.connection_scope() as s:
             records.finish_run(s, run_id)
 
+    # the two steps a writing run's kinds differ in (landing/shared.py): proving the run still
+    # holds the fork, and keeping decisions (at once here; until the push for a run that pushes)
+    def _prove(self, s: Connection) -> None:
+        """Before a write of decisions, in its transaction: nothing to prove for a lone checkout."""
+
+    def _keep(self, s: Connection, decisions: Sequence[RecordedDecision], tip: Sha | None,
+              unit_id: int | None = None) -> None:
+        ledger_records.record_decisions(s, self.fork_id, decisions)
+
     def unit_started(self, run_id: int, unit: UnitStart) -> int:
         with self.store.connection_scope() as s:
             if unit.decisions:
-                ledger_records.record_decisions(s, self.fork_id, unit.decisions)
+                self._prove(s)
+                self._keep(s, unit.decisions, unit.base)
             return records.add_unit(s, run_id, self.fork_id, unit.kind, unit.name, unit.base, unit.candidate,
                                     unit.status, unit.members, unit.summary, reasons=unit.reasons,
                                     retry_of=unit.retry_of)
@@ -109,7 +121,8 @@ class StoreJournal:
                     used: Sequence[UsedResolution], summary: str | None = None) -> None:
         """The landing's decisions, its conflicts closed, its resolutions kept, the unit `landed`: one transaction."""
         with self.store.connection_scope() as s:
-            ledger_records.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
+            self._prove(s)
+            self._keep(s, landing_decisions(candidate, members, base), candidate, unit_id)
             crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o.picked])
             for case, regions, resolver in used:
                 if resolver != "recorded" and case.key:
@@ -120,7 +133,8 @@ class StoreJournal:
         if not decisions:
             return
         with self.store.connection_scope() as s:
-            ledger_records.record_decisions(s, self.fork_id, decisions)
+            self._prove(s)
+            self._keep(s, decisions, None)
 
     def conflicts_kept(self, conflicts: Sequence[KeptConflict]) -> None:
         if not conflicts:

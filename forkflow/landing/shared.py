@@ -36,15 +36,14 @@ from sqlalchemy import Table, delete, select
 from sqlalchemy.engine import Connection
 
 from forkflow.config import Config
-from forkflow.conflicts import records as crecords
 from forkflow.errors import GitError, UserError
 from forkflow.git.repo import Repo
 from forkflow.landing import records
-from forkflow.landing.journal import StoreJournal, UnitStart, UsedResolution, landing_decisions
+from forkflow.landing.journal import StoreJournal
 from forkflow.landing.worktree import catch_up_work_trees
 from forkflow.ledger import records as ledger_records
 from forkflow.ledger.trailers import TRAILER_KEY
-from forkflow.models import Decider, Decision, Disposition, MemberOutcome, RecordedDecision, Sha, UnitState
+from forkflow.models import Decider, Decision, Disposition, RecordedDecision, Sha, UnitState
 from forkflow.store.locks import Lease
 from forkflow.store.schema_ingest import PendingDecisionRow
 from forkflow.store.session import Store, insert_new
@@ -102,72 +101,34 @@ def pending_summary(store: Store, fork_id: int) -> tuple[int, list[Sha]]:
 
 class PendingJournal(StoreJournal):
     """The store's journal for a run that pushes: a landing's decisions wait for the push, and
-    each landing record first proves the run's lease, in its own transaction."""
+    each write of them first proves the run's lease, in its own transaction."""
 
     def __init__(self, store: Store, fork_id: int, lease: Lease, local_tip: Callable[[], Sha | None]) -> None:
         super().__init__(store, fork_id)
         self.lease = lease
         self.local_tip = local_tip
 
-    def unit_started(self, run_id: int, unit: UnitStart) -> int:
-        if not unit.decisions:
-            return super().unit_started(run_id, unit)
-        with self.store.connection_scope() as s:
-            self.lease.check(s)
-            save_pending(s, self.fork_id, self._tip(unit.base), unit.decisions)
-            return records.add_unit(s, run_id, self.fork_id, unit.kind, unit.name, unit.base, unit.candidate,
-                                    unit.status, unit.members, unit.summary, reasons=unit.reasons,
-                                    retry_of=unit.retry_of)
+    def _prove(self, s: Connection) -> None:
+        self.lease.check(s)
 
-    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
-                    used: Sequence[UsedResolution], summary: str | None = None) -> None:
-        with self.store.connection_scope() as s:
-            self.lease.check(s)
-            save_pending(s, self.fork_id, candidate, landing_decisions(candidate, members, base), unit_id)
-            crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o.picked])
-            for case, regions, resolver in used:
-                if resolver != "recorded" and case.key:
-                    crecords.save_resolution(s, case.key, case.path, list(regions), resolver)
-            records.set_unit(s, unit_id, UnitState.LANDED, summary)
-
-    def decided(self, decisions: Sequence[RecordedDecision]) -> None:
-        if not decisions:
-            return
-        with self.store.connection_scope() as s:
-            self.lease.check(s)
-            save_pending(s, self.fork_id, self._tip(None), decisions)
-
-    def _tip(self, fallback: Sha | None) -> Sha:
-        tip = self.local_tip() or fallback
-        assert tip is not None
-        return tip
+    def _keep(self, s: Connection, decisions: Sequence[RecordedDecision], tip: Sha | None,
+              unit_id: int | None = None) -> None:
+        # a unit's landing waits for its own candidate; other decisions for the local tip now
+        at = tip if unit_id is not None else self.local_tip() or tip
+        assert at is not None
+        save_pending(s, self.fork_id, at, decisions, unit_id)
 
 
 class FencedJournal(StoreJournal):
     """The store's journal for a run whose local branch is the shared one: decisions as they land,
-    each landing record proving the run's lease in its own transaction."""
+    each write of them proving the run's lease in its own transaction."""
 
     def __init__(self, store: Store, fork_id: int, lease: Lease) -> None:
         super().__init__(store, fork_id)
         self.lease = lease
 
-    def unit_landed(self, unit_id: int, candidate: Sha, members: Sequence[tuple[Sha, MemberOutcome]], base: Sha,
-                    used: Sequence[UsedResolution], summary: str | None = None) -> None:
-        with self.store.connection_scope() as s:
-            self.lease.check(s)
-            ledger_records.record_decisions(s, self.fork_id, landing_decisions(candidate, members, base))
-            crecords.close_conflicts(s, self.fork_id, [sha for sha, o in members if o.picked])
-            for case, regions, resolver in used:
-                if resolver != "recorded" and case.key:
-                    crecords.save_resolution(s, case.key, case.path, list(regions), resolver)
-            records.set_unit(s, unit_id, UnitState.LANDED, summary)
-
-    def decided(self, decisions: Sequence[RecordedDecision]) -> None:
-        if not decisions:
-            return
-        with self.store.connection_scope() as s:
-            self.lease.check(s)
-            ledger_records.record_decisions(s, self.fork_id, decisions)
+    def _prove(self, s: Connection) -> None:
+        self.lease.check(s)
 
 
 # -- the shared branch -------------------------------------------------------------
