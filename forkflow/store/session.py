@@ -269,7 +269,13 @@ def _make_engine(url: str, *, create: bool) -> Engine:
         kwargs["pool_pre_ping"] = True
     try:
         engine = create_engine(url, **kwargs)
-    except (SQLAlchemyError, ImportError, ValueError) as e:
+    except ImportError as e:  # a PostgreSQL URL on an install without its driver
+        if url.startswith("postgresql"):
+            raise UserError(f"the store {redact(url)} is PostgreSQL, whose driver is not installed "
+                            f"({e.name or 'psycopg'}); install it: pip install \"forkflow[postgres]\"") from None
+        raise UserError(f"cannot use store URL {redact(url)} ({scrub(str(e), url)}); pass a sqlite:/// or "
+                        "postgresql+psycopg:// URL") from None
+    except (SQLAlchemyError, ValueError) as e:
         raise UserError(f"cannot use store URL {redact(url)} ({scrub(str(e), url)}); pass a sqlite:/// or "
                         "postgresql+psycopg:// URL") from None
     if url.startswith("sqlite"):
