@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +15,7 @@ import pytest
 
 from forkflow.store.session import Store
 from forkflow.testing.seed import SeedInfo, SeedSize, seed_store
+from tests.serving import serving
 from tests.conftest import service
 
 pytestmark = pytest.mark.browser
@@ -35,12 +32,6 @@ class Server:
     proc: subprocess.Popen[str]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     root = tmp_path_factory.mktemp("browser")
@@ -48,34 +39,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     store = Store.open(url)
     info = seed_store(store, "triton:main", SIZE, hostile=True)
     store.dispose()
-    port = _free_port()
-    exe = Path(sys.executable).parent / "forkflow"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
-    log = (root / "serve.log").open("w")
-    proc = subprocess.Popen([*cmd, "serve", "--store", url, "--port", str(port)], cwd=root,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/api/overview", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("forkflow serve did not start: " + (root / "serve.log").read_text())
-        time.sleep(0.2)
-    try:
+    with serving(["--store", url], root, "/api/overview", root / "serve.log") as (base, proc):
         yield Server(base, info, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")

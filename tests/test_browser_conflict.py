@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,17 +19,13 @@ import pytest
 from forkflow.git.run import run_git
 from forkflow.testing.gitrepo import ForkBuilder
 from tests.conftest import service
-from tests.test_browser import ARGS, _free_port, artifacts
+from tests.serving import serving
+from tests.test_browser import ARGS, artifacts
 from tests.test_ingest import k_conflict_fork
 from tests.test_review_trust import AGENT, BENIGN
 
 pytestmark = pytest.mark.browser
 TOKEN = "browser-conflict-token-0123456789"
-
-
-def _forkflow() -> list[str]:
-    exe = Path(sys.executable).parent / "forkflow"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
 
 
 @pytest.fixture
@@ -45,33 +39,9 @@ def served(cli, builder: ForkBuilder, tmp_path: Path) -> Iterator[tuple[str, Pat
         f.write(f'\n[ingest]\nl1_command = "true"\n\n[ingest.agent]\n'
                 f"command = {json.dumps([sys.executable, str(agent)])}\ntimeout = 30\n")
     assert cli("ingest", "--land", repo=fork).rc == 4  # the agent's proposal waits for a person
-    port = _free_port()
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([*_forkflow(), "serve", "--repo", str(fork), "--port", str(port)], cwd=fork,
-                            stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "FORKFLOW_TOKEN": TOKEN})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/api/ingestion/conflicts", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("forkflow serve did not start: " + (tmp_path / "serve.log").read_text())
-        time.sleep(0.2)
-    try:
+    with serving(["--repo", str(fork)], fork, "/api/ingestion/conflicts", tmp_path / "serve.log",
+                 {**os.environ, "FORKFLOW_TOKEN": TOKEN}) as (base, _):
         yield base, fork
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture

@@ -2,13 +2,8 @@
 against `forkflow serve`): filters and pagers are followed by clicks, hostile text never runs."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,7 +15,8 @@ from forkflow.store import forks
 from forkflow.store.session import Store
 from forkflow.testing.seed import HOSTILE, sha_of
 from tests.conftest import service
-from tests.test_browser import ARGS, _free_port
+from tests.serving import serving
+from tests.test_browser import ARGS
 
 pytestmark = pytest.mark.browser
 
@@ -46,34 +42,8 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                                          [(sha_of(f"m-{r}-{i}"), MemberOutcome.APPLIED)], f"L1 passed {HOSTILE}")
             landing_records.finish_run(s, run)
     store.dispose()
-    port = _free_port()
-    exe = Path(sys.executable).parent / "forkflow"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "forkflow"]
-    log = (root / "serve.log").open("w")
-    proc = subprocess.Popen([*cmd, "serve", "--store", url, "--port", str(port)], cwd=root,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/api/decisions", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("forkflow serve did not start: " + (root / "serve.log").read_text())
-        time.sleep(0.2)
-    try:
+    with serving(["--store", url], root, "/api/decisions", root / "serve.log") as (base, _):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
