@@ -33,7 +33,7 @@ def fork_name(repo: Repo, config: Config) -> str:
     explicit = config.section("fork").get("name")
     if isinstance(explicit, str) and explicit:
         return explicit
-    url = repo.remote_url("origin") if "origin" in repo.remotes() else None
+    url = repo.remote_url("origin")  # None when there is no origin: one git call at start-up
     return forks.identity(url, config.fork_branch) if url else folder_name(repo, config)
 
 
