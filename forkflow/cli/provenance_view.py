@@ -11,23 +11,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from forkflow.git.notes import messages_and_notes
 from forkflow.git.repo import Repo
-from forkflow.ledger import trailers
+from forkflow.ledger.provenance import read_provenance
 from forkflow.models import Disposition, Ledger, LedgerEntry
 
 
 def provenance_of(repo: Repo, ledger: Ledger, keep: Callable[[LedgerEntry], bool]) -> dict[str, list[tuple[str, str]]]:
     """Fork sha -> its (key, value) provenance lines, for the picked commits `keep` shows."""
-    shas = [s for e in ledger.entries if e.disposition is Disposition.PICKED and keep(e) for s in e.fork_shas]
-    texts = messages_and_notes(repo.path, shas)
-    out: dict[str, list[tuple[str, str]]] = {}
-    for sha, text in texts.items():
-        subject, _, rest = text.partition("\n")
-        found = trailers.provenance(f"{subject}\n{rest}")
-        if found:
-            out[sha] = found
-    return out
+    return read_provenance(repo.path, [s for e in ledger.entries if e.disposition is Disposition.PICKED and keep(e)
+                                       for s in e.fork_shas])
 
 
 def render_provenance(console: Console, found: dict[str, list[tuple[str, str]]]) -> None:

@@ -7,11 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from forkflow.errors import ForkflowError, UserError
+from forkflow.errors import UserError
 from forkflow.landing import records as landing_records
 from forkflow.ledger import records as ledger_records
-from forkflow.git.notes import read_note
-from forkflow.ledger import trailers
+from forkflow.ledger.provenance import read_provenance
 from forkflow.models import Ledger, RecordedDecision, Sha
 from forkflow.regress import records as regress_records
 from forkflow.web import reads
@@ -120,17 +119,6 @@ def _provenance(src: Source, fork_shas: list[str]) -> list[dict[str, Any]]:
     from the fork's checkout (a dashboard over a store alone has no commit messages)."""
     if src.ctx is None:
         return []
-    out = []
-    for f in fork_shas:
-        if not _HEX.match(f):
-            continue
-        try:
-            raw = src.ctx.repo.git_bytes("cat-file", "commit", f)
-        except ForkflowError:
-            continue
-        message = raw.decode("utf-8", "replace").partition("\n\n")[2]
-        note = read_note(src.ctx.repo.path, f)  # the L1 run that passed it (git/notes.py)
-        found = trailers.provenance(message) + trailers.provenance("note\n\n" + note if note else "")
-        if found:
-            out.append({"fork_sha": f, "trailers": [{"key": k, "value": v, "run_id": _run_id(k, v)} for k, v in found]})
-    return out
+    found = read_provenance(src.ctx.repo.path, [f for f in fork_shas if _HEX.match(f)])  # one git log
+    return [{"fork_sha": f, "trailers": [{"key": k, "value": v, "run_id": _run_id(k, v)} for k, v in found[f]]}
+            for f in fork_shas if f in found]
