@@ -36,6 +36,8 @@ class ConflictCase:
     # the fork's side still reads as there, and the base does not, are upstream changes the fork has
     # not picked yet, not the fork's own edits
     origin: bytes | None = None
+    # a delete/modify: how the fork settled one of this path before (History.settled_path)
+    settled_path: tuple[str, str, bool] | None = None
 
     @property
     def marked(self) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, replace
 
 from forkflow.conflicts.bare import bare_case
 from forkflow.conflicts.case import ConflictCase
+from forkflow.conflicts.classify import ConflictKind
 from forkflow.conflicts.engine import CaseResolution, extra_factories
 from forkflow.config import Config
 from forkflow.conflicts.learn import fork_book, fork_history
@@ -42,10 +43,14 @@ class Settlement:
 def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflict,
                with_history: bool = True, fork_point: Sha | None = None) -> ConflictCase:
     """The conflict as resolver input (`conflicts/bare.py`) with, for text, the fork's own earlier
-    resolutions of the same regions (and file) as examples (see fork_history)."""
+    resolutions of the same regions (and file) as examples, and for a delete/modify how the fork
+    settled the path before (see fork_history)."""
     case = bare_case(repo, picker, sha, conflict, fork_point)
     if with_history and case.segments:
         case = replace(case, examples=fork_history(repo).matching(case))
+    elif with_history and case.kind is ConflictKind.DELETE_MODIFY:
+        deleted_by = "fork" if case.ours is None else "upstream"
+        case = replace(case, settled_path=fork_history(repo).settled_path(case.path, deleted_by))
     return case
 
 

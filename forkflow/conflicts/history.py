@@ -55,6 +55,19 @@ class History:
     def lookup(self, r: Region) -> tuple[str, str] | None:
         return self.regions.get(region_key(r))
 
+    def settled_path(self, path: str, deleted_by: str) -> tuple[str, str, bool] | None:
+        """How the fork settled a delete/modify of this path before: (kept: "delete" | "fork" |
+        "upstream", where, False); else (the deletion, where, True) when its newest delete/modify
+        by the same side in the same folder was deleted (upstream's CI workflows the fork does not
+        run; keeping is not carried over to other files); None when neither."""
+        found = self.paths.get((path, deleted_by))
+        if found is not None:
+            return found[0], found[1], False
+        near = self.folders.get((folder(path), deleted_by))
+        if near is not None and near[0] == "delete":
+            return near[0], near[1], True
+        return None
+
     def matching(self, case: ConflictCase) -> tuple[Example, ...]:
         """For each region of the case the fork settled before (in any file), how it did; the newest
         regions the fork settled in the same file follow, for an agent."""

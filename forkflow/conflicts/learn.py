@@ -62,19 +62,29 @@ def replay_pick(repo: Repo, picker: MemoryPicker, upstream_sha: Sha, fork_sha: S
         yield Settled(fork_sha, case, committed_file(picker, fork_sha, path))
 
 
-def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[History, list[str]]:
+def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]],
+                     whole: int | None = None) -> tuple[History, list[str]]:
     """A History of every conflict the given (upstream sha, fork sha) picks settled, oldest first,
     and the picks that could not be replayed (with why).  The same replay backtests every resolver
-    rule (`conflicts.trust.backtest`): the history's `book`."""
+    rule (`conflicts.trust.backtest`): the history's `book`.
+
+    With `whole`, only the newest `whole` picks are replayed whole; an older one only when it
+    changes a file the fork's side lacked (a delete/modify, told from paths without a merge): a
+    fork settles those the same way for years (upstream's CI workflows it deleted), and the
+    newest picks alone hold too few of them to earn the rule its record."""
     repo = Repo(path)
     # the replays' merged files and trees stay in memory, never on disk: 3,100 loose objects a run
     # were written and never read again (and slowed the landing's writes in the same folders)
     picker = MemoryPicker(path, batch_writes=True)
     skipped: list[str] = []
+    ordered = list(picks)
+    older = len(ordered) - whole if whole is not None else 0
 
     def replayed() -> Iterator[tuple[str, ConflictCase, bytes | None]]:
-        for upstream_sha, fork_sha in picks:
+        for i, (upstream_sha, fork_sha) in enumerate(ordered):
             try:
+                if i < older and not _meets_deletion(picker, upstream_sha, fork_sha):
+                    continue
                 # the backtest's `lag` rule reads the path at the fork point (a merge-base per conflicted pick)
                 for s in list(replay_pick(repo, picker, upstream_sha, fork_sha, origin=True)):
                     yield fork_sha, s.case, s.fork
@@ -87,10 +97,17 @@ def learn_from_picks(path: Path, picks: Iterable[tuple[Sha, Sha]]) -> tuple[Hist
     return history, skipped
 
 
+def _meets_deletion(picker: MemoryPicker, upstream_sha: Sha, fork_sha: Sha) -> bool:
+    parents = parents_of(picker, fork_sha, strict=True)
+    return parents is not None and len(parents) > 0 \
+        and picker.modifies_missing(upstream_sha, picker.commit_tree(parents[0]))
+
+
 _HISTORIES: dict[str, History] = {}
 _AHEAD: dict[str, _Child] = {}  # repository -> its history, being learnt in a child process
 LEARN_MEMORY = 64 << 20  # bytes of replayed merges kept in memory before they are dropped
-MAX_PAST_PICKS = 400  # the newest picks replayed, once per run on its first conflict: 14 s on fbtriton
+MAX_PAST_PICKS = 400  # the newest picks replayed whole, once per run on its first conflict: 14 s on fbtriton
+MAX_SCANNED_PICKS = 5_000  # picks read for their delete/modify conflicts (paths only, no merge)
 
 
 def fork_history(repo: Repo) -> History:
@@ -113,7 +130,7 @@ def fork_history(repo: Repo) -> History:
             return History()
         _HISTORIES.clear()
         try:
-            _HISTORIES[cache] = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+            _HISTORIES[cache] = learn_fork(repo, tip)[0]
         except (GitError, UserError):  # no history to learn from is no reason to stop a pick
             _HISTORIES[cache] = History()
     return _HISTORIES[cache]
@@ -179,13 +196,22 @@ def _learn_in_child(path: str) -> History:
         return History()
     try:
         with quick_reads():  # the child's replays merge files as the parent's picks do
-            return learn_from_picks(repo.path, reversed(past_picks(repo, tip)))[0]
+            return learn_fork(repo, tip)[0]
     except (GitError, UserError):
         return History()
 
 
-def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:
-    """(upstream sha, fork sha) of the newest single-commit picks reachable from `tip`, newest first."""
+def learn_fork(repo: Repo, tip: Sha) -> tuple[History, list[str]]:
+    """The fork's history and backtest from its pick commits reachable from `tip`: the newest
+    MAX_PAST_PICKS replayed whole, older ones (up to MAX_SCANNED_PICKS) for their delete/modify
+    conflicts only."""
+    return learn_from_picks(repo.path, reversed(past_picks(repo, tip, MAX_SCANNED_PICKS)), whole=MAX_PAST_PICKS)
+
+
+def past_picks(repo: Repo, tip: Sha, limit: int | None = None) -> list[tuple[Sha, Sha]]:
+    """(upstream sha, fork sha) of the newest single-commit picks reachable from `tip`, newest
+    first: MAX_PAST_PICKS of them unless `limit` says."""
+    limit = MAX_PAST_PICKS if limit is None else limit
     out = git_log_messages(repo, tip)
     patterns = [re.compile(p) for p in DEFAULT_MARKERS]
     picks: list[tuple[Sha, Sha]] = []
@@ -196,7 +222,7 @@ def past_picks(repo: Repo, tip: Sha) -> list[tuple[Sha, Sha]]:
             up = Sha(named_sha) if len(named_sha) == 40 else repo.resolve(named_sha)
             if up is not None:
                 picks.append((up, fork_sha))
-        if len(picks) == MAX_PAST_PICKS:
+        if len(picks) == limit:
             break
     return picks
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from forkflow.config import Config
 from forkflow.conflicts.case import case_from_marked, decode
 from forkflow.conflicts.classify import ConflictKind
-from forkflow.conflicts.learn import learn_from_picks, past_picks
+from forkflow.conflicts.learn import learn_fork
 from forkflow.conflicts.records import ConflictInfo
 from forkflow.conflicts.rulebook import load_book, save_book
 from forkflow.conflicts.trust import RuleBook, TrustSettings, trust_settings
@@ -48,7 +48,7 @@ def backtest_fork(repo: Repo) -> RuleBook:
     tip = repo.resolve("HEAD")
     if tip is None:
         return RuleBook()
-    history, _ = learn_from_picks(repo.path, reversed(past_picks(repo, tip)))
+    history, _ = learn_fork(repo, tip)
     return history.book or RuleBook()
 
 

@@ -74,7 +74,7 @@ def rules_of(resolver: str, note: str, path: str = "") -> tuple[str, ...]:
     parts that name this file (parentheses, quoted names, numbers), in the file's language family
     (a rule earns its trust per language).  `recorded`'s answers from the fork's own earlier picks
     are the `history` rule."""
-    if resolver == "recorded" and note.startswith("settled as the fork did before"):
+    if resolver == "recorded" and not note.startswith("recorded resolution") and "as the fork did" in note:
         resolver = "history"
     where = f" [{language(path)}]" if path else ""
     out = []

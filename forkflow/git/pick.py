@@ -998,6 +998,15 @@ class MemoryPicker:
                 return d
         return None
 
+    def modifies_missing(self, sha: str, tree_id: str) -> bool:
+        """Whether the commit changes a file that the tree lacks (a delete/modify when it is
+        picked onto that tree, renames aside); read from ids and paths only, no merge."""
+        tree = self.repo.get(tree_id)
+        if not isinstance(tree, pygit2.Tree):
+            return False
+        return any(before is not None and after is not None and _entry(tree, path) is None
+                   for path, before, after in self._changes(sha))
+
     def conflicts_where(self, tree_id: str, sha: Sha, blocking: Sequence[Dependency]) -> bool:
         """Whether picking `sha` onto the tree conflicts in a file whose lines (or whole) it takes
         from a commit held back, told by merging that file alone: the pick of a commit that waits

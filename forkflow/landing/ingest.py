@@ -849,7 +849,13 @@ class Ingestor:
             # empty on the fork tip itself: skipped now; empty only on the stack: once that lands
             self._stack[-1].skips.extend(sha for sha in empty if sha not in on_root)
             empty = on_root
-        self._decide(Disposition.SKIPPED, empty, f"already applied: picking it onto {base[:12]} changes nothing")
+        settled = {sha: self.settler.used[sha] for sha in empty if self.settler.used.get(sha)}
+        self._decide(Disposition.SKIPPED, [sha for sha in empty if sha not in settled],
+                     f"already applied: picking it onto {base[:12]} changes nothing")
+        for sha, used in settled.items():  # its only changes were to what the fork settled otherwise
+            how = ", ".join(f"{case.path} by {resolver}" for case, _, resolver in used)
+            self._decide(Disposition.SKIPPED, [sha], f"changes nothing on {base[:12]} once its conflicts are "
+                                                     f"settled ({how[:300]})")
 
     def _defer_conflicts(self, conflicted: Sequence[PickStep], chain: str | None) -> None:
         for step in conflicted:

@@ -6,13 +6,14 @@ from collections.abc import Callable
 
 from forkflow.conflicts.case import ConflictCase, encode
 from forkflow.conflicts.classify import ConflictKind, Region, fill_regions, regions
-from forkflow.conflicts.history import History, folder, region_key
+from forkflow.conflicts.history import History, region_key
 from forkflow.conflicts.resolvers import Proposal
 
 
 class RecordedResolver:
     """Resolutions forkflow recorded (a person's or a resolver's, by conflict key), then those the
-    fork's engineers landed in its past picks (`case.examples`, learnt by conflicts.casework)."""
+    fork's engineers landed in its past picks (`case.examples`, learnt by conflicts.casework), and
+    a delete/modify settled as the fork settled that path before (`case.settled_path`)."""
 
     name = "recorded"
 
@@ -22,6 +23,11 @@ class RecordedResolver:
 
     def propose(self, case: ConflictCase) -> Proposal | None:
         self.last_reason = ""
+        if case.kind is ConflictKind.DELETE_MODIFY:
+            proposal = path_proposal(case, case.settled_path)
+            if proposal is None:
+                self.last_reason = "the fork never settled a delete/modify of this path (or folder) before"
+            return proposal
         if not case.kind.is_text or not case.key:
             self.last_reason = f"a {case.kind.value} conflict has no regions"
             return None
@@ -79,17 +85,22 @@ class HistoryResolver:
 
     def _path(self, case: ConflictCase) -> Proposal | None:
         deleted_by = "fork" if case.ours is None else "upstream"
-        found = self.history.paths.get((case.path, deleted_by))
-        if found is None:
-            # the fork's newest delete/modify in the same folder, by the same side, was deleted
-            # again: so is this one (CI workflows the fork does not run); keeping is not carried over
-            near = self.history.folders.get((folder(case.path), deleted_by))
-            if near is not None and near[0] == "delete":
-                return Proposal(None, f"deleted, as the fork did last with {deleted_by}'s deletion of a "
-                                      f"file in the same folder ({near[1]})")
+        proposal = path_proposal(case, self.history.settled_path(case.path, deleted_by))
+        if proposal is None:
             self.last_reason = f"the fork never settled {deleted_by}'s deletion of this path before"
-            return None
-        kept, where = found
-        content = None if kept == "delete" else case.ours if kept == "fork" else case.theirs
-        return Proposal(content, f"{'deleted' if content is None else 'kept ' + kept + chr(39) + 's file'}, "
-                                 f"as the fork did before ({where})")
+        return proposal
+
+
+def path_proposal(case: ConflictCase, settled: tuple[str, str, bool] | None) -> Proposal | None:
+    """A delete/modify settled as the fork settled the same path (or, for a deletion, the newest one
+    in the same folder) before; None when it never did."""
+    if settled is None:
+        return None
+    kept, where, by_folder = settled
+    deleted_by = "fork" if case.ours is None else "upstream"
+    if by_folder:
+        return Proposal(None, f"deleted, as the fork did last with {deleted_by}'s deletion of a "
+                              f"file in the same folder ({where})")
+    content = None if kept == "delete" else case.ours if kept == "fork" else case.theirs
+    return Proposal(content, f"{'deleted' if content is None else 'kept ' + kept + chr(39) + 's file'}, "
+                             f"as the fork did before ({where})")
