@@ -67,8 +67,8 @@ def test_until_the_rule_earns_its_record_a_person_decides(cli, builder: ForkBuil
                                 for t in c["tried"])
 
 
-def test_the_backtest_reads_deletions_in_picks_older_than_it_replays_whole(
-        cli, builder: ForkBuilder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_backtest_reads_deletions_in_picks_older_than_it_replays_whole(  # type: ignore[no-untyped-def]
+        cli, builder: ForkBuilder, monkeypatch) -> None:
     fork, _, _ = _fork(cli, builder, past=4, trust="")
     from forkflow.git.repo import Repo
 
