@@ -758,7 +758,17 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:t
                             r"^# error: command failed with exit status|"
                             # a line that points at the error above it (`Got fatal signal from worker
                             # processes, shutting down. See stack trace above for root cause issue.`)
-                            r"\bsee (?:the )?(?:[\w-]+ ){0,3}above\b")
+                            r"\bsee (?:the )?(?:[\w-]+ ){0,3}above\b|"
+                            # a line that points at a log elsewhere (`See log at x.txt for details.`)
+                            r"\bsee\b.{0,120}\bfor (?:more |the )?details\b|"
+                            # a tool's word that a command, step, job or target failed, saying no why
+                            # (`error Command failed with exit code 1.`, `The step 'Run tests' failed`,
+                            # tox's `py311: commands failed`, make's `recipe for target 'x' failed`)
+                            r"\b(?:failed|exited|returned) with (?:exit )?(?:code|status) -?\d+\W*$|"
+                            r"\b(?:step|job|commands?|target|task|stage)(?: '[^'\n]*'| \"[^\"\n]*\"| [\w.:/-]+)? failed\W*$|"
+                            r"subprocess-exited-with-error|"
+                            # a build system's verdict on a test or target: `//tests:unit FAILED in 12.3s`
+                            r"^\S+ (?:FAILED|FAIL|Failed)(?: in (?:\d+ out of \d+ in )?[\d.]+\s*m?s)?\s*$")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
@@ -776,12 +786,19 @@ def generic_line(text: str) -> tuple[str, int, str]:
     """`generic_key`, and the line the key was taken from."""
     # searched from the end in blocks of whole lines: the line is usually near the end
     end, size = len(text), 2048
+    counts: list[int] = []  # where the last closing counts of failures start, last first
     while end > 0:
         start = text.rfind("\n", 0, end - size) + 1 if end > size else 0
-        found = _generic_line(text, start, end)
+        found = _generic_line(text, start, end, counts)
         if found:
             return found
         end, size = start, size * 4
+    if counts:
+        # no line says what went wrong: a closing count of failures says more than the last line
+        for lo in counts:
+            found = _error_line(text, lo, True)
+            if found:
+                return found
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
         last = lines[-1].strip()
@@ -842,7 +859,7 @@ _CMAKE_HEAD = re.compile(r"^\S+\.cmake:\d+ \([\w-]+\):[ \t]*$|^\S*CMakeLists\.tx
 _LIT_ID = re.compile(r"^([A-Za-z][\w.+-]*(?: [\w.+-]+)* :: )((?:[^\s/]+/)*)[^\s/]+$")
 
 
-def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | None:
+def _generic_line(text: str, start: int, end: int, counts: list[int]) -> tuple[str, int, str] | None:
     """The last line of text[start:end] (whole lines) that says error/failed."""
     # one scan for the words, then only the lines that hold one are looked at, last first
     block = text[start:end]
@@ -861,6 +878,8 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | Non
         if got:
             best = (lo, got)
             break
+        if len(counts) < 8 and _is_count_at(text, lo):
+            counts.append(lo)
     # an exception whose name says neither error nor exception (`OutOfResources: ...`), after
     # that line: one pass over what follows it, usually a few lines
     after = text.find("\n", best[0]) + 1 if best else start
@@ -879,8 +898,14 @@ def _generic_line(text: str, start: int, end: int) -> tuple[str, int, str] | Non
 _CAMEL_NAME_REVERSED = re.compile(r" :(?!gninraW)[a-z0-9]+[A-Z](?:[a-z0-9]*[A-Z])+(?![\w])")
 
 
-def _error_line(text: str, lo: int) -> tuple[str, int, str] | None:
-    """The key of the line starting at `lo` when it says what went wrong, else None."""
+def _is_count_at(text: str, lo: int) -> bool:
+    hi = text.find("\n", lo)
+    return counts_only(text[lo: len(text) if hi < 0 else hi].strip())
+
+
+def _error_line(text: str, lo: int, counts: bool = False) -> tuple[str, int, str] | None:
+    """The key of the line starting at `lo` when it says what went wrong, else None (also for
+    a closing count of failures, unless `counts`)."""
     hi = text.find("\n", lo)
     line = text[lo: len(text) if hi < 0 else hi].strip()
     # an exception line is the error even when its message sounds like a harness's
@@ -890,7 +915,7 @@ def _error_line(text: str, lo: int) -> tuple[str, int, str] | None:
     exc = found_exc is not None and found_exc[0] != "Error: "
     if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
             or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
-            or (not exc and _UNINFORMATIVE.search(line)):
+            or (not exc and (_UNINFORMATIVE.search(line) or (not counts and counts_only(line)))):
         return None
     following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []
     i = text.count("\n", 0, lo)
@@ -903,6 +928,27 @@ def _error_line(text: str, lo: int) -> tuple[str, int, str] | None:
     error = strip_test_prefix(line)
     inner = unwrapped(error)  # read whole, before the message is cut
     return (from_exception(inner) if inner else _unwrap(from_exception(error), following)), i, line
+
+
+# The words of a runner's closing count (`Tests failed: 3 of 120`, `ERROR: 3 test(s) failed`,
+# `Executed 1 out of 1 test: 1 fails locally.`, `FAIL: 3/120 (2.5%)`): a line made of numbers
+# and these words only counts failures, whatever its order; the error is elsewhere.
+_COUNT_WORDS = frozenset(
+    "test tests s case cases check checks suite suites failed failures failure fail fails failing error errors "
+    "passed pass passes skipped xfailed xpassed warnings warning deselected selected total summary of out in "
+    "ran run executed and with locally remotely result results ms sec secs seconds m min h".split())
+_COUNT_FAIL = frozenset("failed failures failure fail fails failing error errors".split())
+_COUNT_TOKEN = re.compile(r"[A-Za-z]+|\d+")
+
+
+def counts_only(line: str) -> bool:
+    """Whether `line` is a count of failures and nothing else (see `_COUNT_WORDS`)."""
+    if len(line) > 200:
+        return False
+    tokens = _COUNT_TOKEN.findall(line.lower())
+    words = [t for t in tokens if not t.isdigit()]
+    return len(words) < len(tokens) and all(w in _COUNT_WORDS for w in words) \
+        and any(w in _COUNT_FAIL for w in words)
 
 
 def _dispatch_exception(before: str, after: str) -> str | None:
@@ -931,12 +977,21 @@ PARSERS: dict[FailureKind, Parser] = {
 # a device's architecture: `sm_120`, `sm_90a`, `gfx942`, `compute capability 8.6`
 _ARCH = re.compile(r"(?<![\w-])(sm_\d{2,3}[af]?|gfx\d{3,4}[a-z]?)(?![\w-])|"
                    r"(?i:compute capability)[: ]+\(?(\d{1,2})[.,] ?(\d)\b")
+# the packages of the field's serving and kernel stacks, as a log prints their version: a server's
+# banner (`vLLM API server version 0.10.0`), a requirement (`xformers==0.0.28`), a wheel's or
+# source tree's name (`flashinfer-0.1.1+cu121torch2.3`)
+_PACKAGE_FACTS = tuple(
+    (name.replace("[-_]", "-"), re.compile(
+        rf"(?i)(?<![\w.-]){name}(?:(?: [a-z]+){{0,3}} version)?\s*(?:==|:|-|\s)\s*v?(\d+\.\d+(?:\.\d+)?)(?!\w)"))
+    for name in ("vllm", "sglang", "flashinfer", "xformers", "flash[-_]attn", "transformers", "deepspeed",
+                 "jaxlib"))
 _ENV_FACTS = (
     ("driver", re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)(?:\.\d+)*")),
     ("cuda", re.compile(r"(?i)\bcuda(?: version| runtime version| toolkit)?\s*[:=]?\s*v?(\d{2}\.\d)\b")),
     ("rocm", re.compile(r"(?i)\b(?:rocm|hip)(?: version)?\s*[:=]?\s*v?(\d\.\d)\b")),
     ("torch", re.compile(r"(?i)(?<![\w-])(?:torch|pytorch)(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
     ("triton", re.compile(r"(?i)(?<![\w-])(?:pytorch-)?triton(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
+    *_PACKAGE_FACTS,
 )
 
 
@@ -991,13 +1046,29 @@ def env_key(text: str, window: str) -> str:
     if arch:
         return arch[0]
     dev = _DEVICE.search(window)
-    return " ".join(dev[0].split()) if dev else ""
+    if dev:
+        return " ".join(dev[0].split())
+    # no device named: for a build without the device's kernels, the version of the package
+    # built so (it fails the same way on every device that build left out)
+    return _first_package(window) if _NO_KERNEL.search(text) else ""
+
+
+_NO_KERNEL = re.compile(r"(?i)no kernel image|NoBinaryForGpu|invalid device function|not compatible with the current|"
+                        r"unsupported gpu")
+
+
+def _first_package(window: str) -> str:
+    """The first of the field's packages the window prints a version of (`vllm 0.10.0`)."""
+    found = [(m.start(), f"{name} {m[1]}") for name, rx in _PACKAGE_FACTS for m in [rx.search(window)] if m]
+    return min(found)[1] if found else ""
 
 
 # Errors whose cause depends on where they ran: the device's architecture keys them apart.
 ENV_SENSITIVE = re.compile(
     r"(?i)no kernel image|NoBinaryForGpu|invalid device function|not compatible with the current|"
     r"kernel image is invalid|gpu-name|gpu architecture|unsupported gpu|out of resource|Error \[ZE\]|"
+    # ptxas's limits are the architecture's: registers, shared memory
+    r"register allocation failed|too much shared data|"
     r"too many resources|undefined symbol|cannot open shared object|not found \(required by|"
     r"driver version is insufficient|driver.{0,40}too old|PTX was compiled|unsupported toolchain|"
     r"ImportError|ModuleNotFoundError|NCCL|RCCL")

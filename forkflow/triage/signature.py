@@ -48,7 +48,10 @@ MAX_SIGNATURE = 600
 # 7: what the OOM killer killed (a compiler or linker, a job past its cgroup limit), NCCL's
 # `Last error:` detail under its collective failure, a device compiler's summary line, a
 # diagnostic cut by a hard wrap.
-SIGNATURE_VERSION = 7
+# 8: the tag every line of a block shares, whatever its shape; closing counts and a tool's word
+# that a step failed yield to the error above them; the version of the package built without the
+# device's kernels, and the architecture of ptxas's resource limits.
+SIGNATURE_VERSION = 8
 
 K = FailureKind
 
@@ -713,10 +716,86 @@ def clean_window(text: str, has_marks: bool | None = None) -> str:
     # runners prefix every line of their part of the log: lines sampled across the window tell
     if _NL_PREFIX.search("\n" + _sample_lines(text)):
         text = _strip_prefixes(text)
+    text = strip_shared_prefixes(text)
     if has_marks is False:
         return text
     text = _drop_footers(text)
     return _TEARDOWN.sub("", text) if "Exception ignored in" in text else text
+
+
+# ----- prefixes of any shape: what every line of a block starts with --------------------------
+# A process, a runner or a logger may put a tag of any shape before each line it relays
+# (`(EngineCore_DP0 pid=2321) `, `Dec  6 18:47:06 node-3 python[123]: `, `[pod/job-7f9c/trainer] `).
+# No list of shapes covers them all: such a tag is what consecutive lines of a block share, up
+# to a space, once digits are set aside (times, pids and ranks change from line to line), while
+# what follows it is the block's own text, indented here and not there (a traceback's frames
+# under its header).  Repeated content (make's `make[2]: *** `, ninja's `[3/16] `, a stack
+# dump's `#0 `) is never indented one line and not the next, and is left alone.
+PREFIX_SCAN = 200      # characters of a line compared
+MIN_PREFIX_RUN = 3     # lines that must share a tag
+_DIGITS_FOLD = str.maketrans("0123456789", "0000000000")
+_TAG_MARK = re.compile(r"[\d()\[\]<>|:]")
+_LOCATION_TAG = re.compile(r"^\S+\.\w+:\d+(?::\d+)?:$")  # `file.mlir:12:5:`: a diagnostic's own
+
+
+def _common(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _tag_end(folded: str, limit: int) -> int:
+    """The length of the longest tag of `folded` within its first `limit` characters: it ends
+    at a blank after a non-blank, holds a digit, a bracket or a `:`/`|`, and is no comment or
+    location; 0 when there is none."""
+    k = limit
+    while k > 0:
+        if (folded[k - 1] in " \t" and k > 1 and folded[k - 2] not in " \t") or folded[k - 1] in _TAG_ENDS:
+            tag = folded[:k].strip()
+            if (len(tag) >= 2 or tag == "|") and tag[0] != "#" and _TAG_MARK.search(tag) \
+                    and not _LOCATION_TAG.match(tag):
+                return k
+        k -= 1
+    return 0
+
+
+_TAG_ENDS = ":])|>"
+
+
+def strip_shared_prefixes(text: str) -> str:
+    """`text` without the tags its blocks of lines share (see above); linear in its length."""
+    if "\n" not in text:
+        return text
+    lines = text.split("\n")
+    folded = [ln[:PREFIX_SCAN].translate(_DIGITS_FOLD) for ln in lines]
+    # common prefix of each line with the next
+    common = [_common(folded[i], folded[i + 1]) for i in range(len(lines) - 1)] + [0]
+    out: list[str] = []
+    i = 0
+    changed = False
+    while i < len(lines):
+        j, shared = i, PREFIX_SCAN
+        while j < len(lines) - 1 and common[j] > 1 and _tag_end(folded[j], min(common[j], shared)) > 0:
+            shared = min(shared, common[j])
+            j += 1
+        end = _tag_end(folded[i], shared) if j - i + 1 >= MIN_PREFIX_RUN else 0
+        if end:
+            rest = [ln[end:] for ln in lines[i:j + 1]]
+            # (a tag padded to a width: `INFO:     `)
+            pad = min((len(r) - len(r.lstrip(" \t")) for r in rest if r.strip()), default=0)
+            rest = [r[pad:] for r in rest]
+            # a block's own text: a line that starts with a word, another indented under it (not
+            # the columns of a table, right-aligned numbers)
+            if any(r[:2] == "  " or r[:1] == "\t" for r in rest) and any(r[:1].isalpha() for r in rest):
+                out += rest
+                changed = True
+                i = j + 1
+                continue
+        out += lines[i:j + 1]
+        i = j + 1
+    return "\n".join(out) if changed else text
 
 
 # a line that is neither empty nor quoted; the quote's marker (`> `, `>` on a blank line)
