@@ -125,6 +125,34 @@ def test_ptxas_resource_limits_are_keyed_by_the_architecture() -> None:
     assert hopper.key == again.key != blackwell.key
 
 
+def test_a_trigger_inside_a_program_errors_quotes_is_a_name_not_an_event() -> None:
+    attr = signature_of('Traceback (most recent call last):\n  File "a.py", line 1, in <module>\n    cfg.Timeout\n'
+                        "AttributeError: 'Config' object has no attribute 'Timeout'\n")
+    kw = signature_of("E   TypeError: connect() got an unexpected keyword argument 'Timeout'\n")
+    oom = signature_of("E   AssertionError: 'CUDA out of memory' not found in 'ok'\n")
+    crash = signature_of("E   AssertionError: 'Segmentation fault' != 'ok'\n")
+    assert attr.text == "EXCEPTION: AttributeError: 'Config' object has no attribute 'Timeout'"
+    assert kw.kind is oom.kind is crash.kind is FailureKind.EXCEPTION
+    # the same words reported by the runtime, or quoted by a library's own warning, still fire
+    assert signature_of("RuntimeError: CUDA error: out of memory\n").kind is FailureKind.OOM
+    assert signature_of("node1:12:12 [0] init.cc:194 NCCL WARN Cuda failure 'out of memory'\n").kind is FailureKind.OOM
+
+
+def test_a_trigger_on_an_info_line_is_no_event() -> None:
+    sig = signature_of("INFO setting Timeout to 30s\nI0509 20:19:45.972918 12 main.cc:12] Timeout armed\n"
+                       'Traceback (most recent call last):\n  File "a.py", line 1, in <module>\nKeyError: \'x\'\n')
+    assert sig.text == "EXCEPTION: KeyError: 'x'"
+    # a timeout the log reports at a warning or error level still is one
+    assert signature_of("WARNING worker 3: Timeout after 600s\n").kind is FailureKind.TIMEOUT
+
+
+def test_a_sentence_that_ends_in_killed_is_no_oom_kill() -> None:
+    assert signature_of("E   AssertionError: expected process to be Killed\n").kind is FailureKind.EXCEPTION
+    for log in ("Downloading torch-2.1.0.whl (776.8 MB)\nKilled\n",
+                "/bin/sh: line 1:  1234 Killed                  python train.py\n"):
+        assert signature_of(log).text == "INFRA: host out of memory (OOM killer)"
+
+
 # ----- hostile input: every new pattern stays linear ------------------------------------------
 
 def _timed(text: str) -> float:
@@ -145,6 +173,16 @@ def test_shared_prefixes_stay_linear_on_hostile_blocks() -> None:
     t0 = time.perf_counter()
     strip_shared_prefixes(colons)
     assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.security
+def test_incidental_hits_stay_linear_on_hostile_lines() -> None:
+    # a huge program-error line made of quotes and triggers, and a million quoted triggers
+    quotes = "E   AssertionError: " + "'Timeout' " * 100_000 + "\n"
+    levels = "".join("INFO " * 50 + "Timeout\n" for _ in range(20_000))
+    frames = "".join('  File "a.py", line 1, in f\n    x = "Segmentation fault"\n' for _ in range(20_000))
+    for text in (quotes, levels, frames):
+        assert _timed(text) < 2.0
 
 
 @pytest.mark.security

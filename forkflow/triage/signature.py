@@ -117,8 +117,10 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     # runner faults that say so unambiguously: the signature is the family, never the test
     *_infra(_OOM_KILLER, "oom-kill", "OOMKilled", "Out of memory: Killed process",
             "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
+    # the shell's word on a job it lost (`Killed`, `line 1: 1234 Killed  python x.py`), not a
+    # sentence that ends with the word
     *_infra(_OOM_KILLER, "Killed",
-            verify=r"(?:^|[\s:\]|])Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
+            verify=r"(?:^|[\s:\]|])(?<![a-z] )Killed(?:\s+\S*(?:python|pytest)\S*.*|\s*$|\s+process)"),
     *_infra("port already in use", "Address already in use", "EADDRINUSE"),
     *_infra("NCCL watchdog timeout", "Watchdog caught collective operation timeout"),
     # the InfiniBand transport between nodes gave up on a work request (NCCL's `NET/IB : Got
@@ -221,6 +223,44 @@ def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
     return rx.search(buf[lo: hi if hi >= 0 else len(buf)].decode("utf-8", "replace")) is not None
 
 
+# A trigger's words fire a kind only where they report an event.  A logger's INFO or DEBUG line
+# reports none (`INFO setting Timeout to 30s`), and within a program error's quotes they are a
+# name or a value (`AttributeError: ... no attribute 'Timeout'`, `AssertionError: 'CUDA out of
+# memory' not found in ...`), whatever the words.
+_LEVEL = re.compile(r"(?:^|[\s\[(|:])(INFO|DEBUG|TRACE|WARNING|WARN|ERROR|CRITICAL|FATAL|SEVERE)\b|"
+                    r"(?:^|[\s\[])([IWEF])\d{4} \d\d:\d\d")
+_PROGRAM_ERROR = re.compile(r"(?:^|[\s:>])(?:E\s+)?(?:[\w.]+\.)?(?:AttributeError|KeyError|NameError|TypeError|IndexError|"
+                            r"AssertionError|UnboundLocalError)\b|^\s*(?:E\s+)?assert\b")
+_QUOTED = re.compile(r"(?<![\w'])'[^'\n]*'(?![\w'])|\"[^\"\n]*\"")
+_FRAME_LINE = re.compile(rb'^\s*(File) "[^"\n]*", line \d+, in \S+\s*$')
+INCIDENTAL_SPAN = 2000  # characters of the hit's line looked at, before and after it
+MAX_INCIDENTAL = 256    # incidental hits set aside in one chunk; past that, hits count as before
+
+
+def _incidental(buf: bytes, pos: int, trig: Trigger) -> bool:
+    """Whether the trigger's hit at `pos` is incidental (see above): on an INFO or DEBUG line,
+    or inside quotes on a program error's line."""
+    lo = max(buf.rfind(b"\n", 0, pos) + 1, pos - INCIDENTAL_SPAN)
+    hi = buf.find(b"\n", pos, pos + INCIDENTAL_SPAN)
+    head = buf[lo:pos].decode("utf-8", "replace")
+    level = None
+    for level in _LEVEL.finditer(head):
+        pass
+    if level is not None and (level[1] in ("INFO", "DEBUG", "TRACE") or level[2] == "I"):
+        return True
+    if lo > 0 and buf[lo - 1:lo] == b"\n" and head[:1].isspace():
+        # a traceback's source line, indented under its frame: code, not an event
+        prev = buf[max(buf.rfind(b"\n", 0, lo - 1) + 1, lo - 1 - INCIDENTAL_SPAN):lo - 1]
+        frame = _FRAME_LINE.match(prev)
+        if frame and len(head) - len(head.lstrip()) > frame.start(1):
+            return True
+    if b"'" in trig.literal or b"`" in trig.literal or b'"' in trig.literal or not _PROGRAM_ERROR.search(head):
+        return False
+    line = buf[lo: hi if hi >= 0 else min(len(buf), pos + INCIDENTAL_SPAN)].decode("utf-8", "replace")
+    at = len(head)
+    return any(m.start() < at < m.end() for m in _QUOTED.finditer(line))
+
+
 # A kind counts only when its last hit is within this many lines before the last hit of all.
 DEFAULT_REACH = 400
 REACH_BYTES = 64 * 1024
@@ -273,6 +313,7 @@ class Scanner:
         if marks:
             self._mark(marks)
         found: dict[FailureKind, tuple[int, str]] = {}
+        skipped = 0
         for idx, start, end in reversed(matches):
             if end <= seen:
                 break
@@ -280,6 +321,9 @@ class Scanner:
                 continue
             trig = TRIGGERS[idx]
             if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
+                continue
+            if skipped < MAX_INCIDENTAL and _incidental(buf, start, trig):
+                skipped += 1  # (bounded: a chunk of nothing but such lines costs no more)
                 continue
             if trig.kind is K.EXCEPTION and _is_teardown(buf, start):
                 continue
