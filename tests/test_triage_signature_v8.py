@@ -115,6 +115,19 @@ def test_a_build_without_the_devices_kernels_is_keyed_by_the_packages_version() 
     assert "[on" not in shapes.text
 
 
+@pytest.mark.parametrize("device, name", [
+    ("GPU 0: NVIDIA A10G", "A10G"), ("GPU: NVIDIA L40S", "L40S"), ("NVIDIA GH200 480GB", "GH200"),
+    ("GPU: B200, driver 570", "B200"), ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "RTX PRO 6000"),
+    ("AMD Radeon PRO W7900", "Radeon PRO W7900"), ("Intel(R) Data Center GPU Flex 170", "Data Center GPU Flex 170"),
+    ("NVIDIA Jetson AGX Orin", "Jetson AGX Orin"),
+])
+def test_a_devices_name_keys_an_error_that_depends_on_it(device: str, name: str) -> None:
+    error = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    sig = signature_of(f"{device}\n{error}")
+    assert sig.text.endswith(f"[on {name}]")
+    assert sig.key != signature_of(error).key
+
+
 def test_ptxas_resource_limits_are_keyed_by_the_architecture() -> None:
     def log(arch: str) -> str:
         return ("`ptxas` stderr:\nptxas fatal   : (C7600) Register allocation failed with register count of '255'. "

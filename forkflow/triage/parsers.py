@@ -1021,9 +1021,11 @@ def environment(text: str) -> str:
 
 
 # a device's name when no architecture is printed: `Tesla V100-SXM2`, `RTX 5090`, `Arc A770`, `MI300X`
-_DEVICE = re.compile(r"\b(?:(?:Tesla|Quadro) [A-Z]?\d{1,4}|(?:RTX|GTX) ?[A-Z]?\d{3,4}(?: Ti)?|"
-                     r"Arc(?:\(TM\))? [AB]\d{3}|Data Center GPU Max \d{4}|MI\d{2,3}[AXH]?|Radeon (?:RX |Pro )?\d{3,4}[A-Z]*|"
-                     r"(?<![\w-])[ABHL]\d{2,3}(?=[- ]|\s*$)(?:[- ](?:SXM\d?|PCIe))?)\b")
+_DEVICE = re.compile(r"\b(?:(?:Tesla|Quadro) [A-Z]?\d{1,4}|(?:RTX|GTX) ?(?:PRO )?[A-Z]?\d{3,4}(?: Ti)?|"
+                     r"Arc(?:\(TM\))? [AB]\d{3}|Data Center GPU (?:Max|Flex) \d{3,4}|MI\d{2,3}[AXH]?|"
+                     r"Radeon (?:RX |Pro |PRO )?[A-Z]?\d{3,4}[A-Z]*|Jetson(?: AGX| Orin| Xavier| Nano)+|"
+                     # data-centre parts, with a variant letter (`A10G`, `L40S`) or a CPU's (`GH200`, `GB200`)
+                     r"(?<![\w-])G?[ABHL]\d{2,3}[GS]?(?=[-,;)]|\s|$)(?:[- ](?:SXM\d?|PCIe))?)\b")
 # a driver too old says what it found: `(found version 11040)`; `Driver Version: 470.86`
 _FOUND_VERSION = re.compile(r"found version (\d{4,5})\b")
 _DRIVER_VERSION = re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)")
