@@ -166,6 +166,17 @@ def test_a_sentence_that_ends_in_killed_is_no_oom_kill() -> None:
         assert signature_of(log).text == "INFRA: host out of memory (OOM killer)"
 
 
+def test_a_resource_limit_is_keyed_by_the_test_that_needs_it() -> None:
+    def log(test: str, need: int) -> str:
+        return (f"FAILED {test} - triton.runtime.errors.OutOfResources: out of resource: shared memory, "
+                f"Required: {need}, Hardware limit: 65536. Reducing block sizes or `num_stages` may help.\n")
+    a = signature_of(log("operators/test_flash_attention.py::test_op[False-dtype0-2-4-512-16]", 73728))
+    b = signature_of(log("operators/test_flash_attention.py::test_op[True-dtype0-2-4-512-16]", 81920))
+    c = signature_of(log("language/test_core.py::test_chained_reductions[in_shape1]", 73728))
+    assert a.text == "GENERIC: OutOfResources: out of resource: shared memory @ test_flash_attention.py"
+    assert a.key == b.key != c.key
+
+
 # ----- hostile input: every new pattern stays linear ------------------------------------------
 
 def _timed(text: str) -> float:

@@ -126,6 +126,8 @@ _LIBRARY = re.compile(r"(?:site|dist)-packages/(?:torch/(?:testing|_dynamo|_indu
 _GENERIC_MESSAGE = re.compile(r"^\s*(?:Tensor-likes are not (?:close|equal)!|Scalars are not (?:close|equal)!|"
                               r"PassManager::run failed|assert \w+$|True is not false|False is not true|"
                               r"\S+ not raised|$|"
+                              # a resource limit names the resource, not the kernel that needs it
+                              r"out of resource: [\w ]+$|"
                               # a message that only introduces a block it did not quote (`at 80:4:`)
                               r".*:\s*$)")
 # Wrappers that re-raise another error: the wrapped error is the signature.
