@@ -177,6 +177,18 @@ def test_a_resource_limit_is_keyed_by_the_test_that_needs_it() -> None:
     assert a.key == b.key != c.key
 
 
+def test_a_test_named_by_its_dotted_module_path_locates_a_generic_message() -> None:
+    csv = signature_of("Cases:\nop_ut,inductor.test_torchinductor.GPUTests,test_argmax_xpu\n"
+                       "AssertionError: Tensor-likes are not close!\n")
+    again = signature_of("Cases:\nop_ut,inductor.test_torchinductor.GPUTests,test_amin_xpu\n"
+                         "AssertionError: Tensor-likes are not close!\n")
+    row = signature_of("test.distributed.fsdp.test_fully_shard.TestFullyShard | test_backend | failed | "
+                       "AssertionError: Tensor-likes are not close!\n")
+    assert csv.text == "EXCEPTION: AssertionError: Tensor-likes are not close! @ test_torchinductor.py"
+    assert csv.key == again.key != row.key
+    assert row.text.endswith("@ test_fully_shard.py")
+
+
 # ----- hostile input: every new pattern stays linear ------------------------------------------
 
 def _timed(text: str) -> float:
@@ -215,7 +227,8 @@ def test_summary_rules_stay_linear_on_hostile_lines() -> None:
     words = "error " + "test " * 200_000 + "failed\n"
     steps = "step '" + "'" * 300_000 + " failed\n"
     see = "see " + "for " * 200_000 + "\n"
-    for text in (counts, words, steps, see):
+    dotted = "AssertionError: Tensor-likes are not close!\n" + "a." * 300_000 + "test_x.T\n"
+    for text in (counts, words, steps, see, dotted):
         assert _timed(text) < 2.0
 
 

@@ -177,7 +177,19 @@ def test_unit(text: str) -> str | None:
     heads = list(_UNITTEST_HEAD.finditer(tail))
     if heads and (best is None or heads[-1].start() >= best[0]):
         best = (heads[-1].start(), heads[-1][1] or heads[-1][2])
+    if best is None:
+        # a report's row or list entry that names the test by its module's dotted path
+        # (`inductor.test_torchinductor.GPUTests,test_x`, `test.dist.test_fsdp.TestFSDP | test_x`)
+        dotted = None
+        for dotted in _DOTTED_TEST.finditer(tail):
+            pass
+        if dotted:
+            return f"{dotted[1]}.py"
     return best[1] if best else None
+
+
+# a test module in a dotted path, followed by its class
+_DOTTED_TEST = re.compile(r"(?<![\w/-])(test_\w+)\.[A-Z]\w*(?=[\s,|.]|$)")
 
 
 def with_test(key: str, line: str) -> str:
