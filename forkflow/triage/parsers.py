@@ -993,19 +993,34 @@ _ARCH = re.compile(r"(?<![\w-])(sm_\d{2,3}[af]?|gfx\d{3,4}[a-z]?)(?![\w-])|"
                    r"(?i:compute capability)[: ]+\(?(\d{1,2})[.,] ?(\d)\b")
 # the packages of the field's serving and kernel stacks, as a log prints their version: a server's
 # banner (`vLLM API server version 0.10.0`), a requirement (`xformers==0.0.28`), a wheel's or
-# source tree's name (`flashinfer-0.1.1+cu121torch2.3`)
-_PACKAGE_FACTS = tuple(
-    (name.replace("[-_]", "-"), re.compile(
-        rf"(?i)(?<![\w.-]){name}(?:(?: [a-z]+){{0,3}} version)?\s*(?:==|:|-|\s)\s*v?(\d+\.\d+(?:\.\d+)?)(?!\w)"))
-    for name in ("vllm", "sglang", "flashinfer", "xformers", "flash[-_]attn", "transformers", "deepspeed",
-                 "jaxlib"))
+# source tree's name (`flashinfer-0.1.1+cu121torch2.3`).  One pattern for all: one pass.
+_PACKAGE_NAMES = ("vllm", "sglang", "flashinfer", "xformers", "flash[-_]attn", "transformers", "deepspeed", "jaxlib")
+_PACKAGES = re.compile(r"(?i)(?<![\w.-])(" + "|".join(_PACKAGE_NAMES) + r")(?:(?: [a-z]+){0,3} version)?"
+                       r"\s*(?:==|:|-|\s)\s*v?(\d+\.\d+(?:\.\d+)?)(?!\w)")
+
+
+_PACKAGE_HINTS = tuple(n.split("[")[0] for n in _PACKAGE_NAMES)
+
+
+def packages(text: str) -> list[str]:
+    """`name version` of each of the field's packages `text` prints a version of, the first
+    value of each, in order of appearance."""
+    out: dict[str, str] = {}
+    low = text.lower()
+    if not any(n in low for n in _PACKAGE_HINTS):
+        return []
+    for m in _PACKAGES.finditer(text):
+        name = m[1].lower().replace("_", "-")
+        out.setdefault(name, f"{name} {m[2]}")
+    return list(out.values())
+
+
 _ENV_FACTS = (
     ("driver", re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)(?:\.\d+)*")),
     ("cuda", re.compile(r"(?i)\bcuda(?: version| runtime version| toolkit)?\s*[:=]?\s*v?(\d{2}\.\d)\b")),
     ("rocm", re.compile(r"(?i)\b(?:rocm|hip)(?: version)?\s*[:=]?\s*v?(\d\.\d)\b")),
     ("torch", re.compile(r"(?i)(?<![\w-])(?:torch|pytorch)(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
     ("triton", re.compile(r"(?i)(?<![\w-])(?:pytorch-)?triton(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
-    *_PACKAGE_FACTS,
 )
 
 
@@ -1031,7 +1046,7 @@ def environment(text: str) -> str:
         m = rx.search(text)
         if m:
             facts.append(f"{name} {m[1]}")
-    return "; ".join(facts)
+    return "; ".join(facts + packages(text))
 
 
 # a device's name when no architecture is printed: `Tesla V100-SXM2`, `RTX 5090`, `Arc A770`, `MI300X`
@@ -1066,17 +1081,14 @@ def env_key(text: str, window: str) -> str:
         return " ".join(dev[0].split())
     # no device named: for a build without the device's kernels, the version of the package
     # built so (it fails the same way on every device that build left out)
-    return _first_package(window) if _NO_KERNEL.search(text) else ""
+    if not _NO_KERNEL.search(text):
+        return ""
+    first = _PACKAGES.search(window)
+    return f"{first[1].lower().replace('_', '-')} {first[2]}" if first else ""
 
 
 _NO_KERNEL = re.compile(r"(?i)no kernel image|NoBinaryForGpu|invalid device function|not compatible with the current|"
                         r"unsupported gpu")
-
-
-def _first_package(window: str) -> str:
-    """The first of the field's packages the window prints a version of (`vllm 0.10.0`)."""
-    found = [(m.start(), f"{name} {m[1]}") for name, rx in _PACKAGE_FACTS for m in [rx.search(window)] if m]
-    return min(found)[1] if found else ""
 
 
 # Errors whose cause depends on where they ran: the device's architecture keys them apart.

@@ -783,29 +783,44 @@ _LOCATION_TAG = re.compile(r"^\S+\.\w+:\d+(?::\d+)?:$")  # `file.mlir:12:5:`: a 
 
 
 def _common(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    """The length of the common prefix of `a` and `b` (at most PREFIX_SCAN): a binary search of
+    slice comparisons, each in C."""
+    if not a or not b or a[0] != b[0]:
+        return 0
+    n = min(len(a), len(b), PREFIX_SCAN)
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 1, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def _tag_end(folded: str, limit: int) -> int:
     """The length of the longest tag of `folded` within its first `limit` characters: it ends
-    at a blank after a non-blank, holds a digit, a bracket or a `:`/`|`, and is no comment or
-    location; 0 when there is none."""
+    at a blank after a non-blank or at one of `:])|>`, holds a digit, a bracket or a `:`/`|`,
+    and is no comment or location; 0 when there is none."""
     k = limit
-    while k > 0:
-        if (folded[k - 1] in " \t" and k > 1 and folded[k - 2] not in " \t") or folded[k - 1] in _TAG_ENDS:
-            tag = folded[:k].strip()
-            if (len(tag) >= 2 or tag == "|") and tag[0] != "#" and _TAG_MARK.search(tag) \
-                    and not _LOCATION_TAG.match(tag):
-                return k
+    for _ in range(MAX_TAG_ENDS):  # the rightmost few ends only: bounded work per line
+        k = max(folded.rfind(c, 0, k) for c in " \t:])|>") + 1
+        if k <= 0:
+            return 0
+        if folded[k - 1] in " \t" and (k < 2 or folded[k - 2] in " \t"):
+            k -= 1
+            continue
+        tag = folded[:k].strip()
+        if (len(tag) >= 2 or tag == "|") and tag[0] != "#" and _TAG_MARK.search(tag) \
+                and not _LOCATION_TAG.match(tag):
+            return k
         k -= 1
     return 0
 
 
-_TAG_ENDS = ":])|>"
+MAX_TAG_ENDS = 16
 
 
 def strip_shared_prefixes(text: str) -> str:
@@ -813,18 +828,24 @@ def strip_shared_prefixes(text: str) -> str:
     if "\n" not in text:
         return text
     lines = text.split("\n")
-    folded = [ln[:PREFIX_SCAN].translate(_DIGITS_FOLD) for ln in lines]
+    folded = text.translate(_DIGITS_FOLD).split("\n")  # (digits for digits: offsets stay)
     # common prefix of each line with the next
     common = [_common(folded[i], folded[i + 1]) for i in range(len(lines) - 1)] + [0]
     out: list[str] = []
     i = 0
     changed = False
     while i < len(lines):
-        j, shared = i, PREFIX_SCAN
-        while j < len(lines) - 1 and common[j] > 1 and _tag_end(folded[j], min(common[j], shared)) > 0:
-            shared = min(shared, common[j])
+        # the run of lines from i that share a tag, and the end of the longest tag they share
+        j, end = i, _tag_end(folded[i], common[i]) if common[i] > 1 else 0
+        while end and j < len(lines) - 1:
+            if common[j] < end:
+                shorter = _tag_end(folded[i], common[j]) if common[j] > 1 else 0
+                if not shorter:
+                    break
+                end = shorter
             j += 1
-        end = _tag_end(folded[i], shared) if j - i + 1 >= MIN_PREFIX_RUN else 0
+        if j - i + 1 < MIN_PREFIX_RUN:
+            end = 0
         if end:
             rest = [ln[end:] for ln in lines[i:j + 1]]
             # (a tag padded to a width: `INFO:     `)
