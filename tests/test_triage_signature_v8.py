@@ -222,6 +222,16 @@ def test_incidental_hits_stay_linear_on_hostile_lines() -> None:
 
 
 @pytest.mark.security
+@pytest.mark.parametrize("name", ["vllm", "torch", "cuda version", "Driver Version", "rocm", "triton"])
+def test_environment_facts_stay_linear_after_a_name_and_blank_lines(name: str) -> None:
+    # the old patterns let blanks cross lines on both sides of an optional separator: a name
+    # followed by thousands of blank lines cost seconds per signature
+    error = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+    assert _timed(name + " \n" * 6000 + error) < 1.0
+    assert _timed((name + " \t" * 1000 + "\n") * 12 + error) < 1.0
+
+
+@pytest.mark.security
 def test_summary_rules_stay_linear_on_hostile_lines() -> None:
     counts = "".join(f"{i} tests failed of {i}\n" for i in range(50_000))
     words = "error " + "test " * 200_000 + "failed\n"

@@ -991,12 +991,14 @@ PARSERS: dict[FailureKind, Parser] = {
 # a device's architecture: `sm_120`, `sm_90a`, `gfx942`, `compute capability 8.6`
 _ARCH = re.compile(r"(?<![\w-])(sm_\d{2,3}[af]?|gfx\d{3,4}[a-z]?)(?![\w-])|"
                    r"(?i:compute capability)[: ]+\(?(\d{1,2})[.,] ?(\d)\b")
+# (blanks between a name and its version are bounded and never cross a line: a window of blank
+# lines after a name must not cost a search per blank)
 # the packages of the field's serving and kernel stacks, as a log prints their version: a server's
 # banner (`vLLM API server version 0.10.0`), a requirement (`xformers==0.0.28`), a wheel's or
 # source tree's name (`flashinfer-0.1.1+cu121torch2.3`).  One pattern for all: one pass.
 _PACKAGE_NAMES = ("vllm", "sglang", "flashinfer", "xformers", "flash[-_]attn", "transformers", "deepspeed", "jaxlib")
 _PACKAGES = re.compile(r"(?i)(?<![\w.-])(" + "|".join(_PACKAGE_NAMES) + r")(?:(?: [a-z]+){0,3} version)?"
-                       r"\s*(?:==|:|-|\s)\s*v?(\d+\.\d+(?:\.\d+)?)(?!\w)")
+                       r"[ \t]{0,8}(?:==|:|-|[ \t])[ \t]{0,8}v?(\d+\.\d+(?:\.\d+)?)(?!\w)")
 
 
 _PACKAGE_HINTS = tuple(n.split("[")[0] for n in _PACKAGE_NAMES)
@@ -1016,11 +1018,11 @@ def packages(text: str) -> list[str]:
 
 
 _ENV_FACTS = (
-    ("driver", re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)(?:\.\d+)*")),
-    ("cuda", re.compile(r"(?i)\bcuda(?: version| runtime version| toolkit)?\s*[:=]?\s*v?(\d{2}\.\d)\b")),
-    ("rocm", re.compile(r"(?i)\b(?:rocm|hip)(?: version)?\s*[:=]?\s*v?(\d\.\d)\b")),
-    ("torch", re.compile(r"(?i)(?<![\w-])(?:torch|pytorch)(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
-    ("triton", re.compile(r"(?i)(?<![\w-])(?:pytorch-)?triton(?:\s+version)?\s*(?:==|:|\s)\s*v?(\d+\.\d+)\.\d")),
+    ("driver", re.compile(r"(?i)\bdriver version[ \t]{0,8}[:=]?[ \t]{0,8}(\d+)(?:\.\d+)*")),
+    ("cuda", re.compile(r"(?i)\bcuda(?: version| runtime version| toolkit)?[ \t]{0,8}[:=]?[ \t]{0,8}v?(\d{2}\.\d)\b")),
+    ("rocm", re.compile(r"(?i)\b(?:rocm|hip)(?: version)?[ \t]{0,8}[:=]?[ \t]{0,8}v?(\d\.\d)\b")),
+    ("torch", re.compile(r"(?i)(?<![\w-])(?:torch|pytorch)(?:[ \t]+version)?[ \t]{0,8}(?:==|:|[ \t])[ \t]{0,8}v?(\d+\.\d+)\.\d")),
+    ("triton", re.compile(r"(?i)(?<![\w-])(?:pytorch-)?triton(?:[ \t]+version)?[ \t]{0,8}(?:==|:|[ \t])[ \t]{0,8}v?(\d+\.\d+)\.\d")),
 )
 
 
@@ -1057,7 +1059,7 @@ _DEVICE = re.compile(r"\b(?:(?:Tesla|Quadro) [A-Z]?\d{1,4}|(?:RTX|GTX) ?(?:PRO )
                      r"(?<![\w-])G?[ABHL]\d{2,3}[GS]?(?=[-,;)]|\s|$)(?:[- ](?:SXM\d?|PCIe))?)\b")
 # a driver too old says what it found: `(found version 11040)`; `Driver Version: 470.86`
 _FOUND_VERSION = re.compile(r"found version (\d{4,5})\b")
-_DRIVER_VERSION = re.compile(r"(?i)\bdriver version\s*[:=]?\s*(\d+)")
+_DRIVER_VERSION = re.compile(r"(?i)\bdriver version[ \t]{0,8}[:=]?[ \t]{0,8}(\d+)")
 DRIVER_SENSITIVE = re.compile(r"(?i)driver|kernel image is invalid|PTX was compiled|unsupported toolchain")
 
 
