@@ -232,6 +232,17 @@ def test_environment_facts_stay_linear_after_a_name_and_blank_lines(name: str) -
 
 
 @pytest.mark.security
+def test_a_line_of_repeated_verified_triggers_stays_linear() -> None:
+    # each hit of a trigger that must be verified read its whole line: a 48 KB line of
+    # `Killed` cost 9 s, quadratic in the line's length
+    for word in ("Killed", "Timeout", "' not found"):
+        assert _timed(word * 8000) < 1.0
+        assert _timed(word * 8000 + "\nRuntimeError: CUDA error: out of memory\n") < 1.0
+    # a real verified hit after such a line is still found
+    assert signature_of("Killed" * 8000 + "\nKilled\n").kind is FailureKind.INFRA
+
+
+@pytest.mark.security
 def test_summary_rules_stay_linear_on_hostile_lines() -> None:
     counts = "".join(f"{i} tests failed of {i}\n" for i in range(50_000))
     words = "error " + "test " * 200_000 + "failed\n"

@@ -218,9 +218,11 @@ _HEAD_ERROR = re.compile(r"(?i)error\b|exception\b|\bfail|out of memory")
 
 
 def _verified(buf: bytes, pos: int, rx: re.Pattern[str]) -> bool:
-    lo = buf.rfind(b"\n", 0, pos) + 1
-    hi = buf.find(b"\n", pos)
-    return rx.search(buf[lo: hi if hi >= 0 else len(buf)].decode("utf-8", "replace")) is not None
+    """Whether the hit's line matches `rx`; a line longer than MAX_LINE is looked at within
+    MAX_LINE either side of the hit (a megabyte line of triggers must not cost a megabyte per hit)."""
+    lo = max(buf.rfind(b"\n", max(0, pos - MAX_LINE), pos) + 1, pos - MAX_LINE)
+    hi = buf.find(b"\n", pos, pos + MAX_LINE)
+    return rx.search(buf[lo: hi if hi >= 0 else min(len(buf), pos + MAX_LINE)].decode("utf-8", "replace")) is not None
 
 
 # A trigger's words fire a kind only where they report an event.  A logger's INFO or DEBUG line
@@ -313,15 +315,20 @@ class Scanner:
         if marks:
             self._mark(marks)
         found: dict[FailureKind, tuple[int, str]] = {}
-        skipped = 0
+        skipped = refused = 0
         for idx, start, end in reversed(matches):
             if end <= seen:
                 break
             if idx >= _N_TRIGGERS:
                 continue
             trig = TRIGGERS[idx]
-            if trig.kind in found or (trig.verify and not _verified(buf, start, trig.verify)):
+            if trig.kind in found:
                 continue
+            if trig.verify:
+                # (bounded: past MAX_INCIDENTAL refusals in a chunk, such hits are refused unread)
+                if refused >= MAX_INCIDENTAL or not _verified(buf, start, trig.verify):
+                    refused += 1
+                    continue
             if skipped < MAX_INCIDENTAL and _incidental(buf, start, trig):
                 skipped += 1  # (bounded: a chunk of nothing but such lines costs no more)
                 continue
