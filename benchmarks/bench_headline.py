@@ -18,7 +18,11 @@ D; days behind = upstream tip's date minus that commit's (the fork point's witho
     branch, read from git alone: handled is (a)'s, plus every upstream commit a new commit names in
     an `Upstream-Commit:` trailer, plus every commit whose pick onto the new tip changes nothing
     (git's three-way file merge gives the new tip's files back: already applied; forkflow skips them
-    as empty).  They must agree.  Beside
+    as empty); and, where forkflow recorded them SKIPPED (decisions, not facts of the tree: a
+    commit forkflow keeps open for a person stays open here too), those git confirms as changing
+    only such files and files the fork had deleted before the run (moot; counted apart), or as
+    settled by a revert (an open upstream commit that an upstream commit reverts, and that revert
+    when open).  A pick the fork backed out is open again, as forkflow counts it.  They must agree.  Beside
     them, what forkflow's headline shows: the oldest open commit, open conflicts, and days behind
     were the held commits deferred (the figure `status` gave before, 0.0).
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,34 +104,63 @@ def trailers(down: Path, old: str, new: str) -> set[str]:
     return {line.split()[1] for line in out.splitlines() if line.startswith("Upstream-Commit: ") and len(line.split()) > 1}
 
 
+REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+
+
+def reverted(down: Path, open_shas: set[str], all_shas: set[str]) -> set[str]:
+    """Open upstream commits an upstream commit reverts (the pair changes nothing together), with
+    that revert when it is open too.  (A pick the fork backed out is open again: not counted.)"""
+    out: set[str] = set()
+    for sha in all_shas:
+        body = git(down, "show", "-s", "--format=%B", sha)
+        for r in REVERTS.findall(body):
+            match = [o for o in open_shas if o.startswith(r)]
+            if match:
+                out.update(match)
+                if sha in open_shas:
+                    out.add(sha)
+    return out
+
+
 def _blob(down: Path, rev: str, path: str) -> str | None:
     p = subprocess.run(["git", "-C", str(down), "rev-parse", "-q", "--verify", f"{rev}:{path}"],
                        capture_output=True, text=True, env=ENV)
     return p.stdout.strip() if p.returncode == 0 else None
 
 
-def already_applied(down: Path, tip: str, shas: list[str]) -> set[str]:
+def already_applied(down: Path, tip: str, shas: list[str], old_tip: str, fork_point: str) -> tuple[set[str], set[str]]:
     """The commits whose change the tip already has: for each file the commit changes, git's own
     three-way file merge (`git merge-file`: base = the commit's parent, ours = the tip, theirs = the
-    commit) gives the tip's file back, so picking it changes nothing."""
+    commit) gives the tip's file back, so picking it changes nothing; and, apart, those of them that
+    change files the fork had deleted before the run (there at the fork point, absent at `old_tip`
+    and at the tip): a change to a file the fork removed is moot, whatever its content."""
     out: set[str] = set()
+    moot: set[str] = set()
     tmp = Path(tempfile.mkdtemp(prefix="ff-bench-headline-merge-"))
     try:
         for sha in shas:
             paths = git(down, "diff-tree", "--no-commit-id", "--no-renames", "-r", "--name-only", f"{sha}^", sha).split("\n")
-            if all(p and _applied(down, tmp, tip, sha, p) for p in paths if p) and any(paths):
+            verdicts = [_applied(down, tmp, tip, sha, p, old_tip, fork_point) for p in paths if p]
+            if verdicts and all(verdicts):
                 out.add(sha)
+                if "deleted" in verdicts:
+                    moot.add(sha)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    return out, moot
 
 
-def _applied(down: Path, tmp: Path, tip: str, sha: str, path: str) -> bool:
+def _applied(down: Path, tmp: Path, tip: str, sha: str, path: str, old_tip: str, fork_point: str) -> str:
+    """'same' or 'merged' when the tip has the commit's change to the file, 'deleted' when the fork
+    had deleted the file the commit changes, '' otherwise."""
     base, theirs, ours = _blob(down, f"{sha}^", path), _blob(down, sha, path), _blob(down, tip, path)
     if theirs == ours:
-        return True  # the same content, or deleted on both
+        return "same"  # the same content, or deleted on both
+    if ours is None and base is not None and theirs is not None and _blob(down, old_tip, path) is None \
+            and _blob(down, fork_point, path) is not None:
+        return "deleted"
     if base is None or theirs is None or ours is None:
-        return False
+        return ""
     files = []
     for name, blob in (("ours", ours), ("base", base), ("theirs", theirs)):
         f = tmp / name
@@ -134,7 +168,7 @@ def _applied(down: Path, tmp: Path, tip: str, sha: str, path: str) -> bool:
                                      check=True).stdout)
         files.append(str(f))
     merged = subprocess.run(["git", "merge-file", "-p", *files], capture_output=True)
-    return merged.returncode == 0 and merged.stdout == (tmp / "ours").read_bytes()
+    return "merged" if merged.returncode == 0 and merged.stdout == (tmp / "ours").read_bytes() else ""
 
 
 def measure(pair: Path, scratch: Path) -> dict[str, Any]:
@@ -154,12 +188,18 @@ def measure(pair: Path, scratch: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     ingest = forkflow(down, "ingest", "--land", ok=(0, 4, 5))
     ingest_s = time.perf_counter() - t0
-    after = forkflow(down, "status")
+    after = forkflow(down, "status", "--commits")
+    # a moot change or a revert is a decision, not a fact of the tree: counted where forkflow made
+    # it (and git confirms it), never where forkflow keeps the commit open for a person
+    skipped = {c["sha"] for c in after["commits"] if c["disposition"] == "SKIPPED"}
     new_tip = git(down, "rev-parse", "main").strip()
     landed = trailers(down, old_tip, new_tip)
     rest = [c["sha"] for c in commits if c["sha"] not in handled and c["sha"] not in landed]
-    empty = already_applied(down, new_tip, rest)
-    truth_b, point_b = rule_days(commits, handled | landed | empty, tip_date, fork_point_date)
+    empty, moot = already_applied(down, new_tip, rest, old_tip, meta["fork_point"])
+    empty -= moot - skipped
+    moot &= skipped
+    reverts = (reverted(down, set(rest) - empty, {c["sha"] for c in commits}) & skipped) - handled - landed - empty
+    truth_b, point_b = rule_days(commits, handled | landed | empty | reverts, tip_date, fork_point_date)
     h = after["headline"]
     return {
         "pair": pair.name, "date": meta["date"][:10], "upstream_commits": len(commits),
@@ -171,6 +211,7 @@ def measure(pair: Path, scratch: Path) -> dict[str, Any]:
             "agree": after["days_behind"] == truth_b,
             "forkflow_point": after["ingestion_point"]["sha"][:12], "rule_point": point_b[:12],
             "landed_by_trailer": len(landed), "already_applied": len(empty),
+            "of_them_changing_files_the_fork_deleted": len(moot), "settled_by_a_revert": len(reverts),
             "oldest_open": h["oldest_open"], "open_commits": h["open_commits"], "held_commits": h["held_commits"],
             "open_conflicts": h["open_conflicts"], "if_deferred_days": h["if_deferred"]["days_behind"],
             "ingest_seconds": round(ingest_s, 1), "ingest_units": len(ingest.get("units", [])),
