@@ -397,19 +397,19 @@ def validate(v: Validator, req: ValidateRequest, reporter: Reporter | None = Non
         green = v.journal.last_green_run(req.tier)
         if green is not None:
             run_findings += [f.message for f in removed_suites(inventory, green.inventory, settings.retired)]
-    worktree = WorktreeCache(v.repo).checkout(sha)
-    for suite in suites:
-        check_command(suite, worktree)
-    planned = build_jobs(v.runs_dir, suites, plan, worktree, sha, last_green)
-    runner_name = req.runner or settings.runner
-    runner = make_runner(runner_name, RunnerOptions(jobs=settings.jobs,
-                                                    address=req.ray_address or settings.ray_address))
-    try:
-        runner.check([p.job for p in planned])
-        return _execute(v, req, runner, planned, plan, sha, base, inventory, run_findings,
-                        settings.shrink_tolerance, say)
-    finally:
-        runner.close()
+    with WorktreeCache(v.repo).using(sha) as worktree:  # no other forkflow prunes it meanwhile
+        for suite in suites:
+            check_command(suite, worktree)
+        planned = build_jobs(v.runs_dir, suites, plan, worktree, sha, last_green)
+        runner_name = req.runner or settings.runner
+        runner = make_runner(runner_name, RunnerOptions(jobs=settings.jobs,
+                                                        address=req.ray_address or settings.ray_address))
+        try:
+            runner.check([p.job for p in planned])
+            return _execute(v, req, runner, planned, plan, sha, base, inventory, run_findings,
+                            settings.shrink_tolerance, say)
+        finally:
+            runner.close()
 
 
 def _execute(v: Validator, req: ValidateRequest, runner: Runner, planned: list[PlannedJob],
