@@ -35,7 +35,7 @@ from forkflow.replay.model import Landed, State
 from forkflow.store import forks
 from forkflow.store.session import Store
 
-ENGINE_VERSION = "6"  # part of every cache key: bump when what a step computes changes
+ENGINE_VERSION = "7"  # part of every cache key: bump when what a step computes changes
 
 
 class MergeabilityGate:
