@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from forkflow.conflicts import learn as learning
 from forkflow.conflicts.trust import rules_of
 from forkflow.models import Sha
@@ -56,6 +58,7 @@ def test_a_change_to_a_file_the_fork_deleted_is_settled_as_before(cli, builder: 
     assert (rule["cases"], rule["identical"], rule["status"]) == (2, 2, "trusted")  # the first taught it
 
 
+@pytest.mark.security
 def test_until_the_rule_earns_its_record_a_person_decides(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
     fork, both, only = _fork(cli, builder, past=3, trust="")  # the defaults: 95% over 10 cases
     before = builder.f.git("rev-parse", "main")
