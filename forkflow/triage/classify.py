@@ -86,28 +86,69 @@ def has_flipped(history: Sequence[HistoryPoint], key: str, policy: FlakyPolicy =
 E, M = InfraFamily.ENVIRONMENT, InfraFamily.MACHINE
 _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tuple(
     (re.compile(p, re.I), fam, action, strong) for p, fam, action, strong in (
-        (r"no kernel image is available|NoBinaryForGpu|not compatible with the current PyTorch|"
-         r"is not defined for option 'gpu-name'|is not a recognized processor|unsupported gpu architecture|"
-         r"invalid device function",
+        (r"no kernel image is available|NoBinaryForGpu|NO_BINARY_FOR_GPU|not compatible with the current PyTorch|"
+         r"is not defined for option 'gpu-name'|is not a recognized processor|"
+         r"unsupported (?:CUDA |HIP |AMDGPU )?gpu architecture|unknown target CPU '(?:gfx|sm_)|"
+         r"invalid device function|InvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|"
+         # a library that ships no kernels for the device: rocBLAS and hipBLASLt's Tensile files
+         r"TensileLibrary[\w.-]{0,80}: No such file|No paths matched \S{0,300}TensileLibrary",
          E, "rebuild the wheel (or install one built) for the GPU's architecture{arch}, or pin a release "
             "that ships it", True),
         (r"driver version is insufficient|driver on your system is too old|driver .{0,40}too old|"
          r"kernel image is invalid|PTX was compiled with an unsupported toolchain|UNSUPPORTED_PTX_VERSION|"
-         r"driver does not support",
+         r"driver does not support|INSUFFICIENT_DRIVER|InsufficientDriver|"
+         # the kernel driver and the user-space library of different releases (NVML, the CUDA
+         # runtime), or forward compatibility on a device that has none
+         r"NVML: (?:\S+/)?library version mismatch|Driver/library version mismatch|"
+         r"unsupported display driver / cuda driver combination|SYSTEM_DRIVER_MISMATCH|SystemDriverMismatch|"
+         r"forward compatibility was attempted on non supported HW|COMPAT_NOT_SUPPORTED_ON_DEVICE|"
+         # Level Zero's own codes: `ZE_RESULT_ERROR_UNSUPPORTED_VERSION`, or its hex as Triton's
+         # `[ZE]` error prints it (0x78000002), and a dependency of the driver that is missing
+         r"\b(?:ZE|UR)_RESULT_ERROR_(?:UNSUPPORTED_VERSION|DEPENDENCY_UNAVAILABLE)\b|"
+         r"\[ZE\]: code-x(?:78000002|70020000)\b",
          E, "update the GPU driver on the runner, or pin a toolkit and wheel that its driver supports", True),
+        # ptxas older than the PTX it is given: the toolkit's assembler is older than the compiler
+        # (Triton, LLVM) that wrote the PTX
+        (r"Unsupported \.version N|PTX \.version N does not support \.target",
+         E, "update the toolkit's ptxas (or point the build at a newer one), or pin a compiler whose PTX "
+            "it accepts", True),
+        # a binary for another platform: another CPU architecture, word size or object format
+        (r"Exec format error|cannot execute binary file|wrong ELF class|invalid ELF header|"
+         r"incompatible architecture \(have|file (?:is )?(?:in wrong format|not recognized: file format)",
+         E, "install (or download) the build of the tool or library for the runner's platform and "
+            "architecture", True),
+        # the device is older than what the code requires (a compute capability, a generation)
+        (r"requires a GPU with compute capability|(?:GPUs?|devices?) with compute capability (?:of )?at least|"
+         r"\bonly supports? (?:\w+ ){0,3}GPUs? (?:or newer|and newer|with compute capability)|"
+         r"compute capability \S+ (?:is )?not supported",
+         E, "run the test on a device the code supports (the architecture it needs), or skip it on this "
+            "runner's device", True),
+        # NumPy's C API of another major release than the extension was built against
+        (r"numpy\.core\.multiarray failed to import|_ARRAY_API not found|compiled using NumPy \S+ cannot be run|"
+         r"module compiled against (?:ABI|API) version",
+         E, "pin NumPy to the major release the compiled extensions were built against (or rebuild them)", True),
         (r"(?:\.h|\.hpp|\.cuh)'? ?(?:file not found|: No such file or directory)",
          E, "install the missing headers (the toolkit's or library's development package) on the runner", True),
-        (r"cannot open shared object file|' not found \(required by|\bGLIBC(?:XX)?_\d|undefined symbol|"
-         r"cannot find -l\w+|symbol lookup error|DLL load failed|Library not loaded",
+        (r"cannot open shared object file|' not found \(required by|\b(?:GLIBC(?:XX)?|CXXABI)_[\d*]|undefined symbol|"
+         r"cannot find -l\w+|library not found for -l\w|symbol lookup error|DLL load failed|Library not loaded|"
+         r"Could not find module '[^']*\.(?:dll|pyd)'|Could not load library \S+\.(?:so|dll)|"
+         r"Unable to load any of \{",
          E, "install the library the binary was built against, or pin the package versions that match it", True),
         (r": command not found|is not recognized as an internal or external command|"
          r"No matching distribution found|Could not find a version that satisfies|"
-         r"not available for the python version",
+         r"not available for the python version|"
+         # a package manager's solver: no set of versions satisfies every requirement
+         r"UnsatisfiableError|PackagesNotFoundError|Could not solve for environment specs|"
+         r"dependency resolver does not currently take into account|"
+         r"package versions have conflicting dependencies|The conflict is caused by|"
+         r"but you have \S+ \S+ which is incompatible",
          E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
         # an installed package without a name the code imports: versions that do not match
         (r"ImportError: cannot import name '\w+' from '[\w.]+'",
          E, "pin the package versions that match (an installed package lacks a name the code imports)", True),
-        (r"(?:or later|or newer|compatible) compiler is required|unsupported GNU version|unsupported (?:clang|compiler|Visual Studio) version|"
+        (r"(?:or later|or newer|compatible) compiler is required|unsupported GNU version|"
+         r"unsupported (?:Microsoft )?(?:clang|compiler|Visual Studio) version|"
+         r"too old version of (?:GCC|Clang|the compiler)|We need (?:GCC|Clang) \S+ or (?:later|newer)|"
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|Failed to find CUDA|"
          r"Could not load any plugin|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
@@ -188,15 +229,19 @@ def _device_too_small(excerpt: str) -> bool:
 # torch's account of the device: `total capacity of 251.98 GiB of which 1.59 GiB is free. Of the
 # allocated memory 19.52 GiB is allocated by PyTorch, and 978.00 MiB is reserved by PyTorch`
 _FREE = re.compile(r"(?i)total capacity of ([\d.]+) ?([KMGT]i?B) of which ([\d.]+) ?([KMGT]i?B) is free")
-_OWN = re.compile(r"(?i)([\d.]+) ?([KMGT]i?B) is (?:allocated|reserved) by PyTorch")
+# a number starts where no digit or dot precedes it: a run of digits is tried once, not from
+# each of its characters (quadratic on a long run)
+_OWN = re.compile(r"(?i)(?<![\d.])([\d.]+) ?([KMGT]i?B) is (?:allocated|reserved) by PyTorch")
 
 
 def _held_by_others(excerpt: str) -> bool:
     """Whether most of the device is held by memory this process did not allocate: another
     process (an earlier test's, another job's) holds it, the machine's fault."""
     free = _FREE.search(excerpt)
+    if free is None:
+        return False
     own = _OWN.findall(excerpt)
-    if free is None or not own:
+    if not own:
         return False
     total = float(free[1]) * _UNIT[free[2][0].upper()]
     left = float(free[3]) * _UNIT[free[4][0].upper()]
@@ -204,14 +249,42 @@ def _held_by_others(excerpt: str) -> bool:
     return total - left - mine > total / 2
 
 
+# Environment faults whose own line is above the one the signature keeps (a library's loader
+# that aborts the process: `Aborted (core dumped)`, a linker's `linker command failed`, a loader's
+# error cut after its first clause, an operator's list of reasons): forms precise enough to be
+# trusted anywhere in the excerpt, each a whole statement of the fault, never a lone token.
+_EXCERPT_SIGNS = re.compile(
+    r"HSA_STATUS_ERROR_INVALID_ISA|NoBinaryForGpu|NO_BINARY_FOR_GPU|no kernel image is available for execution|"
+    r"TensileLibrary[\w.-]{0,80}: No such file|No paths matched \S{0,300}TensileLibrary|"
+    r"Could not load library \S+\.(?:so|dll)|\bld: library not found for -l\w|"
+    r"incompatible architecture \(have '|"
+    r"requires a GPU with compute capability", re.I)
+_EXCERPT_TAIL = 8000  # characters of an excerpt read for those forms
+
+
 def _family_rule(sig: Signature) -> tuple[InfraFamily, str, bool] | None:
-    for rx, fam, action, strong in _FAMILY_RULES:
-        if rx.search(sig.text):
-            arch = _ARCH_SUFFIX.search(sig.text)
-            return fam, action.format(arch=f" ({arch[1]})" if arch else ""), strong
+    text = sig.text
+    rule = _text_rule(text)
+    if rule is not None:
+        return rule
+    sign = _EXCERPT_SIGNS.search(sig.excerpt[-_EXCERPT_TAIL:])
+    if sign is not None:
+        start = sig.excerpt.rfind("\n", 0, sign.start()) + 1
+        end = sig.excerpt.find("\n", sign.end())
+        rule = _text_rule(sig.excerpt[start:end if end >= 0 else len(sig.excerpt)])
+        if rule is not None and rule[0] is E:
+            return rule
     if sig.kind is FailureKind.OOM and _device_too_small(sig.excerpt):
         return M, ("run the test on a device with more memory, or free the memory other processes "
                    "hold on the runner's GPU, then re-run"), True
+    return None
+
+
+def _text_rule(text: str) -> tuple[InfraFamily, str, bool] | None:
+    for rx, fam, action, strong in _FAMILY_RULES:
+        if rx.search(text):
+            arch = _ARCH_SUFFIX.search(text)
+            return fam, action.format(arch=f" ({arch[1]})" if arch else ""), strong
     return None
 
 
