@@ -62,6 +62,28 @@ ENV_LOGS = {
     "ampere-only": (HEAD + "RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n", "device"),
     "capability": (HEAD + "ValueError: Bfloat16 is only supported on GPUs with compute capability of at least "
                           "8.0. Your Tesla T4 GPU has compute capability 7.5.\n", "device"),
+    "gxx-too-new": (HEAD + "RuntimeError: The current installed version of g++ (13.2.0) is greater than the "
+                           "maximum required version by CUDA 12.1.\n", "compiler"),
+    "msvc-missing": ("error: Microsoft Visual C++ 14.0 or greater is required. Get it with \"Microsoft C++ Build "
+                     "Tools\"\n", "compiler"),
+    "ninja": (HEAD + "RuntimeError: Ninja is required to load C++ extensions\n", "compiler"),
+    "nvcc-missing": ("error: command '/usr/local/cuda/bin/nvcc' failed: No such file or directory\n", "compiler"),
+    "cmake-compiler": ("CMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CUDA_COMPILER could be found.\n",
+                       "compiler"),
+    "nvcc-std": ("nvcc fatal   : Value 'c++20' is not defined for option 'std'\n", "compiler"),
+    "cuda-too-old": (HEAD + "RuntimeError: FlashAttention is only supported on CUDA 11.6 and above\n", "toolkit"),
+    "two-cuda-builds": (HEAD + "RuntimeError: Detected that PyTorch and torchvision were compiled with different "
+                               "CUDA major versions. PyTorch has CUDA Version=11.8\n", "toolkit"),
+    "cuda-mismatch": (HEAD + "RuntimeError: The detected CUDA version (12.1) mismatches the version that was used "
+                             "to compile PyTorch (11.8).\n", "toolkit"),
+    "cudnn-mismatch": (HEAD + "RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against "
+                              "(8, 9, 2) but found runtime version (8, 5, 0).\n", "toolkit"),
+    "windows-module": (HEAD + "OSError: [WinError 126] The specified module could not be found. Error loading "
+                              "\"C:\\t\\lib\\c10.dll\" or one of its dependencies.\n", "library"),
+    "ptx-jit": (HEAD + "RuntimeError: Triton Error [CUDA]: PTX JIT compiler library not found\n", "library"),
+    "python-version": ("ERROR: Package 'vllm' requires a different Python: 3.8.10 not in '>=3.9'\n", "pin"),
+    "wheel-platform": ("ERROR: triton-3.0.0-cp311-cp311-manylinux2014_x86_64.whl is not a supported wheel on "
+                       "this platform.\n", "pin"),
 }
 
 # the fault's own line sits above the closing line the signature keeps
@@ -135,6 +157,8 @@ HOSTILE = [
     "requires a GPU with compute " * 5000,
     # an allocator's account followed by a long run of digits: each number is tried once
     "total capacity of 80 GiB of which 1 GiB is free " + "9" * 200000,
+    "CMake Error: " * 20000,
+    "error: command '" * 20000,
 ]
 
 

@@ -132,11 +132,11 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r"cannot open shared object file|' not found \(required by|\b(?:GLIBC(?:XX)?|CXXABI)_[\d*]|undefined symbol|"
          r"cannot find -l\w+|library not found for -l\w|symbol lookup error|DLL load failed|Library not loaded|"
          r"Could not find module '[^']*\.(?:dll|pyd)'|Could not load library \S+\.(?:so|dll)|"
-         r"Unable to load any of \{",
+         r"Unable to load any of \{|The specified module could not be found|PTX JIT compiler library not found|JIT_COMPILER_NOT_FOUND",
          E, "install the library the binary was built against, or pin the package versions that match it", True),
         (r": command not found|is not recognized as an internal or external command|"
          r"No matching distribution found|Could not find a version that satisfies|"
-         r"not available for the python version|"
+         r"not available for the python version|requires a different Python|is not a supported wheel on this platform|"
          # a package manager's solver: no set of versions satisfies every requirement
          r"UnsatisfiableError|PackagesNotFoundError|Could not solve for environment specs|"
          r"dependency resolver does not currently take into account|"
@@ -152,8 +152,17 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|Failed to find CUDA|"
          r"Could not load any plugin|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
-         r"CMake Error: .*(?:or higher is required|must be at least|is too old|version \\S+ is required)|"
-         r"Host \\w+ version must be at least",
+         r"CMake Error: (?:\S+ ){0,12}?\S*(?:or higher is required|must be at least|is too old|version \S+ is required)|"
+         r"Host \w+ version must be at least|"
+         # a compiler or toolkit outside the range the build supports, or one it cannot find
+         r"is (?:greater|less) than the (?:maximum|minimum) required version|"
+         r"Microsoft Visual C\+\+ \S+ or greater is required|Ninja is required to load C\+\+ extensions|"
+         r"error: command '[\w.+-]+' failed: No such file or directory|No CMAKE_\w+_COMPILER could be found|"
+         r"Could NOT find \w+|is not defined for option 'std'|"
+         r"only supported (?:on|with) (?:CUDA|ROCm|HIP) \S+ (?:and|or) (?:above|later|newer)|"
+         # two binaries of one process built against different releases of a toolkit or library
+         r"compiled with different CUDA (?:major )?versions|mismatches the version that was used to compile|"
+         r"compiled\s+against (?:\S+ )?but (?:found|linked against) runtime version",
          E, "pin the compiler, toolkit and package versions the build expects", True),
         # any other error of a build's configure step: what it found on the runner (a target the
         # LLVM it was pointed at lacks, an architecture list the toolkit cannot build) is not
