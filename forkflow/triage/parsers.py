@@ -1076,17 +1076,31 @@ def env_key(text: str, window: str) -> str:
         if drv:
             return f"driver {drv[1]}"
     arch = architectures(window)
-    if arch:
-        return arch[0]
-    dev = _DEVICE.search(window)
-    if dev:
-        return " ".join(dev[0].split())
+    dev = None if arch else _DEVICE.search(window)
+    where = arch[0] if arch else " ".join(dev[0].split()) if dev else ""
+    if where:
+        # a build without the device's kernels is the failure of that build on that device: the
+        # toolkit and package versions the log prints of the build (never the driver's, which
+        # no build depends on) tell two builds left without the same device apart
+        return "; ".join([where] + _build_facts(window)) if _NO_KERNEL.search(text) else where
     # no device named: for a build without the device's kernels, the version of the package
     # built so (it fails the same way on every device that build left out)
     if not _NO_KERNEL.search(text):
         return ""
     first = _PACKAGES.search(window)
     return f"{first[1].lower().replace('_', '-')} {first[2]}" if first else ""
+
+
+def _build_facts(window: str) -> list[str]:
+    """`cuda 12.8`, `torch 2.7`...: the toolkit and package versions a log prints, the first
+    value of each."""
+    out = []
+    for name, rx in _ENV_FACTS:
+        if name != "driver":
+            m = rx.search(window)
+            if m:
+                out.append(f"{name} {m[1]}")
+    return out
 
 
 _NO_KERNEL = re.compile(r"(?i)no kernel image|NoBinaryForGpu|invalid device function|not compatible with the current|"

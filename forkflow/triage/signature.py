@@ -51,7 +51,9 @@ MAX_SIGNATURE = 600
 # 8: the tag every line of a block shares, whatever its shape; closing counts and a tool's word
 # that a step failed yield to the error above them; the version of the package built without the
 # device's kernels, and the architecture of ptxas's resource limits.
-SIGNATURE_VERSION = 8
+# 9: a build without the device's kernels keyed by the toolkit and package versions printed with
+# the device.
+SIGNATURE_VERSION = 9
 
 K = FailureKind
 
