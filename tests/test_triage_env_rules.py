@@ -84,6 +84,12 @@ ENV_LOGS = {
     "python-version": ("ERROR: Package 'vllm' requires a different Python: 3.8.10 not in '>=3.9'\n", "pin"),
     "wheel-platform": ("ERROR: triton-3.0.0-cp311-cp311-manylinux2014_x86_64.whl is not a supported wheel on "
                        "this platform.\n", "pin"),
+    "ptxas-target": ("ptxas fatal   : SM version specified by .target is higher than default SM version "
+                     "assumed\n", "ptxas"),
+    "container-driver": ("nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please "
+                         "update your driver to a newer version, or use an earlier cuda container\n", "driver"),
+    "cuda-floor": (HEAD + "RuntimeError: Triton requires CUDA 11.4+\n", "toolkit"),
+    "python-floor": (HEAD + "RuntimeError: this package requires Python 3.9 or later\n", "toolkit"),
 }
 
 # the fault's own line sits above the closing line the signature keeps

@@ -102,6 +102,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"NVML: (?:\S+/)?library version mismatch|Driver/library version mismatch|"
          r"unsupported display driver / cuda driver combination|SYSTEM_DRIVER_MISMATCH|SystemDriverMismatch|"
          r"forward compatibility was attempted on non supported HW|COMPAT_NOT_SUPPORTED_ON_DEVICE|"
+         # a container runtime's check of the image's requirement against the host's driver
+         r"unsatisfied condition: cuda ?>=|please update your (?:GPU |NVIDIA )?driver|"
          # Level Zero's own codes: `ZE_RESULT_ERROR_UNSUPPORTED_VERSION`, or its hex as Triton's
          # `[ZE]` error prints it (0x78000002), and a dependency of the driver that is missing
          r"\b(?:ZE|UR)_RESULT_ERROR_(?:UNSUPPORTED_VERSION|DEPENDENCY_UNAVAILABLE)\b|"
@@ -109,7 +111,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          E, "update the GPU driver on the runner, or pin a toolkit and wheel that its driver supports", True),
         # ptxas older than the PTX it is given: the toolkit's assembler is older than the compiler
         # (Triton, LLVM) that wrote the PTX
-        (r"Unsupported \.version N|PTX \.version N does not support \.target",
+        (r"Unsupported \.version N|PTX \.version N does not support \.target|"
+         r"SM version specified by \.target is higher than",
          E, "update the toolkit's ptxas (or point the build at a newer one), or pin a compiler whose PTX "
             "it accepts", True),
         # a binary for another platform: another CPU architecture, word size or object format
@@ -160,6 +163,10 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"error: command '[\w.+-]+' failed: No such file or directory|No CMAKE_\w+_COMPILER could be found|"
          r"Could NOT find \w+|is not defined for option 'std'|"
          r"only supported (?:on|with) (?:CUDA|ROCm|HIP) \S+ (?:and|or) (?:above|later|newer)|"
+         # a tool or package's floor on what it runs with: `requires CUDA 11.4+`, `requires
+         # Python 3.9 or later`, `requires GCC >= 9`
+         r"requires (?:CUDA|ROCm|HIP|Python|GCC|Clang|CMake|LLVM|PyTorch|torch|NumPy)(?: version)? "
+         r"(?:(?:N|\d[\d.]*)\+|>=|at least|(?:N|\d[\d.]*) or (?:later|newer|higher|above))|"
          # two binaries of one process built against different releases of a toolkit or library
          r"compiled with different CUDA (?:major )?versions|mismatches the version that was used to compile|"
          r"compiled\s+against (?:\S+ )?but (?:found|linked against) runtime version",
