@@ -46,9 +46,6 @@ ENV_LOGS = {
                      "library"),
     "windows-dll": (HEAD + "FileNotFoundError: Could not find module 'C:\\w\\torch\\lib\\c10.dll' (or one of its "
                            "dependencies). Try using the full path with constructor syntax.\n", "library"),
-    "pip-incompatible": ("ERROR: pip's dependency resolver does not currently take into account all the packages "
-                         "that are installed.\nvllm 0.6.0 requires torch==2.4.0, but you have torch 2.5.1 which "
-                         "is incompatible.\n", "pin"),
     "pip-conflict": ("ERROR: Cannot install torch==2.5.1 and vllm==0.6.0 because these package versions have "
                      "conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested torch==2.5.1\n",
                      "pin"),
@@ -118,6 +115,8 @@ CODE_LOGS = {
     "missing-data": HEAD + "FileNotFoundError: [Errno 2] No such file or directory: 'data/TensileLibrary.yaml'\n",
     "illegal-access": HEAD + "RuntimeError: CUDA error: an illegal memory access was encountered\n",
     "version-assert": HEAD + "AssertionError: expected version 2, got 3 (compute capability check)\n",
+    # a script without its interpreter line: the change's, not a binary for another platform
+    "script-exec-format": HEAD + "OSError: [Errno 8] Exec format error: 'tests/run_case.sh'\n",
     "warning-then-crash": ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
                            "library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0\n"
                            "Fatal Python error: Segmentation fault\n" + ABORT),
@@ -148,6 +147,15 @@ def test_a_code_failure_that_shares_a_word_stays_out(name: str) -> None:
     sig = signature_of(CODE_LOGS[name])
     assert infra_family(sig) is None, sig.text
     assert classify_failure(Failure("t", sig), Evidence()).classification is Classification.NEW
+
+
+def test_a_runner_fault_keeps_its_family_whatever_the_excerpt_says() -> None:
+    # the network between nodes failed after a plugin's loader note: the job stopped for the network
+    log = ("Could not load library libnccl-net.so. Error: libnccl-net.so: cannot open shared object file\n"
+           "node-1:946:988 [0] transport/net_ib.cc:839 NCCL WARN NET/IB : Got completion with error 12, "
+           "opcode 1, len 0, vendor err 129\n")
+    sig = signature_of(log)
+    assert infra_family(sig) is InfraFamily.MACHINE, sig.text
 
 
 HOSTILE = [

@@ -116,8 +116,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          E, "update the toolkit's ptxas (or point the build at a newer one), or pin a compiler whose PTX "
             "it accepts", True),
         # a binary for another platform: another CPU architecture, word size or object format
-        (r"Exec format error|cannot execute binary file|wrong ELF class|invalid ELF header|"
-         r"incompatible architecture \(have|file (?:is )?(?:in wrong format|not recognized: file format)",
+        (r"cannot execute binary file|wrong ELF class|invalid ELF header|"
+         r"incompatible architecture \(have|file in wrong format",
          E, "install (or download) the build of the tool or library for the runner's platform and "
             "architecture", True),
         # the device is older than what the code requires (a compute capability, a generation)
@@ -142,9 +142,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"not available for the python version|requires a different Python|is not a supported wheel on this platform|"
          # a package manager's solver: no set of versions satisfies every requirement
          r"UnsatisfiableError|PackagesNotFoundError|Could not solve for environment specs|"
-         r"dependency resolver does not currently take into account|"
-         r"package versions have conflicting dependencies|The conflict is caused by|"
-         r"but you have \S+ \S+ which is incompatible",
+         r"package versions have conflicting dependencies|The conflict is caused by",
          E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
         # an installed package without a name the code imports: versions that do not match
         (r"ImportError: cannot import name '\w+' from '[\w.]+'",
@@ -276,6 +274,7 @@ _EXCERPT_SIGNS = re.compile(
     r"incompatible architecture \(have '|"
     r"requires a GPU with compute capability", re.I)
 _EXCERPT_TAIL = 8000  # characters of an excerpt read for those forms
+_OWN_FAMILY = frozenset({FailureKind.INFRA, FailureKind.OOM, FailureKind.TIMEOUT})
 
 
 def _family_rule(sig: Signature) -> tuple[InfraFamily, str, bool] | None:
@@ -283,11 +282,14 @@ def _family_rule(sig: Signature) -> tuple[InfraFamily, str, bool] | None:
     rule = _text_rule(text)
     if rule is not None:
         return rule
-    sign = _EXCERPT_SIGNS.search(sig.excerpt[-_EXCERPT_TAIL:])
+    # (a runner's fault, a timeout or an out-of-memory keep their own family: a line above
+    # them is not what stopped the job)
+    tail = sig.excerpt[-_EXCERPT_TAIL:]
+    sign = None if sig.kind in _OWN_FAMILY else _EXCERPT_SIGNS.search(tail)
     if sign is not None:
-        start = sig.excerpt.rfind("\n", 0, sign.start()) + 1
-        end = sig.excerpt.find("\n", sign.end())
-        rule = _text_rule(sig.excerpt[start:end if end >= 0 else len(sig.excerpt)])
+        start = tail.rfind("\n", 0, sign.start()) + 1
+        end = tail.find("\n", sign.end())
+        rule = _text_rule(tail[start:end if end >= 0 else len(tail)][:_EXCERPT_TAIL])
         if rule is not None and rule[0] is E:
             return rule
     if sig.kind is FailureKind.OOM and _device_too_small(sig.excerpt):
