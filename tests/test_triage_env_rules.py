@@ -198,3 +198,12 @@ def test_environment_rules_stay_linear_on_a_hostile_signature(line: str) -> None
         infra_family(sig)
         suggested_action(sig)
         assert time.perf_counter() - t0 < 2.0
+
+
+def test_the_action_names_the_device_not_the_build() -> None:
+    log = ("NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with the current PyTorch "
+           "installation.\nCUDA Version: 12.8\n" + HEAD
+           + "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    sig = signature_of(log)
+    assert sig.text.endswith("[on sm_120; cuda 12.8]")
+    assert "architecture (sm_120)" in suggested_action(sig)

@@ -220,7 +220,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          M, "take the runner's GPU out of the pool and check it, then re-run elsewhere", True),
     ))
 _MACHINE_DEFAULT = "re-run the job on a healthy runner"
-_ARCH_SUFFIX = re.compile(r" \[on ([^\]]+)\]$")
+# the device a signature names (`[on sm_120; cuda 12.8]`: the device first, then the build)
+_ARCH_SUFFIX = re.compile(r" \[on ([^\];]+)[^\]]*\]$")
 # A device out of memory is the machine's when the test cannot fit it (it asked for more than
 # the device has) or another process holds the memory; otherwise it may be the change's.
 _ASKED = re.compile(r"(?i)tried to allocate ([\d.]+) ?([KMGT]i?B)")
