@@ -207,3 +207,10 @@ def test_the_action_names_the_device_not_the_build() -> None:
     sig = signature_of(log)
     assert sig.text.endswith("[on sm_120; cuda 12.8]")
     assert "architecture (sm_120)" in suggested_action(sig)
+
+
+@pytest.mark.parametrize("runtime", ["CUDA", "HIP"])
+def test_a_runner_without_a_gpu_is_the_machines(runtime: str) -> None:
+    sig = signature_of(HEAD + f"RuntimeError: No {runtime} GPUs are available\n")
+    assert infra_family(sig) is InfraFamily.MACHINE, sig.text
+    assert "GPU" in suggested_action(sig)

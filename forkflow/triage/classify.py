@@ -215,7 +215,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          M, "check the network between the runner and the nodes or services it talks to, then re-run", False),
         (r"runner shut down|runner lost|job cancelled by the runner|lost communication|shutdown signal|preempted|NodeDied",
          M, "re-run the job; check the runner's health if it happens again", True),
-        (r"no CUDA-capable device|No XPU devices|Found no NVIDIA driver|NVIDIA-SMI has failed|ECC error|"
+        (r"no CUDA-capable device|No (?:CUDA|HIP|ROCm) GPUs are available|No XPU devices|Found no NVIDIA driver|NVIDIA-SMI has failed|ECC error|"
          r"fallen off the bus|DEVICE_LOST",
          M, "take the runner's GPU out of the pool and check it, then re-run elsewhere", True),
     ))
