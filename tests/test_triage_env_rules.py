@@ -65,6 +65,8 @@ ENV_LOGS = {
                      "Tools\"\n", "compiler"),
     "ninja": (HEAD + "RuntimeError: Ninja is required to load C++ extensions\n", "compiler"),
     "nvcc-missing": ("error: command '/usr/local/cuda/bin/nvcc' failed: No such file or directory\n", "compiler"),
+    "cmake-package": ("CMake Error at /usr/share/cmake/FindPackageHandleStandardArgs.cmake:230 (message):\n"
+                      "  Could NOT find CUDAToolkit (missing: CUDAToolkit_INCLUDE_DIR)\n", "pin"),
     "cmake-compiler": ("CMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CUDA_COMPILER could be found.\n",
                        "compiler"),
     "nvcc-std": ("nvcc fatal   : Value 'c++20' is not defined for option 'std'\n", "compiler"),
@@ -117,6 +119,8 @@ CODE_LOGS = {
     "version-assert": HEAD + "AssertionError: expected version 2, got 3 (compute capability check)\n",
     # a script without its interpreter line: the change's, not a binary for another platform
     "script-exec-format": HEAD + "OSError: [Errno 8] Exec format error: 'tests/run_case.sh'\n",
+    # CMake's `Could NOT find` is its own, in capitals: the phrase in other words is anyone's
+    "could-not-find": HEAD + "RuntimeError: Could not find kernel 'matmul_kernel' in the compiled module\n",
     "warning-then-crash": ("W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
                            "library 'libcudart.so.11.0'; dlerror: libcudart.so.11.0\n"
                            "Fatal Python error: Segmentation fault\n" + ABORT),

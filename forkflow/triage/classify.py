@@ -159,7 +159,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"is (?:greater|less) than the (?:maximum|minimum) required version|"
          r"Microsoft Visual C\+\+ \S+ or greater is required|Ninja is required to load C\+\+ extensions|"
          r"error: command '[\w.+-]+' failed: No such file or directory|No CMAKE_\w+_COMPILER could be found|"
-         r"Could NOT find \w+|is not defined for option 'std'|"
+         r"(?-i:Could NOT find) \w+|is not defined for option 'std'|"
          r"only supported (?:on|with) (?:CUDA|ROCm|HIP) \S+ (?:and|or) (?:above|later|newer)|"
          # a tool or package's floor on what it runs with: `requires CUDA 11.4+`, `requires
          # Python 3.9 or later`, `requires GCC >= 9`
