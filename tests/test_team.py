@@ -208,10 +208,7 @@ def cluster(tmp_path: Path):  # type: ignore[no-untyped-def]
     try:
         yield c
     finally:
-        try:
-            c.stop()
-        except subprocess.CalledProcessError:
-            pass
+        c.stop(check=False)
         shutil.rmtree(root, ignore_errors=True)
 
 
