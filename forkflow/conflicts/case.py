@@ -40,6 +40,11 @@ class ConflictCase:
     settled_path: tuple[str, str, bool] | None = None
 
     @property
+    def deleted_by(self) -> str:
+        """For a delete/modify, the side that deleted the path: "fork" or "upstream"."""
+        return "fork" if self.ours is None else "upstream"
+
+    @property
     def marked(self) -> str:
         """The conflicted file as diff3 text with markers (what a person sees)."""
         from forkflow.conflicts.classify import BASE_LABEL, OURS_LABEL, THEIRS_LABEL, Region

@@ -49,8 +49,7 @@ def build_case(repo: Repo, picker: MemoryPicker, sha: Sha, conflict: PathConflic
     if with_history and case.segments:
         case = replace(case, examples=fork_history(repo).matching(case))
     elif with_history and case.kind is ConflictKind.DELETE_MODIFY:
-        deleted_by = "fork" if case.ours is None else "upstream"
-        case = replace(case, settled_path=fork_history(repo).settled_path(case.path, deleted_by))
+        case = replace(case, settled_path=fork_history(repo).settled_path(case.path, case.deleted_by))
     return case
 
 

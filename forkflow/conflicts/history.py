@@ -127,7 +127,7 @@ def _between(text: str, before: str, after: str) -> str | None:
 def learn(history: History, case: ConflictCase, fork: bytes | None, where: str = "") -> int:
     """Remember how the fork settled each region of a past conflict; returns how many were learnt."""
     if case.kind is ConflictKind.DELETE_MODIFY:
-        deleted_by = "fork" if case.ours is None else "upstream"
+        deleted_by = case.deleted_by
         kept = "delete" if fork is None else "fork" if fork == case.ours else "upstream" if fork == case.theirs else ""
         if kept:
             history.paths[(case.path, deleted_by)] = (kept, where or case.path)

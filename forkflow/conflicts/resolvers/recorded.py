@@ -84,10 +84,9 @@ class HistoryResolver:
                         f"settled as the fork did before ({', '.join(dict.fromkeys(sources))})")
 
     def _path(self, case: ConflictCase) -> Proposal | None:
-        deleted_by = "fork" if case.ours is None else "upstream"
-        proposal = path_proposal(case, self.history.settled_path(case.path, deleted_by))
+        proposal = path_proposal(case, self.history.settled_path(case.path, case.deleted_by))
         if proposal is None:
-            self.last_reason = f"the fork never settled {deleted_by}'s deletion of this path before"
+            self.last_reason = f"the fork never settled {case.deleted_by}'s deletion of this path before"
         return proposal
 
 
@@ -97,9 +96,8 @@ def path_proposal(case: ConflictCase, settled: tuple[str, str, bool] | None) -> 
     if settled is None:
         return None
     kept, where, by_folder = settled
-    deleted_by = "fork" if case.ours is None else "upstream"
     if by_folder:
-        return Proposal(None, f"deleted, as the fork did last with {deleted_by}'s deletion of a "
+        return Proposal(None, f"deleted, as the fork did last with {case.deleted_by}'s deletion of a "
                               f"file in the same folder ({where})")
     content = None if kept == "delete" else case.ours if kept == "fork" else case.theirs
     return Proposal(content, f"{'deleted' if content is None else 'kept ' + kept + chr(39) + 's file'}, "
