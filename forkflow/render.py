@@ -117,7 +117,7 @@ _FAILED = {"failed", "abandoned"}
 def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
     """0 only when nothing needs a person; any status not known to be done needs one (issue 12)."""
     statuses = {u.status.value for u in report.results}
-    if statuses & _FAILED or report.stopped:
+    if statuses & _FAILED:
         return EXIT_FAILED
     # a landed unit may have left commits out: they wait, as a unit of their own would (a dry run decides nothing)
     left_out = report.mode.value != "dry-run" and any(u.deferred for u in report.results)

@@ -308,23 +308,3 @@ def test_queue_settings_are_checked(cli, builder: ForkBuilder, tmp_path: Path, l
     r = cli("ingest", "--land", repo=fork)
     assert r.rc != 0 and says in r.err and len(r.err.strip().splitlines()) == 1
     assert _git(fork, "rev-parse", "main") == before
-
-
-@pytest.mark.security
-@pytest.mark.parametrize("gate, says", [("sleep 120", "timed out after 1.5s"), ("exit 1", "l1_command failed")])
-def test_a_gate_that_fails_on_the_fork_tip_itself_stops_the_run_holding_nothing(  # type: ignore[no-untyped-def]
-        cli, builder: ForkBuilder, tmp_path: Path, gate: str, says: str) -> None:
-    log = tmp_path / "runs"
-    fork = _backlog(cli, builder, _plain(12), f'echo "$FORKFLOW_REV red" >> {log}; {gate}',
-                    "l1_timeout = 1.5\nmax_bundle = 3\n")
-    start = _git(fork, "rev-parse", "main")
-    r = cli("ingest", "--land", "--json", repo=fork)
-    assert r.rc != 0
-    # halves down to the first unit (4 units of 3 commits), then the fork tip alone: not a
-    # bisection down to every commit, nor anything held as failing
-    assert [rev for rev, _ in _runs(log)][-1] == start and len(_runs(log)) <= 2 + math.ceil(math.log2(4)) + 1
-    notes = " ".join(r.json()["notes"])
-    assert f"L1 fails on the fork tip {start[:12]} itself" in notes and says in notes
-    assert _git(fork, "rev-parse", "main") == start
-    rows = _dispositions(cli, fork)
-    assert not any("L1 failed" in " ".join(c["evidence"]) for c in rows.values())  # nothing held as failing
