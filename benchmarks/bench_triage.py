@@ -222,6 +222,12 @@ def field_grouping(split: str, cli: bool = True) -> float:
     print(f"== field corpus, {split}: {len(cases)} failures in {len(set(truth))} causes from "
           f"{len({c.source_url for c in cases})} threads, {how} ({dt:.1f} s)")
     print(f"ARI forkflow {ours:.3f} | exact first line {exact:.3f} | regex normaliser {regex:.3f}")
+    same = [(i, j) for i in range(len(cases)) for j in range(i + 1, len(cases))]
+    real_pairs = sum(1 for i, j in same if truth[i] == truth[j])
+    said_pairs = sum(1 for i, j in same if keys[i] == keys[j])
+    right_pairs = sum(1 for i, j in same if truth[i] == truth[j] and keys[i] == keys[j])
+    print(f"  pairs of one cause {real_pairs}: grouped together {right_pairs}; "
+          f"pairs grouped {said_pairs}: of different causes {said_pairs - right_pairs}")
     for label, attr in (("project", "project"), ("class", "klass")):
         for value in sorted({getattr(c, attr) for c in cases}):
             idx = [i for i, c in enumerate(cases) if getattr(c, attr) == value]

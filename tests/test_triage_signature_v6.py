@@ -99,3 +99,19 @@ def test_the_fresh_batch_never_reaches_the_train_or_heldout_parts(tmp_path: Path
     fresh = real_corpus.load_field("fresh", tmp_path)
     assert {c.id for c in fresh} == {f"e{i}" for i in range(6, 12)}
     assert {c.id for c in train + held} == {f"e{i}" for i in range(6)}
+
+
+def test_a_batch_read_after_scoring_is_all_train_and_never_held_aside(tmp_path: Path) -> None:
+    import json
+
+    from forkflow.testing import real_corpus
+
+    urls = [f"https://github.com/o/r/issues/{i}" for i in range(12)]
+    rows = [{"id": f"e{i}", "source_url": u, "project": "other", "class": "code", "cause": f"c{i}",
+             "text": "x", "split": "fresh"} for i, u in enumerate(urls)]
+    assert any(real_corpus.field_split(u) == "heldout" for u in urls)
+    (tmp_path / "read-2026-12.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:8]))
+    (tmp_path / "fresh-b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[8:]))
+    assert {c.id for c in real_corpus.load_field("train", tmp_path)} == {f"e{i}" for i in range(8)}
+    assert real_corpus.load_field("heldout", tmp_path) == []
+    assert {c.id for c in real_corpus.load_field("fresh", tmp_path)} == {f"e{i}" for i in range(8, 12)}

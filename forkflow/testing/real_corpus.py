@@ -19,6 +19,20 @@ from pathlib import Path
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "real_failures.jsonl"
 FIELD = CORPUS.parent / "field"
 FRESH = "fresh.jsonl"  # a batch collected after the rules, scored once as its own part
+# A fresh batch is any `fresh*.jsonl`.  Once its figure is published it may be read to write rules:
+# it is renamed `read-<when>.jsonl` and every failure of it counts as train, whatever its threads'
+# hash, so that reading it never reaches the held-aside part.
+READ_PREFIX = "read-"
+
+
+def _part_of_file(name: str) -> str | None:
+    """`fresh` for a fresh batch, `train` for a batch read after it was scored, else None (the
+    threads' hash decides)."""
+    if name.startswith("fresh") and name.endswith(".jsonl"):
+        return "fresh"
+    if name.startswith(READ_PREFIX):
+        return "train"
+    return None
 # the field corpus's classes (tests/data/README.md)
 FIELD_CLASSES = ("code", "flaky", "infra-machine", "infra-env")
 
@@ -77,8 +91,9 @@ class FieldCase:
 
 
 def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
-    """The field corpus's failures of one part, `train`, `heldout` or `fresh` (the batch in
-    tests/data/field/fresh.jsonl, collected after the rules, whatever its threads' hash).  The part is computed
+    """The field corpus's failures of one part, `train`, `heldout` or `fresh` (the batches in
+    tests/data/field/fresh*.jsonl, collected after the rules, whatever its threads' hash; a batch
+    renamed read-*.jsonl is all train).  The part is computed
     from the thread's URL (the stored `split` must agree, else the entry counts as held
     aside), so that an entry of the held-aside part never reaches a caller asking for `train`.
     Lines that do not parse (a file being written) are skipped."""
@@ -86,15 +101,20 @@ def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
         raise ValueError(f"split must be train, heldout or fresh, not {split!r}")
     out = []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
-        if (path.name == FRESH) != (split == "fresh"):
+        whole = _part_of_file(path.name)
+        if (whole == "fresh") != (split == "fresh"):
             continue  # the fresh batch is its own held-aside part, never train's
+        if whole == "train" and split != "train":
+            continue  # a batch read while writing rules is never held aside
         with path.open(encoding="utf-8") as f:
             for line in f:
                 try:
                     d = json.loads(line)
                     url = str(d["source_url"])
                     part = field_split(url)
-                    if part == "train" and d.get("split") != "train":
+                    if whole == "train":
+                        part = "train"
+                    elif part == "train" and d.get("split") != "train":
                         part = "heldout"
                     if part != split and split != "fresh":
                         continue
