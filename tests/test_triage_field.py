@@ -255,6 +255,16 @@ def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> N
     ("You are running out of disk space. The runner will stop working when the machine runs out of "
      "disk space. Free space left: 12 MB\n", InfraFamily.MACHINE, "free disk space"),
     ("OSError: [Errno 28] No space left on device: 'build'\n", InfraFamily.MACHINE, "free disk space"),
+    # ENOSPC by its number, the console having cut the words
+    ("    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n", InfraFamily.MACHINE,
+     "free disk space"),
+    ("ModuleNotFoundError: No module named 'versioneer'\n", InfraFamily.ENVIRONMENT, "install the missing package"),
+    ("\u00d7 This environment is externally managed\n\u2570\u2500> \n    The system-wide python installation "
+     "should be maintained using the system\nhint: See PEP 668 for the detailed specification.\n",
+     InfraFamily.ENVIRONMENT, "virtualenv"),
+    ("ERROR: This container was built for NVIDIA Driver Release 530.30 or later, but\n       version "
+     "470.182.03 was detected and compatibility mode is UNAVAILABLE.\n", InfraFamily.ENVIRONMENT,
+     "update the GPU driver"),
     ("##[error]The runner has received a shutdown signal.\n", InfraFamily.MACHINE, "re-run the job"),
     ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process exited "
      "or there was a network error, NCCL version 2.20.5\n", InfraFamily.MACHINE, "network between nodes"),
@@ -269,6 +279,29 @@ def test_infra_families_and_their_actions(log: str, family: InfraFamily, action:
     assert action in v.action and v.action == suggested_action(sig)
 
 
+def test_a_dotted_module_missing_is_the_builds_not_the_runners() -> None:
+    sig = signature_of("ModuleNotFoundError: No module named 'triton._C.libtriton'\n")
+    assert infra_family(sig) is None, sig.text
+
+
+def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
+    """Two undefined C++ symbols of torch's `c10` in one extension: built against another torch,
+    one cause; a symbol of another library, or a plain C name, stays apart."""
+    a = signature_of("ImportError: /opt/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-"
+                     "linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_"
+                     "stringIcSt11char_traitsIcESaIcEEE\n")
+    b = signature_of("ImportError: /lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-"
+                     "gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    other = signature_of("ImportError: /lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+                         "linux-gnu.so: undefined symbol: _ZN2at4_ops5zeros4callEv\n")
+    plain = signature_of("OSError: /x/libtorch_cuda.so: undefined symbol: cublasLtGetStatusString\n")
+    assert a.key == b.key != other.key, (a.text, b.text, other.text)
+    assert "c10::*" in a.text and "cublasLtGetStatusString" in plain.text
+    # a linker's undefined reference is the code's: its symbol is kept whole
+    link = signature_of("a.cpp:(.text+0x1): undefined reference to `_ZN3c104cuda9SetDeviceEi'\n")
+    assert "_ZN3c104cuda9SetDeviceEi" in link.text, link.text
+
+
 def test_rate_limits_name_the_hub_they_came_from() -> None:
     hf = signature_of("requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
                       "https://huggingface.co/api/models/m\n")
@@ -276,6 +309,13 @@ def test_rate_limits_name_the_hub_they_came_from() -> None:
                        "https://www.docker.com/increase-rate-limit\n")
     assert hf.kind is hub.kind is K.INFRA and hf.key != hub.key
     assert hf.text.endswith(": huggingface.co")
+    # one service under its several hosts: the registry's own and its docs' are one limit
+    registry = signature_of("ERROR: failed to copy: httpReadSeeker: failed open: unexpected status code "
+                            "https://registry-1.docker.io/v2/library/rust/manifests/sha256:de6e: "
+                            "429 Too Many Requests - Server message:\n")
+    docs = signature_of("error pulling image configuration: toomanyrequests: Too Many Requests. Please see "
+                        "https://docs.docker.com/docker-hub/download-rate-limit/\n")
+    assert registry.key == docs.key == hub.key != hf.key, (registry.text, docs.text, hub.text)
 
 
 @pytest.mark.parametrize("log", [

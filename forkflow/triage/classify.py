@@ -104,6 +104,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"forward compatibility was attempted on non supported HW|COMPAT_NOT_SUPPORTED_ON_DEVICE|"
          # a container runtime's check of the image's requirement against the host's driver
          r"unsatisfied condition: cuda ?>=|please update your (?:GPU |NVIDIA )?driver|"
+         # an NGC container's banner on a host whose driver is older than the image needs
+         r"built for NVIDIA Driver Release \S+ or later|"
          # Level Zero's own codes: `ZE_RESULT_ERROR_UNSUPPORTED_VERSION`, or its hex as Triton's
          # `[ZE]` error prints it (0x78000002), and a dependency of the driver that is missing
          r"\b(?:ZE|UR)_RESULT_ERROR_(?:UNSUPPORTED_VERSION|DEPENDENCY_UNAVAILABLE)\b|"
@@ -137,6 +139,13 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"Could not find module '[^']*\.(?:dll|pyd)'|Could not load library \S+\.(?:so|dll)|"
          r"Unable to load any of \{|The specified module could not be found|PTX JIT compiler library not found|JIT_COMPILER_NOT_FOUND",
          E, "install the library the binary was built against, or pin the package versions that match it", True),
+        # a package the step imports that is not installed at all (a top-level name: a module of
+        # the project itself is dotted, or built, and is the build's fault, not the runner's)
+        (r"No module named '[A-Za-z_]\w*'(?!\.)|"
+         # a system Python that refuses pip (PEP 668): the step installs outside a virtualenv
+         r"externally-managed-environment|This environment is externally managed",
+         E, "install the missing package in the job's environment (a virtualenv on a system Python), or "
+            "pin it in the requirements the job installs", True),
         (r": command not found|is not recognized as an internal or external command|"
          r"No matching distribution found|Could not find a version that satisfies|"
          r"not available for the python version|requires a different Python|is not a supported wheel on this platform|"

@@ -339,6 +339,16 @@ def _exception_message(first: str, rest: str) -> str:
     _type, _, msg = first.partition(": ")
     if msg and not msg.rstrip().endswith(":"):
         return _first_sentence(first)[:300]
+    if not msg and first.rstrip().endswith(":") and " " not in first.strip():
+        # `ImportError:` alone, its message on the lines below (a long path, then `: undefined
+        # symbol: ...`): the message is those lines, up to a blank one
+        lines = []
+        for line in rest.split("\n")[1:4]:
+            if not line.strip() or _is_error_line(line.strip()) or line.startswith((" ", "\t")):
+                break
+            lines.append(line.strip())
+        if lines:
+            return _first_sentence(first.rstrip() + " " + "".join(lines))[:300]
     for line in rest.split("\n")[1:40]:
         if not line.strip():
             break

@@ -53,7 +53,9 @@ MAX_SIGNATURE = 600
 # device's kernels, and the architecture of ptxas's resource limits.
 # 9: a build without the device's kernels keyed by the toolkit and package versions printed with
 # the device.
-SIGNATURE_VERSION = 9
+# 10: a hub's or registry's rate limit named by its service, not the host; ENOSPC by its number;
+# pip refusing a system Python; a loader's missing C++ symbol named by its library's namespace.
+SIGNATURE_VERSION = 10
 
 K = FailureKind
 
@@ -133,6 +135,10 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "RayActorError"),
     # a full disk, and a runner's check that it is nearly full: one fault, one action
     *_infra("out of disk space", "No space left on device", "no space left on device"),
+    # ENOSPC by its number, as Python and the C library print it, whatever its words (a console
+    # that cut the line, a localised message)
+    *_infra("out of disk space", "[Errno 28]", "errno 28", "(28: No space",
+            verify=r"(?i)errno 28(?!\d)|\(28: No space"),
     *_infra("out of disk space", "running out of disk space", "not enough disk space",
             "Not enough disk space", "insufficient disk space", "Insufficient disk space",
             "Not enough free disk space", "not enough free disk space"),
@@ -140,6 +146,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "HTTP Error 429", "toomanyrequests", "rate limit exceeded", "Rate limit exceeded",
             "API rate limit", "status code 429", "status: 429", "429 Too Many"),
     *_infra("runner shut down", "has received a shutdown signal"),
+    # pip refusing a system Python (PEP 668): the job's environment, whatever the step installs
+    *_infra("This environment is externally managed (PEP 668)", "externally-managed-environment",
+            "This environment is externally managed"),
     # the runner ended the job: cancelled, or past its time limit
     *_infra(_CANCELLED, "The operation was canceled", "has exceeded the maximum execution time"),
     # an allocator's out-of-memory whatever its device or wording (`HIP out of memory`,
@@ -524,16 +533,28 @@ _IB_STATUS = re.compile(r"completion (?:with error |from peer .*?with status=)(\
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
 
 
+# one service under several domains: its registry, its docs and its API answer for one limit
+_SERVICE_DOMAINS = {"docker.io": "docker.com", "hf.co": "huggingface.co"}
+
+
+def _service(host: str) -> str:
+    """The service a host belongs to: its registrable domain (`registry-1.docker.io` and
+    `www.docker.com` are Docker Hub, `cdn-lfs.huggingface.co` the Hugging Face hub)."""
+    parts = host.lower().rstrip(".").split(".")
+    domain = ".".join(parts[-2:])
+    return _SERVICE_DOMAINS.get(domain, domain)
+
+
 def _host_near(before: str, after: str) -> str:
-    """The host of the URL on the hit's line, else on the lines around it (a registry's or hub's
-    name: `huggingface.co`, `registry-1.docker.io`)."""
+    """The service of the URL on the hit's line, else on the lines around it (a registry's or
+    hub's name: `huggingface.co`, `docker.com`)."""
     line = _line_at(before, after)
     found = _URL_HOST.search(line)
     if found is None:
         near = "\n".join(before.rsplit("\n", 6)[-6:] + after.split("\n", 6)[:6])
         hosts = _URL_HOST.findall(near)
-        return hosts[-1].lower() if hosts else ""
-    return found[1].lower()
+        return _service(hosts[-1]) if hosts else ""
+    return _service(found[1])
 
 
 def _on_arch(kind: FailureKind, text: str, window: str) -> str:
@@ -651,12 +672,31 @@ def normalize(text: str) -> str:
         text = _REQUIRED_VERSION.sub(r"v\g<0>", text)
     if "/" in text or "\\" in text:
         text = _PATH.sub(_last_part, text)
+    if "_Z" in text:
+        text = _MANGLED.sub(_namespace_of, text)
     # a rule is tried only when its text can match (the rules never add a digit)
     digits = _DIGIT.search(text) is not None
     for rx, repl, needs in _RULES:
         if any(digits if need == "0" else need in text for need in needs):
             text = rx.sub(repl, text)
     return _unquote(" ".join(text.split()))
+
+
+# A C++ symbol as the loader prints it (`_ZN3c104cuda9SetDeviceEi`): which one of a library's
+# symbols is missing says little (the extension was built against another release of it); the
+# library's namespace says which (`c10::*`, torch's).
+_MANGLED = re.compile(r"(?<=undefined symbol: )_Z\w{1,600}")
+_MANGLED_HEAD = re.compile(r"_ZN?[KVRL]*(?:(St)|(\d{1,3}))")
+
+
+def _namespace_of(m: re.Match[str]) -> str:
+    head = _MANGLED_HEAD.match(m[0])
+    if head is None:
+        return m[0]
+    if head[1]:
+        return "std::*"
+    name = m[0][head.end():head.end() + int(head[2])]
+    return f"{name}::*" if name and (name[0].isalpha() or name[0] == "_") else m[0]
 
 
 def _error_code(m: re.Match[str]) -> str:
