@@ -302,6 +302,28 @@ def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
     assert "_ZN3c104cuda9SetDeviceEi" in link.text, link.text
 
 
+def test_pips_two_words_for_a_missing_version_are_one_failure() -> None:
+    both = signature_of("ERROR: Could not find a version that satisfies the requirement torch==1.12.1+cu113 "
+                        "(from versions: 2.0.0, 2.0.1)\nERROR: No matching distribution found for torch==1.12.1+cu113\n")
+    first = signature_of("ERROR: Could not find a version that satisfies the requirement torch==1.11.0+cu113 "
+                         "(from versions: 1.13.0)\n")
+    other = signature_of("ERROR: No matching distribution found for jaxlib==0.4.1\n")
+    assert both.key == first.key != other.key, (both.text, first.text, other.text)
+    assert infra_family(both) is InfraFamily.ENVIRONMENT
+
+
+def test_a_system_python_refusing_pip_names_its_system() -> None:
+    head = "error: externally-managed-environment\n\n\u00d7 This environment is externally managed\n\u2570\u2500> "
+    apk = signature_of(head + "The system-wide python installation should be maintained using the system\n"
+                       "    package manager (apk) only.\n")
+    apk_hint = signature_of("\u00d7 This environment is externally managed\n\u2570\u2500> \n    The system-wide python "
+                            "installation should be maintained using the system\n    package manager (apk) only.\n"
+                            "hint: See PEP 668 for the detailed specification.\n")
+    apt = signature_of(head + "To install Python packages system-wide, try apt install\n    python3-xyz\n")
+    assert apk.key == apk_hint.key != apt.key, (apk.text, apk_hint.text, apt.text)
+    assert infra_family(apt) is InfraFamily.ENVIRONMENT
+
+
 def test_rate_limits_name_the_hub_they_came_from() -> None:
     hf = signature_of("requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
                       "https://huggingface.co/api/models/m\n")

@@ -425,6 +425,10 @@ class Scanner:
             if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
                 text += f": {host}" if host else ""
+            elif label.startswith("This environment is externally managed"):
+                # the system whose Python it is: the package manager its message names
+                manager = _PACKAGE_MANAGER.search(after[:4000])
+                text += f": {manager[1].lower()}" if manager else ""
             elif label.startswith("network between nodes"):  # the transport's status code
                 code = _IB_STATUS.search(_line_at(before, after))
                 text += f": status {code[1]}" if code else ""
@@ -529,6 +533,7 @@ def _cause_of_cancel(before: str) -> str:
     return found[1] if found[0] >= 0 else _CANCELLED
 
 
+_PACKAGE_MANAGER = re.compile(r"(?i)\b(apk|apt|brew|dnf|yum|pacman|zypper|conda|nix)(?: install| add|\)| only)")
 _IB_STATUS = re.compile(r"completion (?:with error |from peer .*?with status=)(\d+)")
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
 
@@ -666,6 +671,10 @@ def normalize(text: str) -> str:
         text = _ERROR_CODE.sub(_error_code, text)
     if "HTTP" in text:
         text = _HTTP_STATUS.sub(r"HTTP code-n\2", text)
+    if "satisfies the requirement" in text:
+        # pip says it twice: `Could not find a version that satisfies the requirement X (from
+        # versions: ...)`, then `No matching distribution found for X`; a quote keeps either
+        text = _PIP_NO_VERSION.sub(r"No matching distribution found for \1", text)
     if "than" in text or " or " in text:
         # a version a requirement names is the environment's, not a count (`gcc versions later
         # than 11 are not supported`, `CMake 3.20 or higher is required`)
@@ -712,6 +721,7 @@ def _unquote(text: str) -> str:
     return text.strip()
 
 
+_PIP_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+).*")
 # an HTTP status names the error too (`HTTP Error 404`, `HTTP 429`)
 _HTTP_STATUS = re.compile(r"(HTTP (?:Error )?)(\d{3})\b")
 _REQUIRED_VERSION = re.compile(r"(?i)(?<=versions (?:later|newer|older) than )(\d+(?:\.\d+)*)|"
