@@ -302,6 +302,16 @@ def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
     assert "_ZN3c104cuda9SetDeviceEi" in link.text, link.text
 
 
+def test_pip_out_of_disk_is_its_temporary_directory_not_the_runners_disk() -> None:
+    pip = signature_of("ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device\n")
+    cut = signature_of('  File "/v/lib/site-packages/pip/_vendor/cachecontrol/filewrapper.py", line 94, in read\n'
+                       "    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n")
+    link = signature_of("/usr/bin/ld: final link failed: No space left on device\n")
+    assert pip.key == cut.key != link.key, (pip.text, cut.text, link.text)
+    assert "TMPDIR" in suggested_action(pip) and "free disk space" in suggested_action(link)
+    assert infra_family(pip) is infra_family(link) is InfraFamily.MACHINE
+
+
 def test_pips_two_words_for_a_missing_version_are_one_failure() -> None:
     both = signature_of("ERROR: Could not find a version that satisfies the requirement torch==1.12.1+cu113 "
                         "(from versions: 2.0.0, 2.0.1)\nERROR: No matching distribution found for torch==1.12.1+cu113\n")
