@@ -302,14 +302,17 @@ def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
     assert "_ZN3c104cuda9SetDeviceEi" in link.text, link.text
 
 
-def test_pip_out_of_disk_is_its_temporary_directory_not_the_runners_disk() -> None:
-    pip = signature_of("ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device\n")
-    cut = signature_of('  File "/v/lib/site-packages/pip/_vendor/cachecontrol/filewrapper.py", line 94, in read\n'
-                       "    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n")
-    link = signature_of("/usr/bin/ld: final link failed: No space left on device\n")
-    assert pip.key == cut.key != link.key, (pip.text, cut.text, link.text)
-    assert "TMPDIR" in suggested_action(pip) and "free disk space" in suggested_action(link)
-    assert infra_family(pip) is infra_family(link) is InfraFamily.MACHINE
+def test_a_connection_reset_between_processes_is_not_a_downloads() -> None:
+    collective = signature_of('  File "/t/distributed_c10d.py", line 224, in init_process_group\n'
+                              "    _default_pg = ProcessGroupGloo(store, rank, world_size)\n"
+                              "RuntimeError: Connection reset by peer\n")
+    download = signature_of('  File "/t/timm/models/_hub.py", line 9, in download_cached_file\n'
+                            "    download_url_to_file(url, cached_file)\n"
+                            "ConnectionResetError: [Errno 104] Connection reset by peer\n")
+    again = signature_of('  File "/u/site-packages/urllib3/connectionpool.py", line 7, in urlopen\n'
+                         "ConnectionResetError: [Errno 104] Connection reset by peer\n")
+    assert collective.kind is download.kind is K.INFRA
+    assert collective.key != download.key == again.key, (collective.text, download.text, again.text)
 
 
 def test_pips_two_words_for_a_missing_version_are_one_failure() -> None:

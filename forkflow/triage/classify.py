@@ -201,9 +201,6 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         # outage): the machine's network or the service, not the change
         (r"HTTP code-n(?:403|409|50[0-4])|Public access is not permitted",
          M, "retry the download later or from a mirror; check the runner's access to the storage or registry", True),
-        (r"out of disk space: pip's",
-         M, "point pip's temporary and cache directories (TMPDIR, PIP_CACHE_DIR) at a disk with room, or "
-            "install with --no-cache-dir", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"memory limit \(cgroup OOM kill\)",

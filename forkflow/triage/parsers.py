@@ -756,8 +756,25 @@ def parse_timeout(before: str, after: str) -> str | None:
     return "timeout" if re.search(r"(?i)timeout|timed out", line) else line
 
 
+# A connection that failed: between a job's own processes (a collective's transport, a
+# rendezvous store) or to a server it downloads from; the same words, two faults.
+_CONNECTION = re.compile(r"(?i)Connection (?:reset|refused|timed out)|Remote end closed connection")
+_BETWEEN_PROCESSES = re.compile(r"(?i)\b(?:gloo|nccl|rccl|c10d|ProcessGroup|rendezvous|TCPStore|"
+                                r"init_process_group|torch\.distributed)\b")
+_DOWNLOADING = re.compile(r"(?i)\b(?:urllib3?|requests\.exceptions|http\.client|huggingface_hub|hf_hub|"
+                          r"download\w*|from_pretrained|pip install)\b|https?://")
+
+
 def parse_infra(before: str, after: str) -> str | None:
-    return _first_sentence(_from_hit(after))
+    line = _first_sentence(_from_hit(after))
+    if not _CONNECTION.search(line):
+        return line
+    near = before[-3000:] + after[:1500]
+    if _BETWEEN_PROCESSES.search(near):
+        return f"{line} (between the job's processes)"
+    if _DOWNLOADING.search(near):
+        return f"{line} (downloading)"
+    return line
 
 
 _TEST_PREFIX = re.compile(r"^(?:(?:FAILED|ERROR)\s+)?(?:\[[\d.]+m?s\]\s+)?\S*::\S+\s+-\s+")

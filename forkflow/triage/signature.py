@@ -425,9 +425,6 @@ class Scanner:
             if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
                 text += f": {host}" if host else ""
-            elif label == "out of disk space" and _PIP_WRITING.search(before[-2000:] + after[:2000]):
-                # pip writes where TMPDIR and its cache point (often a small tmpfs), not the build
-                text += ": pip's temporary or cache directory"
             elif label.startswith("This environment is externally managed"):
                 # the system whose Python it is: the package manager its message names
                 manager = _PACKAGE_MANAGER.search(after[:4000])
@@ -536,7 +533,6 @@ def _cause_of_cancel(before: str) -> str:
     return found[1] if found[0] >= 0 else _CANCELLED
 
 
-_PIP_WRITING = re.compile(r"Could not install packages|[\\/]pip[\\/]_(?:internal|vendor)[\\/]|\bpip3? install\b")
 _PACKAGE_MANAGER = re.compile(r"(?i)\b(apk|apt|brew|dnf|yum|pacman|zypper|conda|nix)(?: install| add|\)| only)")
 _IB_STATUS = re.compile(r"completion (?:with error |from peer .*?with status=)(\d+)")
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
