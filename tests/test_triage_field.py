@@ -618,3 +618,28 @@ def test_the_loader_hands_out_how_each_cause_was_established(tmp_path) -> None: 
         "text": "x", "split": "train", "fix": "fixed by PR #12"}) + "\n")
     [case] = real_corpus.load_field("train", tmp_path)
     assert case.fix == "fixed by PR #12"
+
+
+# ----- LLVM tools' crashes -----------------------------------------------------------------------
+
+_DUMP = ("PLEASE submit a bug report to https://github.com/llvm/llvm-project/issues/ and include the crash "
+         "backtrace.\nStack dump:\n0.\tProgram arguments: /b/{w}/bin/{tool} {opts} /w/{w}/llvm/test/{test}\n{extra}"
+         " #0 0x000055d0{w} (/b/bin/{tool}+0x1234)\n #1 0x000055d1 (/b/bin/{tool}+0x1235)\n")
+
+
+def test_an_llvm_crash_without_symbols_is_keyed_by_what_the_tool_was_doing() -> None:
+    """A stack dump whose frames name nothing: the innermost pass it ran, else the tool and its
+    input; never the words every crash prints (`Stack dump:`)."""
+    def dump(w: str, tool: str, test: str, extra: str = "", opts: str = "-S") -> str:
+        return signature_of(_DUMP.format(w=w, tool=tool, test=test, extra=extra, opts=opts)).text
+
+    lv = '1.\tRunning pass "function(loop-vectorize)" on module "a.ll"\n2.\tRunning pass "loop-vectorize" on function "f"\n'
+    slp = '1.\tRunning pass "slp-vectorizer" on function "g"\n'
+    assert dump("w1", "opt", "a.ll", lv) == dump("w2", "opt", "b.ll", lv) == "CRASH: crash in pass loop-vectorize"
+    assert dump("w1", "opt", "a.ll", slp) != dump("w1", "opt", "a.ll", lv)
+    llc = dump("w1", "llc", "CodeGen/NVPTX/redux.ll", opts="-mtriple=nvptx64")
+    assert llc == dump("w9", "llc", "CodeGen/NVPTX/redux.ll", opts="-mtriple=nvptx64") == "CRASH: crash of llc on redux.ll"
+    assert llc != dump("w1", "llc", "CodeGen/NVPTX/other.ll", opts="-mtriple=nvptx64")
+    unhandled = signature_of("Program aborted due to an unhandled Error:\ncreateMCCodeEmitter failed\n"
+                             + _DUMP.format(w="w", tool="llc", test="DebugInfo/fixed-point.ll", extra="", opts=""))
+    assert unhandled.text == "CRASH: Program aborted due to an unhandled Error: createMCCodeEmitter failed"

@@ -550,7 +550,14 @@ _CRASH_RULES = tuple(re.compile(rule) for rule in (
     r"(?:LLVM ERROR|LLVM error|error in backend) ?: ([^\n]*)",
     r"(UNREACHABLE executed at [^\n]*)",
     r"terminate called after throwing an instance of '([^']*)'\s*\n\s*what\(\):\s*([^\n]*)",
+    # llvm::Error left unhandled: its message is the next line
+    r"(Program aborted due to an unhandled Error:)\s*\n\s*([^\n]+)",
 ))
+# LLVM's stack dump names what the tool was doing when it crashed: the innermost pass, else the
+# tool and its input (`0.  Program arguments: bin/llc test/DebugInfo/fixed-point.ll -o -`)
+_RUNNING_PASS = re.compile(r"^\s*\d+\.\s+Running pass '([^'\n]{1,200})'|^\s*\d+\.\s+Running pass \"([^\"\n]{1,200})\"",
+                           re.M)
+_PROGRAM_ARGUMENTS = re.compile(r"^\s*0\.\s+Program arguments: (\S{1,500})(?: (?:-\S+ )*(\S{1,500}))?", re.M)
 
 
 def parse_crash(before: str, after: str) -> str | None:
@@ -592,12 +599,20 @@ def parse_crash(before: str, after: str) -> str | None:
     frames: list[str] = []
     for line in _lines_with(text, "#"):  # a stack frame: `#3 0x...`
         m = _SYMBOL.match(line)
-        if m and not _SKIP_FRAME.search(m[1]):
-            frames.append(re.sub(r"\(.*", "", m[1]).strip())
+        name = re.sub(r"\(.*", "", m[1]).strip() if m and not _SKIP_FRAME.search(m[1]) else ""
+        if name[:1].isalpha() or name[:1] == "_":  # an unsymbolized frame (`(/bin/opt+0x12)`) names nothing
+            frames.append(name)
         if len(frames) == 3:
             break
     if frames:
         return "crash in " + " < ".join(frames)
+    passes = _RUNNING_PASS.findall(text)
+    if passes:
+        return f"crash in pass {next(p for p in passes[-1] if p)}"
+    program = _PROGRAM_ARGUMENTS.search(text)
+    if program:
+        what = _basename(program[2]) if program[2] else ""
+        return f"crash of {_basename(program[1])}" + (f" on {what}" if what else "")
     fatal = re.findall(r"Fatal Python error: ([^\n]*)", text)
     if fatal and fatal[-1].strip() == "Aborted":
         # abort() is called by whatever printed why, just before
