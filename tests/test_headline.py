@@ -233,3 +233,16 @@ def test_replay_counts_forkflows_holds_as_open(cli, builder: ForkBuilder) -> Non
     assert after["conflict_commits"] == 1 and after["conflict_files"] == 1
     assert after["oldest_open_days"] == pytest.approx((tip - _date(fork, held)) / DAY, abs=0.01)
     assert step["same_rule"]["days_behind"] == after["days_behind"]  # like with like, now the same
+
+
+def test_a_conflicts_age_is_counted_to_upstreams_tip_as_status_counts(cli, builder: ForkBuilder) -> None:  # type: ignore[no-untyped-def]
+    """`conflicts` and `status` say the same age of the commit a conflict holds: both count to
+    upstream's tip (counted to now, a mirror fetched long ago made every conflict older)."""
+    fork, held = _held_fork(cli, builder)
+    oldest = cli("status", "--json", repo=fork).json()["headline"]["oldest_open"]
+    listed = cli("conflicts", "--json", repo=fork).json()["conflicts"]
+    assert listed and {c["upstream_sha"] for c in listed} == {held}
+    assert {c["age_days"] for c in listed} == {int(oldest["age_days"])}
+    shown = cli("conflicts", "show", str(listed[0]["id"]), "--json", repo=fork).json()
+    assert shown["age_days"] == int(oldest["age_days"])
+    assert f"{int(oldest['age_days'])} d old" in " ".join(cli("conflicts", "show", str(listed[0]["id"]), repo=fork).out.split())

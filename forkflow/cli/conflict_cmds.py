@@ -63,6 +63,7 @@ class _Owned:
                                            state_dir(c.repo) / "cache" / "owners.json")
         self.repo = c.repo
         self.dates: dict[str, int] = {}
+        self.now = cowners.upstream_now(c.repo, c.config)  # ages are counted to upstream's tip
 
     def of(self, x: crecords.ConflictInfo) -> cowners.Owners:
         return self.finder.conflict(x)
@@ -109,19 +110,19 @@ def conflicts_list(
     rows = _oldest_first(_owned(rows, owned, owner), date)
     owned.done()
     if json_out:
-        print_json({"conflicts": [_conflict_json(x, with_text=False) | _owner_json(owned.of(x), date(x))
+        print_json({"conflicts": [_conflict_json(x, with_text=False) | _owner_json(owned.of(x), date(x), owned.now)
                                   | {"proposal_waiting": x.id in waiting} for x in rows]})
         return
     _render_list(rows, waiting, owned, date, owner)
 
 
-def _owner_json(o: cowners.Owners, when: int | None) -> dict[str, object]:
+def _owner_json(o: cowners.Owners, when: int | None, now: int | None) -> dict[str, object]:
     return {"owner": ", ".join(o.people) or "-", "owners": list(o.people), "owners_source": o.source or None,
-            "upstream_date": when, "age_days": cowners.age_days(when)}
+            "upstream_date": when, "age_days": cowners.age_days(when, now)}
 
 
-def _age(when: int | None) -> str:
-    days = cowners.age_days(when)
+def _age(when: int | None, now: int | None) -> str:
+    days = cowners.age_days(when, now)
     return "-" if days is None else f"{days} d"
 
 
@@ -138,7 +139,7 @@ def _render_list(rows: list[crecords.ConflictInfo], waiting: set[int], owned: _O
         x = group[0]
         paths = [g.path for g in group]
         status = "proposal waits" if any(g.id in waiting for g in group) else x.status
-        t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), _age(date(x)), escape(x.subject[:60]),
+        t.add_row(" ".join(str(g.id) for g in group), short(x.upstream_sha), _age(date(x), owned.now), escape(x.subject[:60]),
                   escape(", ".join(paths[:4]) + (f" +{len(paths) - 4} more" if len(paths) > 4 else "")),
                   ", ".join(sorted({g.kind for g in group})), escape(owned.finder.commit(group).describe()), status)
     console.print(t)
@@ -261,7 +262,7 @@ def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owne
     view = cregions.three_way(c.repo, x)
     diff = proposal_diff(x, waiting.content) if waiting is not None else ""
     if json_out:
-        doc = _conflict_json(x) | _owner_json(who, when) | {"agent_attempts": [
+        doc = _conflict_json(x) | _owner_json(who, when, owned.now) | {"agent_attempts": [
             {"backend": a.backend, "outcome": a.outcome, "reason": a.reason, "duration_ms": a.duration_ms}
             for a in attempts]} | {"proposal": None if waiting is None else {
                 "attempt_id": waiting.attempt_id, "hash": waiting.digest, "backend": waiting.backend,
@@ -276,7 +277,7 @@ def _show(c: Context, x: crecords.ConflictInfo, full: bool, json_out: bool, owne
     console.print(f"conflict {x.id} ({x.status}): {x.kind} in [bold]{escape(x.path)}[/]"
                   + (f", {view.regions} region(s)" if view.regions else ""), soft_wrap=True)
     console.print(f"upstream {x.upstream_sha}  {escape(x.subject)}", soft_wrap=True)
-    console.print(f"  {_age(when)} old; owners: {escape(who.describe())}", soft_wrap=True, highlight=False)
+    console.print(f"  {_age(when, owned.now)} old; owners: {escape(who.describe())}", soft_wrap=True, highlight=False)
     console.print(f"chain {escape(x.chain) or '-'}, picked onto {short(x.base_sha)}, seen {x.seen} time(s)"
                   + (f", landing unit {unit}" if unit else ""), soft_wrap=True)
     if moved:

@@ -308,6 +308,14 @@ def age_days(when: int | None, now: float | None = None) -> int | None:
     return None if when is None else max(0, int(((now or time.time()) - when) // 86400))
 
 
+def upstream_now(repo: Repo, config: Config) -> int | None:
+    """The commit date of upstream's tip: a conflict's age is counted to it, as `status` counts
+    days behind and the oldest open commit's age (a mirror fetched last month does not make every
+    conflict a month older).  None when the ref is not there (ages are then counted to now)."""
+    when = repo.git("show", "-s", "--format=%ct", config.upstream_ref, "--", check=False).strip()
+    return int(when) if when.isdigit() else None
+
+
 def owner_finder(repo: Repo, config: Config, ledger: Ledger | None, chains: Mapping[str, str],
                  cache_file: Path | None = None) -> OwnerFinder:
     """The fork's OwnerFinder: `[owners]`, the chains' owners, the fork's own CODEOWNERS rules

@@ -58,11 +58,12 @@ def _save(finder: cowners.OwnerFinder | None) -> None:
         pass
 
 
-def _doc(c: conflict_records.ConflictInfo, who: cowners.Owners | None, when: int | None) -> dict[str, Any]:
+def _doc(c: conflict_records.ConflictInfo, who: cowners.Owners | None, when: int | None,
+         now: int | None) -> dict[str, Any]:
     return {"id": c.id, "upstream_sha": c.upstream_sha, "subject": c.subject, "path": c.path, "kind": c.kind,
             "chain": c.chain, "status": c.status, "seen": c.seen, "last_seen": c.last_seen, "tried": list(c.tried),
             "owners": list(who.people) if who else [], "owners_source": who.source if who else "",
-            "upstream_date": when, "age_days": cowners.age_days(when)}
+            "upstream_date": when, "age_days": cowners.age_days(when, now)}
 
 
 @both(router, "/ingestion/conflicts")
@@ -76,6 +77,7 @@ def conflict_list(request: Request, owner: Annotated[str | None, Query(max_lengt
         ledger = src.ledger(s, fid)[0] if fid is not None and rows else None
     finder = _finder(src, ledger) if rows else None
     dates = cowners.commit_dates(src.ctx.repo, [x.upstream_sha for x in rows]) if src.ctx is not None else {}
+    now = cowners.upstream_now(src.ctx.repo, src.ctx.config) if src.ctx is not None and rows else None
     who = {x.id: finder.conflict(x) for x in rows} if finder is not None else {}
     _save(finder)
     want = (owner or "").strip()
@@ -85,7 +87,7 @@ def conflict_list(request: Request, owner: Annotated[str | None, Query(max_lengt
     people = sorted({p for o in who.values() for p in o.people}, key=str.casefold)
     data = {**emptiness(not rows and not want, EMPTY_HINT), "owner": want, "people": people,
             "owners_known": finder is not None,
-            "conflicts": [_doc(x, who.get(x.id), dates.get(x.upstream_sha)) | {"proposal_waiting": x.id in waiting}
+            "conflicts": [_doc(x, who.get(x.id), dates.get(x.upstream_sha), now) | {"proposal_waiting": x.id in waiting}
                           for x in rows]}
     return page(request, "ingestion_conflicts.html", data)
 
@@ -125,7 +127,8 @@ def conflict(request: Request, conflict_id: RowId) -> Response:
     view = cregions.three_way(src.ctx.repo, c) if src.ctx is not None else None
     excerpts = view.regions_json() if view is not None else cregions.ThreeWay(
         tuple(cregions.excerpts(c.marked)), 0, _none, _none, "").regions_json()
-    data = {"conflict": _doc(c, who, when) | {"base_sha": c.base_sha, "marked": c.marked, "key": c.key},
+    now = cowners.upstream_now(src.ctx.repo, src.ctx.config) if src.ctx is not None else None
+    data = {"conflict": _doc(c, who, when, now) | {"base_sha": c.base_sha, "marked": c.marked, "key": c.key},
             "settle": _settle(c, src), "unit": unit, "others": others,
             "region_count": cregions.region_count(c.marked), "regions": excerpts,
             "upstream_change": view.upstream.to_json() if view is not None else None,
