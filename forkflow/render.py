@@ -107,9 +107,10 @@ def render_plan(console: Console, p: Plan, subjects: dict[str, str]) -> None:
 # CLI's own (a user error, a usage error, a crash, interrupted).
 EXIT_OK = 0              # nothing needs a person: every unit landed, validated or was empty
 EXIT_NEEDS_PERSON = 4    # units wait on a person: a conflict, a review, a chain behind one
-EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed: look at why
+EXIT_FAILED = 5          # a unit failed L1, or could not be validated or landed, or the run stopped: look at why
 EXIT_WHY = {EXIT_NEEDS_PERSON: "units wait on a person: open conflicts or reviews (forkflow conflicts)",
-            EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix)"}
+            EXIT_FAILED: "a unit failed L1 or could not land (forkflow ingest --unit ID after a fix), "
+                         "or the run stopped (its note says why)"}
 _DONE = {"landed", "validated", "would-pick", "empty", "closed"}
 _FAILED = {"failed", "abandoned"}
 
@@ -117,7 +118,7 @@ _FAILED = {"failed", "abandoned"}
 def exit_code(report: IngestReport, open_conflicts: int = 0) -> int:
     """0 only when nothing needs a person; any status not known to be done needs one (issue 12)."""
     statuses = {u.status.value for u in report.results}
-    if statuses & _FAILED:
+    if statuses & _FAILED or report.stopped:
         return EXIT_FAILED
     # a landed unit may have left commits out: they wait, as a unit of their own would (a dry run decides nothing)
     left_out = report.mode.value != "dry-run" and any(u.deferred for u in report.results)

@@ -423,7 +423,8 @@ def test_ingest_selects_the_tier_gate_when_l1_suites_exist(fork: Path, tier: str
 # -- re-running one stored unit: `forkflow ingest --unit ID` -----------------------------------------
 
 def _blocked_fork(cli, builder: ForkBuilder, block: Path) -> Path:  # type: ignore[no-untyped-def]
-    """A bundle of one commit and a declared chain of two; L1 fails while `block` exists."""
+    """A bundle of one commit and a declared chain of two; L1 fails on their picks while `block`
+    exists (the fork tip alone passes: a gate red on every tree stops the run, holding nothing)."""
     builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
@@ -433,8 +434,8 @@ def _blocked_fork(cli, builder: ForkBuilder, block: Path) -> Path:  # type: igno
     fork = builder.f.path
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
-        f.write(f'\n[ingest]\nl1_command = "test ! -e {block}"\n\n[[ingest.chain]]\nname = "ops"\n'
-                'paths = ["ops/**"]\n')
+        f.write(f'\n[ingest]\nl1_command = "test ! -e {block} || test ! -e x.py -a ! -e ops"\n'
+                '\n[[ingest.chain]]\nname = "ops"\npaths = ["ops/**"]\n')
     block.write_text("L1 is red\n")
     return fork
 
@@ -520,7 +521,8 @@ def test_ingest_unit_rerun_bad_input(cli, fork: Path, args: tuple[str, ...], tex
 # -- a bundle that fails L1 bisects itself within the run ------------------------------------------
 
 def _six_bundle(cli, builder: ForkBuilder, runs: Path, extra: str = "") -> Path:  # type: ignore[no-untyped-def]
-    """Six low-risk upstream commits (one bundle); the fourth breaks L1. Every L1 run leaves a line in `runs`."""
+    """Six low-risk upstream commits (one bundle); the fourth breaks L1. Every L1 run leaves a line in `runs`:
+    the revision it validated."""
     builder.upstream_commit({"a.py": "A = 1\n"}, "Initial (#1)")
     builder.branch_fork()
     builder.fork_commit({"mine.py": "M = 1\n"}, "[fork] ours")
@@ -532,12 +534,16 @@ def _six_bundle(cli, builder: ForkBuilder, runs: Path, extra: str = "") -> Path:
     fork = builder.f.path
     assert cli("init", "--upstream", "upstream", repo=fork).rc == 0
     with (fork / "forkflow.toml").open("a") as f:
-        f.write(f'\n[ingest]\nl1_command = "echo run >> {runs}; test ! -e broken.flag"\n{extra}')
+        f.write(f'\n[ingest]\nl1_command = "echo $FORKFLOW_REV >> {runs}; test ! -e broken.flag"\n{extra}')
     return fork
 
 
 def _gate_runs(runs: Path) -> int:
     return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def _gated(runs: Path) -> list[str]:
+    return runs.read_text().split() if runs.exists() else []
 
 
 def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -551,8 +557,10 @@ def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: For
     assert [(u["name"], u["status"]) for u in doc["units"]] == [
         (name, "failed"), (f"{name}[1-3]", "landed"), (f"{name}[4-6]", "failed"), (f"{name}[4]", "failed"),
         (f"{name}[5-6]", "landed")]
-    # [4-6] on top of the landed [1-3] is the very tree that failed: failed again without a run
-    assert _gate_runs(runs) == 4 and "not run again" in doc["units"][2]["summary"]
+    # [4-6] on top of the landed [1-3] is the very tree that failed: failed again without a run;
+    # the one run more is L1 on the fork tip alone, once, before the first unit is held as failing
+    assert _gate_runs(runs) == 5 and "not run again" in doc["units"][2]["summary"]
+    assert _gated(runs)[1] == start and _gated(runs).count(start) == 1
     culprit = bundle["commits"][3]
     assert doc["units"][3]["failed"] == [culprit]
     log = _git(fork, "log", "--format=%B", f"{start}..main")
@@ -570,7 +578,8 @@ def test_ingest_failed_bundle_bisects_and_lands_the_other_five(cli, builder: For
     assert stored[f"{name}[5-6]"][0].reasons[bundle["commits"][4]].endswith(f"split out of {name}, which failed L1")
     again = cli("ingest", "--land", "--json", repo=fork).json()  # the culprit is a chain now: one more L1 run
     assert [(u["name"], u["status"]) for u in again["units"]] == [(f"{name}#{culprit[:10]}", "failed")]
-    assert _gate_runs(runs) == 5
+    tip = _git(fork, "rev-parse", "main")  # ... and, on this run's fork tip, the check of that tip alone
+    assert _gate_runs(runs) == 7 and _gated(runs)[-1] == tip
 
 
 def test_ingest_bundle_bisection_is_bounded_and_can_be_turned_off(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -578,7 +587,9 @@ def test_ingest_bundle_bisection_is_bounded_and_can_be_turned_off(cli, builder: 
     fork = _six_bundle(cli, builder, runs, "split_max_gate_runs = 1\n")
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert [u["status"] for u in doc["units"]] == ["failed", "landed", "failed"]
-    assert _gate_runs(runs) == 2  # [4-6] failed without a run: the tree that failed whole
+    # [4-6] failed without a run: the tree that failed whole; the one run more is L1 on the fork
+    # tip alone (before the bundle was held), which the bisection's budget does not count
+    assert _gate_runs(runs) == 3
     assert any("bisection stopped after 1 L1 runs" in n and "3 commit(s) stay DEFERRED" in n for n in doc["notes"])
     rows = _rows(_status(cli, fork))
     assert [rows[str(20 + i)]["disposition"] for i in range(1, 7)] == ["PICKED"] * 3 + ["DEFERRED"] * 3
@@ -588,7 +599,8 @@ def test_ingest_bundle_bisection_off_defers_the_whole_bundle(cli, tmp_path: Path
     runs = tmp_path / "runs"
     fork = _six_bundle(cli, ForkBuilder(tmp_path / "b"), runs, "split_failed_bundles = false\n")
     doc = cli("ingest", "--land", "--json", repo=fork).json()
-    assert [u["status"] for u in doc["units"]] == ["failed"] and _gate_runs(runs) == 1
+    # one run for the bundle, one on the fork tip alone before it is held (the tip passes)
+    assert [u["status"] for u in doc["units"]] == ["failed"] and _gate_runs(runs) == 2
     assert {c["disposition"] for c in _status(cli, fork)["commits"]} == {"DEFERRED"}
 
 

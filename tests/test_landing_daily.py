@@ -104,6 +104,7 @@ def test_max_units_1_three_times_moves_past_a_failing_first_unit(cli, builder: F
     commits = {10 + i: {f"m{10 + i}.py": f"M = {i}\n"} for i in range(4)}
     commits[10]["bad10.flag"] = "breaks L1\n"
     fork = _fork(cli, builder, commits, f"\n[ingest]\nmax_bundle = 1\nl1_command = {json.dumps(GATE.format(log=log))}\n")
+    start = _git(fork, "rev-parse", "main")
     docs = [cli("ingest", "--land", "--max-units", "1", "--json", repo=fork).json() for _ in range(3)]
 
     first = docs[0]["units"][0]
@@ -116,7 +117,9 @@ def test_max_units_1_three_times_moves_past_a_failing_first_unit(cli, builder: F
     assert any(f"unit {first['id']}" in h["why"] for h in docs[2]["held_back"])
     assert {"11", "12"} <= _picked(cli, fork)  # the queue moved on: a unit landed in each later run
     runs = _runs(log)
-    assert [v for _, _, v in runs] == ["red", "ok", "ok"]  # the failing unit ran once in three runs
+    assert [v for _, _, v in runs] == ["red", "ok", "ok", "ok"]  # the failing unit ran once in three runs
+    # ... and before it was held, L1 ran once on the fork tip alone (it passes: the unit is to blame)
+    assert runs[1][:2] == (_git(fork, "rev-parse", f"{start}^{{tree}}"), start)
 
     # `ingest --unit ID` still re-runs a failed unit on demand
     ctx = open_context(fork)

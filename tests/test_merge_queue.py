@@ -214,6 +214,35 @@ def test_a_runner_that_dies_twice_lands_nothing_and_decides_nothing(builder: For
     assert {e.disposition.value for e in ledger.entries} == {"PENDING"}  # not deferred on a runner's fault
 
 
+class RedThenDyingGate:
+    """Red on every candidate; the runner dies on the fork tip alone (rev == base)."""
+
+    def __init__(self) -> None:
+        self.tip_checks = 0
+
+    def check(self, rev: Sha, base: Sha) -> GateResult:
+        if rev == base:
+            self.tip_checks += 1
+            raise RuntimeError("connection to the runner lost")
+        return GateResult(False, "l1_command failed (exit 1)")
+
+
+def test_a_runner_that_dies_on_the_fork_tip_check_stops_the_run_as_l1_could_not_run(builder: ForkBuilder) -> None:
+    fork = _fork_for_ingestor(builder)
+    start = _git(fork, "rev-parse", "main")
+    gate = RedThenDyingGate()
+    ctx = open_context(fork)
+    report = wiring.ingestor(ctx, IngestOptions(mode=Mode.LAND), gate).run()
+    assert gate.tip_checks == 2 and report.stopped.startswith("L1 could not run (")  # not "fails on the tip"
+    assert f"the runner died while validating {start[:12]}" in report.stopped
+    assert _git(fork, "rev-parse", "main") == start
+    assert not any(r.status in (UnitStatus.FAILED, UnitStatus.LANDED) for r in report.results)
+    from forkflow.ledger.build import build_ledger
+
+    ledger = build_ledger(ctx.repo, ctx.config, ctx.store, ctx.fork_id)
+    assert {e.disposition.value for e in ledger.entries} == {"PENDING"}  # not held on a runner's fault
+
+
 def test_runners_validate_speculative_stacks_at_once(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "runs"
     gate = (f'a=$(date +%s.%N); sleep 1; b=$(date +%s.%N); echo "$FORKFLOW_REV ok $a $b" >> {log}')
@@ -308,3 +337,31 @@ def test_queue_settings_are_checked(cli, builder: ForkBuilder, tmp_path: Path, l
     r = cli("ingest", "--land", repo=fork)
     assert r.rc != 0 and says in r.err and len(r.err.strip().splitlines()) == 1
     assert _git(fork, "rev-parse", "main") == before
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("gate, says", [("sleep 120", "timed out after 1.5s"), ("exit 1", "l1_command failed")])
+def test_a_gate_that_fails_on_the_fork_tip_itself_stops_the_run_holding_nothing(  # type: ignore[no-untyped-def]
+        cli, builder: ForkBuilder, tmp_path: Path, gate: str, says: str) -> None:
+    log = tmp_path / "runs"
+    fork = _backlog(cli, builder, _plain(12), f'echo "$FORKFLOW_REV red" >> {log}; {gate}',
+                    "l1_timeout = 1.5\nmax_bundle = 3\n")
+    start, refs = _git(fork, "rev-parse", "main"), _git(fork, "for-each-ref", "refs/heads", "refs/tags")
+    r = cli("ingest", "--land", "--json", repo=fork)
+    assert r.rc == 5, r.err
+    # halves down to the first unit (4 units of 3 commits), then the fork tip alone: not a
+    # bisection down to every commit, nor anything held as failing
+    assert [rev for rev, _ in _runs(log)][-1] == start and len(_runs(log)) <= 2 + math.ceil(math.log2(4)) + 1
+    doc = r.json()
+    stop = f"L1 fails on the fork tip {start[:12]} itself"
+    assert [n for n in doc["notes"] if stop in n and says in n] == [n for n in doc["notes"] if "fork tip" in n]
+    assert len([n for n in doc["notes"] if stop in n]) == 1
+    assert doc["held_back"] == [] and not any(u["status"] in ("failed", "landed") for u in doc["units"])
+    assert _git(fork, "rev-parse", "main") == start
+    assert _git(fork, "for-each-ref", "refs/heads", "refs/tags") == refs
+    rows = _dispositions(cli, fork)
+    assert {c["disposition"] for c in rows.values()} == {"PENDING"}  # nothing held, nothing landed
+    assert not any("L1 failed" in " ".join(c["evidence"]) for c in rows.values())
+    human = cli("ingest", "--land", repo=fork)  # the next run stops the same way, saying it in one line
+    assert human.rc == 5
+    assert len([line for line in human.out.splitlines() if stop in line]) == 1, human.out

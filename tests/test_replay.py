@@ -160,11 +160,26 @@ def test_replay_resumed_without_its_scratch_folder_starts_the_chain_again(cli, s
 
 
 def test_replay_with_a_failing_gate_lands_nothing(cli, sample: Sample) -> None:  # type: ignore[no-untyped-def]
+    # red once u2 (k.py: x = 2) is picked, green on the fork tip alone: the step holds u2 as failing
+    r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d", "--gate",
+            "grep -qvx 'x = 2' k.py", "--json", repo=sample.fork)
+    assert r.rc == 0, r.err
+    step = r.json()["steps"][0]
+    assert step["landed"] == [] and step["deferred"] >= 1 and step["after"]["held"] >= 1
+
+
+@pytest.mark.security
+def test_replay_with_a_gate_that_fails_on_the_fork_tip_stops_the_step_holding_nothing(  # type: ignore[no-untyped-def]
+        cli, sample: Sample) -> None:
+    before = _refs(sample.fork)
     r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d", "--gate", "false", "--json",
             repo=sample.fork)
     assert r.rc == 0, r.err
     step = r.json()["steps"][0]
-    assert step["landed"] == [] and step["deferred"] >= 1
+    assert step["landed"] == [] and step["deferred"] == 0 and step["after"]["held"] == 0
+    (note,) = step["notes"]  # the step stopped: one note naming the tip and the gate's failure
+    assert f"L1 fails on the fork tip {step['tip'][:12]} itself" in note and "exit 1" in note
+    assert _refs(sample.fork) == before
 
 
 @pytest.mark.parametrize("args, text", [

@@ -663,7 +663,8 @@ def _l1_trees(fork: Path) -> list[str]:
 
 def test_l1_timeout_kills_the_whole_process_group(cli, builder: ForkBuilder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     pidfile = tmp_path / "l1.pid"
-    fork = _l1_fork(cli, builder, f"echo $$ > {pidfile}; sleep 300 & sleep 300", timeout=1)
+    # hangs once the upstream commit is picked (the fork tip alone passes, so the unit is held timed out)
+    fork = _l1_fork(cli, builder, f"if [ -e u.py ]; then echo $$ > {pidfile}; sleep 300 & sleep 300; fi", timeout=1)
     doc = cli("ingest", "--land", "--json", repo=fork).json()
     assert "timed out" in doc["units"][0]["summary"]
     pgid = int(pidfile.read_text())

@@ -105,6 +105,7 @@ class IngestReport:
     ingestion_point: Sha | None
     notes: tuple[str, ...] = ()
     held_back: tuple[HeldBack, ...] = ()  # every commit this run held back, and what it waits for
+    stopped: str = ""  # why the run stopped before its queue was done (L1 could not run, failed on the tip)
 
 
 class Reporter(Protocol):
@@ -271,7 +272,7 @@ class Ingestor:
         if self.writes:
             self.journal.run_finished(self.run_id)
         return IngestReport(self.options.mode, ledger.fork_tip, tip, plan, tuple(results), point,
-                            tuple(self.notes), tuple(self.holds.back))
+                            tuple(self.notes), tuple(self.holds.back), self._stop)
 
     def tidy_packs(self) -> None:
         """Units wrote loose objects (or a pack, for a big one); let git fold them as it does after a

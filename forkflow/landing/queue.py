@@ -239,6 +239,14 @@ class GateRuns:
             out.append(k)
         return out
 
+    def check_tip(self, tip: Sha) -> GateResult:
+        """L1 on the fork tip itself, with nothing picked onto it (one run)."""
+        self.runs += 1
+        (v,) = self.runners.check_all([(tip, tip)])
+        if v.runner_died:
+            self._note(v.runner_died)
+        return v.result
+
     def _known_red(self, tree: str) -> GateResult | None:
         known = self._red.get(tree)
         if known is None:
@@ -288,6 +296,7 @@ class MergeQueue:
         self._batches = 0  # batches numbered so far
         self._groups = 0  # red batches' halves so far
         self._bisect_from = 0  # the gate runs made when the bisection going on began
+        self._green_tips: set[Sha] = set()  # fork tips known to pass L1: what the queue landed, a checked tip
 
     def run(self, items: Iterable[Item]) -> None:
         todo = deque(items)
@@ -332,6 +341,7 @@ class MergeQueue:
                 self._drop(batches, todo, "the fork branch moved while this stack was validated; "
                                           "picked again on the new tip")
                 return False
+            self._green_tips.add(batches[green - 1].top.candidate)
             for b, v in zip(batches[:green], verdicts):
                 together = f" (validated together in batch {b.number}: {len(b.commits)} commits)" \
                     if len(b.units) > 1 else ""
@@ -344,17 +354,41 @@ class MergeQueue:
                 self.lander.halt(f"L1 could not run ({verdict.summary}); stopped, nothing more was decided")
                 self._drop([red], todo, f"L1 could not run: {verdict.summary}")
             else:
-                self._split(red, verdict, todo)
+                self._split(red, verdict, todo, root)
         return True
 
-    def _split(self, red: Batch, verdict: GateResult, todo: deque[Item]) -> None:
+    def _tip_passes(self, root: Sha) -> bool:
+        """Whether L1 passes on the fork tip the red batch stood on; checked once a tip (a tip the
+        queue landed passed as a candidate).  A tip that fails too says the gate fails whatever is
+        picked (a hanging or broken L1): splitting would hold every commit after log(n) runs each,
+        so the run stops instead, with nothing decided."""
+        if root in self._green_tips:
+            return True
+        verdict = self.gates.check_tip(root)
+        self._bisect_from += 1  # not a run of the bisection: its budget (split_runs) stays whole
+        if verdict.passed:
+            self._green_tips.add(root)
+            return True
+        if verdict.infra:
+            self.lander.halt(f"L1 could not run ({verdict.summary}); stopped, nothing more was decided")
+            return False
+        self.lander.halt(f"L1 fails on the fork tip {root[:12]} itself, with no upstream commit picked "
+                         f"({verdict.summary}): fix l1_command or the fork's own tests and run again; "
+                         "stopped, nothing more was decided")
+        return False
+
+    def _split(self, red: Batch, verdict: GateResult, todo: deque[Item], root: Sha) -> None:
         """Split a red batch: its units in halves, then one unit's commits; each half a batch of its
-        own on the new tip.  A single unit that fails is settled as failed (its commits held); once a
-        failing commit is found, what was split off after it goes back to the queue, batched anew."""
+        own on the new tip.  A single unit that fails is settled as failed (its commits held) once L1
+        is known to pass on the tip it stood on; once a failing commit is found, what was split off
+        after it goes back to the queue, batched anew."""
         if red.group == 0:  # a new bisection, with its budget of gate runs
             self._bisect_from = self.gates.runs
         spent = self.gates.runs - self._bisect_from
         within = spent < self.policy.split_runs
+        if (len(red.units) == 1 or not within) and not self._tip_passes(root):
+            self._drop([red], todo, f"not held: the run stopped at L1 on the fork tip alone (here: {verdict.summary})")
+            return
         if len(red.units) > 1:
             self._drop([red], todo, f"batch {red.number} failed L1 ({verdict.summary}); split in halves")
             for _ in red.units:
