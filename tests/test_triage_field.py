@@ -473,7 +473,7 @@ def test_a_generic_collective_failure_is_keyed_by_the_warning_that_names_its_cau
     bare = signature_of(err)
     assert shm.key == shm2.key
     assert len({shm.key, ibv.key, bare.key}) == 3, (shm.text, ibv.text, bare.text)
-    assert "shared memory segment" in shm.text and "nccl-" not in shm.text
+    assert "shared memory" in shm.text and "nccl-" not in shm.text
 
 
 def test_lit_test_ids_without_an_error_are_keyed_by_their_directory() -> None:
@@ -643,3 +643,54 @@ def test_an_llvm_crash_without_symbols_is_keyed_by_what_the_tool_was_doing() -> 
     unhandled = signature_of("Program aborted due to an unhandled Error:\ncreateMCCodeEmitter failed\n"
                              + _DUMP.format(w="w", tool="llc", test="DebugInfo/fixed-point.ll", extra="", opts=""))
     assert unhandled.text == "CRASH: Program aborted due to an unhandled Error: createMCCodeEmitter failed"
+
+
+def test_nccl_without_shared_memory_is_the_containers_dev_shm_not_the_disk() -> None:
+    fallocate = signature_of("[3] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n"
+                             "[3] NCCL INFO include/shm.h:41 -> 2\n[3] include/shm.h:48 NCCL WARN Error while creating "
+                             "shared memory segment nccl-shm-recv-1462445a6f01cbfc-1-2-3 (size 9637888)\n")
+    vllm = signature_of("(VllmWorkerProcess pid=221) ERROR 04-06 20:46:48 [multiproc_worker_utils.py:238] torch.distributed."
+                        "DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled "
+                        "system error (\nNCCL WARN Error while creating shared memory segment /dev/shm/nccl-xxxxx (size 7340384)\n")
+    disk = signature_of("/usr/bin/ld: final link failed: No space left on device\n")
+    assert fallocate.key == vllm.key != disk.key, (fallocate.text, vllm.text, disk.text)
+    assert "--shm-size" in suggested_action(vllm) and infra_family(vllm) is InfraFamily.MACHINE
+
+
+def test_the_oom_killers_line_naming_a_compiler_is_a_build_killed() -> None:
+    kernel = signature_of("killed: signal terminated program cc1plus\n\nOut of memory: Killed process 4242 (cc1plus) "
+                          "total-vm:9123456kB\n")
+    gcc = signature_of("g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\n")
+    python = signature_of("Out of memory: Killed process 1234 (python3) total-vm:123kB\n")
+    assert kernel.key == gcc.key != python.key, (kernel.text, gcc.text, python.text)
+
+
+def test_a_missing_symbol_is_the_loaders_failure_whatever_raised_it() -> None:
+    traceback = signature_of('Traceback (most recent call last):\n  File "<stdin>", line 1, in <module>\nImportError: '
+                             "/x/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: undefined "
+                             "symbol: _ZN3c104cuda9SetDeviceEi\n")
+    bare = signature_of("flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
+    wrapped = signature_of("ImportError:\n/usr/lib/python3/dist-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so"
+                           "\n: undefined symbol: _ZN3c104impl3cow11cow_deleterEPv\n")
+    assert traceback.key == bare.key == wrapped.key, (traceback.text, bare.text, wrapped.text)
+    assert infra_family(bare) is InfraFamily.ENVIRONMENT
+
+
+def test_a_line_of_an_exceptions_message_is_read_as_that_exception() -> None:
+    """A message over several lines, its last one naming `error` in prose: the exception it
+    belongs to is the error, not the prose's first clause."""
+    head = "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.\n"
+    long = signature_of(head + "making sure all `forward` function outputs participate in calculating loss.\n"
+                        "In addition, you can set TORCH_DISTRIBUTED_DEBUG to print which parameters did not receive "
+                        "gradient on this rank as part of this error\n")
+    assert long.key == signature_of(head).key, long.text
+    # a blank line ends the message: what follows is a report of its own
+    apart = signature_of("RuntimeError: x\n\nsome prose that mentions an error here\n")
+    assert "prose" in apart.text
+
+
+def test_a_model_wrapper_hiding_an_attribute_is_one_failure_whichever_attribute() -> None:
+    a = signature_of("AttributeError: 'DistributedDataParallel' object has no attribute 'down_blocks'\n")
+    b = signature_of("AttributeError: 'DistributedDataParallel' object has no attribute 'encode_stage_2_inputs'\n")
+    none = signature_of("AttributeError: 'NoneType' object has no attribute 'down_blocks'\n")
+    assert a.key == b.key != none.key and "down_blocks" in none.text

@@ -201,6 +201,9 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         # outage): the machine's network or the service, not the change
         (r"HTTP code-n(?:403|409|50[0-4])|Public access is not permitted",
          M, "retry the download later or from a mirror; check the runner's access to the storage or registry", True),
+        (r"shared memory \(/dev/shm\) too small",
+         M, "give the job's container a larger /dev/shm (docker --shm-size, or --ipc=host) or set "
+            "NCCL_SHM_DISABLE=1, then re-run", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"memory limit \(cgroup OOM kill\)",

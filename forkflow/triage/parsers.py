@@ -523,6 +523,7 @@ _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Asse
 _LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*): version `([A-Z]+)_[\d.]+' "
                              r"not found(?: \(required by ([^\s)]+)\))?")
 # the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
+_UNDEFINED_SYMBOL = re.compile(r"(?:^|[\s/:])([\w.+-]{1,200}\.(?:so|pyd|dylib)[.\d]{0,20})\s{0,8}: undefined symbol: ([\w$.@]{1,600})")
 _ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
 _METHOD = re.compile(r"(?:\w+::)?~?\w+$")
 _FAULT_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)', re.M)
@@ -570,6 +571,10 @@ def parse_crash(before: str, after: str) -> str | None:
         tool, lib, name, by = loader[-1]
         by = _basename(by) or ("" if tool.endswith(("Error", "Exception")) else tool)
         return f"{lib}: version `{name}_*' not found" + (f" (required by {by})" if by else "")
+    undefined = _UNDEFINED_SYMBOL.findall(text)
+    if undefined:  # the loader: which binary lacks which symbol, whatever raised it (ImportError, OSError)
+        lib, sym = undefined[-1]
+        return f"{lib}: undefined symbol: {sym}"
     located = [m for ln in _lines_with(text, "Assertion") for m in _LOCATED_ASSERTION.findall(ln)]
     if located:
         func, assertion = located[-1]
@@ -932,6 +937,10 @@ def _generic_line(text: str, start: int, end: int, counts: list[int]) -> tuple[s
         seen.add(lo)
         got = _error_line(text, lo)
         if got:
+            head = _message_head(text, lo)
+            if head is not None:  # a line of an exception's message, below its first
+                got = _error_line(text, head) or got
+                lo = head
             best = (lo, got)
             break
         if len(counts) < 8 and _is_count_at(text, lo):
@@ -952,6 +961,37 @@ def _generic_line(text: str, start: int, end: int, counts: list[int]) -> tuple[s
 
 # `Name: ` with a CamelCase name of two humps or more, not a warning, reversed
 _CAMEL_NAME_REVERSED = re.compile(r" :(?!gninraW)[a-z0-9]+[A-Z](?:[a-z0-9]*[A-Z])+(?![\w])")
+
+
+_MESSAGE_START = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)(?<!Warning): \S")
+# a line that starts its own report: an exception, a diagnostic, a runner's or a test's mark
+_OWN_REPORT = re.compile(r"^(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b|(?i:error|fatal|warning)\b|"
+                         r"FAILED|PASSED|ERROR|##\[|\S+:\d+(?::\d+)?: |File \"|Traceback)")
+MESSAGE_LINES = 8  # lines of one exception's message looked through, above the line chosen
+
+
+def _message_head(text: str, lo: int) -> int | None:
+    """Where the exception starts whose message goes on to the line at `lo` (`RuntimeError:
+    Expected to have finished reduction ...`, then prose lines, the last one naming `error`):
+    the lines between are its message, unbroken by a blank line; None when the line is a
+    report of its own."""
+    hi = text.find("\n", lo)
+    if _OWN_REPORT.match(text[lo: len(text) if hi < 0 else hi].strip()):
+        return None
+    end = lo
+    for _ in range(MESSAGE_LINES):
+        if end <= 0:
+            return None
+        start = text.rfind("\n", 0, end - 1) + 1
+        line = text[start:end - 1].strip()
+        if not line:
+            return None
+        if _MESSAGE_START.match(line):
+            return start
+        if _OWN_REPORT.match(line):
+            return None
+        end = start
+    return None
 
 
 def _is_count_at(text: str, lo: int) -> bool:

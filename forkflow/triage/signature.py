@@ -79,6 +79,7 @@ def _infra(label: str, *literals: str, verify: str | None = None) -> list[Trigge
 
 
 _CANCELLED = "job cancelled by the runner"
+_SHM = "shared memory (/dev/shm) too small"
 _OOM_KILLER = "host out of memory (OOM killer)"
 # what the OOM killer killed tells the action: a compiler or linker of a parallel build (fewer
 # jobs), a job over its own memory limit (a container's or scheduler's cgroup: a larger limit)
@@ -134,6 +135,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_infra("Ray worker crashed", "WorkerCrashedError", "The actor died unexpectedly",
             "RayActorError"),
     # a full disk, and a runner's check that it is nearly full: one fault, one action
+    # a collective library's shared-memory transport could not get its segment: the container's
+    # /dev/shm, not the disk (NCCL says so with `posix_fallocate` or `failed to extend`)
+    *_infra(_SHM, "Error while creating shared memory segment"),
     *_infra("out of disk space", "No space left on device", "no space left on device"),
     # ENOSPC by its number, as Python and the C library print it, whatever its words (a console
     # that cut the line, a localised message)
@@ -175,7 +179,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "terminate called after throwing", "Fatal Python error", "SIGSEGV", "SIGABRT",
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
         # the loader refusing a binary: a missing library or library version
-        "' not found (required by", "cannot open shared object file",
+        "' not found (required by", "cannot open shared object file", "undefined symbol: ",
         "died with <Signals.SIG"),
     # a quote that cut the loader's line before `(required by ...)`
     *_t(K.CRASH, "' not found", verify=r"version `[\w.]+' not found"),
@@ -421,6 +425,8 @@ class Scanner:
             label = _cause_of_cancel(before) if best.label == _CANCELLED else best.label
             if label == _OOM_KILLER:
                 label = _oom_victim(_line_at(before, after))
+            elif label == "out of disk space" and _ON_SHM.search(_line_at(before, after) + after[:3000]):
+                label = _SHM
             text = f"{K.INFRA.value}: {label}"
             if label.startswith("rate limited"):  # which hub or registry said no
                 host = _host_near(before, after)
@@ -510,7 +516,11 @@ def _killed_by_itself(hit: _Hit) -> bool:
 # gcc's and collect2's own words when the OOM killer took a compiler or the linker; a cgroup's
 # OOM kill (slurm's `Detected 1 oom-kill event(s)`, Kubernetes' `OOMKilled`, the kernel's `Memory
 # cgroup out of memory`) is a job past its own limit, not a machine out of memory
-_BUILD_VICTIM = re.compile(r"fatal error: Killed signal|terminated with signal 9 \[Killed\]")
+_BUILD_VICTIM = re.compile(r"fatal error: Killed signal|terminated with signal 9 \[Killed\]|"
+                           r"signal terminated program (?:cc1|cc1plus|cicc|ptxas|as|ld|lld)\b|"
+                           # the kernel's own line naming a compiler or linker as the process it killed
+                           r"Killed process \S+ \((?:cc1|cc1plus|cicc|ptxas|nvcc|as|ld|ld\.lld|lld|"
+                           r"clang(?:\+\+)?(?:-\d+)?|g\+\+|gcc|c\+\+|rustc|ninja|make)\)")
 _CGROUP_VICTIM = re.compile(r"(?i)oom-kill event|OOMKilled|cgroup out[- ]of[- ]memory|Memory cgroup out of memory")
 
 
@@ -533,6 +543,7 @@ def _cause_of_cancel(before: str) -> str:
     return found[1] if found[0] >= 0 else _CANCELLED
 
 
+_ON_SHM = re.compile(r"/dev/shm\b|shared memory segment|\bshm(?:utils)?\.(?:h|cc)\b")
 _PACKAGE_MANAGER = re.compile(r"(?i)\b(apk|apt|brew|dnf|yum|pacman|zypper|conda|nix)(?: install| add|\)| only)")
 _IB_STATUS = re.compile(r"completion (?:with error |from peer .*?with status=)(\d+)")
 _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
@@ -671,6 +682,10 @@ def normalize(text: str) -> str:
         text = _ERROR_CODE.sub(_error_code, text)
     if "HTTP" in text:
         text = _HTTP_STATUS.sub(r"HTTP code-n\2", text)
+    if "object has no attribute" in text:
+        # a model wrapper (DDP, DataParallel, FSDP, torch.compile's module) does not forward the
+        # wrapped module's attributes: which attribute the code asked for is the code's, not the cause
+        text = _WRAPPER_ATTRIBUTE.sub(r"\1 object has no attribute <of the wrapped module>", text)
     if "satisfies the requirement" in text:
         # pip says it twice: `Could not find a version that satisfies the requirement X (from
         # versions: ...)`, then `No matching distribution found for X`; a quote keeps either
@@ -721,6 +736,8 @@ def _unquote(text: str) -> str:
     return text.strip()
 
 
+_WRAPPER_ATTRIBUTE = re.compile(r"('(?:DistributedDataParallel|DataParallel|FullyShardedDataParallel|"
+                                r"OptimizedModule|DeepSpeedEngine)') object has no attribute '\w+'")
 _PIP_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+).*")
 # an HTTP status names the error too (`HTTP Error 404`, `HTTP 429`)
 _HTTP_STATUS = re.compile(r"(HTTP (?:Error )?)(\d{3})\b")
