@@ -259,6 +259,16 @@ def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> N
     ("    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n", InfraFamily.MACHINE,
      "free disk space"),
     ("ModuleNotFoundError: No module named 'versioneer'\n", InfraFamily.ENVIRONMENT, "install the missing package"),
+    ('    raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")\n'
+     "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.\n",
+     InfraFamily.ENVIRONMENT, "pin the compiler"),
+    ("torch._inductor.exc.InductorError: RuntimeError: Compiler: cl is not found.\n", InfraFamily.ENVIRONMENT,
+     "pin the compiler"),
+    ("RuntimeError: operator torchvision::nms does not exist\n", InfraFamily.ENVIRONMENT, "pin the compiler"),
+    ("RuntimeError: GPUs with compute capability below 7.0 are not supported.\n", InfraFamily.ENVIRONMENT,
+     "device the code supports"),
+    ("rocBLAS error: Cannot read TensileLibrary.dat: Illegal seek for GPU arch : gfx1201\n", InfraFamily.ENVIRONMENT,
+     "rebuild the wheel"),
     ("\u00d7 This environment is externally managed\n\u2570\u2500> \n    The system-wide python installation "
      "should be maintained using the system\nhint: See PEP 668 for the detailed specification.\n",
      InfraFamily.ENVIRONMENT, "virtualenv"),

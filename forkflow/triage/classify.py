@@ -91,7 +91,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"unsupported (?:CUDA |HIP |AMDGPU )?gpu architecture|unknown target CPU '(?:gfx|sm_)|"
          r"invalid device function|InvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|"
          # a library that ships no kernels for the device: rocBLAS and hipBLASLt's Tensile files
-         r"TensileLibrary[\w.-]{0,80}: No such file|No paths matched \S{0,300}TensileLibrary",
+         r"TensileLibrary[\w.-]{0,80}: No such file|No paths matched \S{0,300}TensileLibrary|"
+         r"Cannot read TensileLibrary",
          E, "rebuild the wheel (or install one built) for the GPU's architecture{arch}, or pin a release "
             "that ships it", True),
         (r"driver version is insufficient|driver on your system is too old|driver .{0,40}too old|"
@@ -123,7 +124,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          E, "install (or download) the build of the tool or library for the runner's platform and "
             "architecture", True),
         # the device is older than what the code requires (a compute capability, a generation)
-        (r"requires a GPU with compute capability|(?:GPUs?|devices?) with compute capability (?:of )?at least|"
+        (r"requires a GPU with compute capability|compute capability (?:below|less than|lower than) \S+ (?:is |are )?not supported|(?:GPUs?|devices?) with compute capability (?:of )?at least|"
          r"\bonly supports? (?:\w+ ){0,3}GPUs? (?:or newer|and newer|with compute capability)|"
          r"compute capability \S+ (?:is )?not supported",
          E, "run the test on a device the code supports (the architecture it needs), or skip it on this "
@@ -161,6 +162,10 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"too old version of (?:GCC|Clang|the compiler)|We need (?:GCC|Clang) \S+ or (?:later|newer)|"
          r"CUDA_HOME environment variable is not set|No CUDA runtime is found|nvcc: not found|Failed to find CUDA|"
          r"Could not load any plugin|"
+         # a JIT (Triton's launcher, Inductor's C++ wrapper) that finds no host compiler or no libcuda
+         r"Failed to find C compiler|Compiler: \S+ is not found|libcuda\.so cannot (?:be )?found|"
+         # an extension's operators missing from the torch it was loaded into (built for another one)
+         r"operator \w+::\w+ does not exist|No such operator \w+::\w+|"
          r"Torch not compiled with CUDA enabled|requires \S+ (?:>=|==|<)|version conflict|ResolutionImpossible|"
          r"CMake Error: (?:\S+ ){0,12}?\S*(?:or higher is required|must be at least|is too old|version \S+ is required)|"
          r"Host \w+ version must be at least|"
