@@ -704,3 +704,25 @@ def test_a_model_wrapper_hiding_an_attribute_is_one_failure_whichever_attribute(
     b = signature_of("AttributeError: 'DistributedDataParallel' object has no attribute 'encode_stage_2_inputs'\n")
     none = signature_of("AttributeError: 'NoneType' object has no attribute 'down_blocks'\n")
     assert a.key == b.key != none.key and "down_blocks" in none.text
+
+
+@pytest.mark.security
+def test_version_10_rules_stay_linear_on_hostile_lines() -> None:
+    """A CI log built against signature version 10's rules: a megabyte mangled symbol, library names
+    without end before `undefined symbol`, thousands of message lines under an exception, a stack
+    dump's arguments of endless options, hub URLs and PEP 668 words repeated."""
+    from tests.hostile import read_quickly
+
+    texts = [
+        "ImportError: x.so: undefined symbol: _ZN" + "9" * 500_000 + "\n",
+        "a.so" * 200_000 + ": undefined symbol: " + "_Z" * 200_000 + "\n",
+        "RuntimeError: x\n" + "more of the message that names an error\n" * 50_000,
+        "Stack dump:\n0.\tProgram arguments: " + "-o " * 300_000 + "\n" + "1.\tRunning pass '" + "p" * 300_000 + "\n",
+        "toomanyrequests: https://" + "a." * 300_000 + "docker.io/x\n",
+        "error: externally-managed-environment\n" + "apk apt brew " * 100_000 + "\n",
+        "NCCL WARN Error while creating shared memory segment " + "/dev/shm" * 100_000 + "\n",
+        "AttributeError: 'DistributedDataParallel' object has no attribute '" + "a" * 500_000 + "'\n",
+        "Out of memory: Killed process " + "1" * 300_000 + " (cc1plus)\n",
+    ]
+    sigs = read_quickly(texts, 1.0, infra_family, suggested_action)
+    assert all(s.text for s in sigs)
