@@ -726,3 +726,15 @@ def test_version_10_rules_stay_linear_on_hostile_lines() -> None:
     ]
     sigs = read_quickly(texts, 1.0, infra_family, suggested_action)
     assert all(s.text for s in sigs)
+
+
+def test_a_native_frame_or_an_elision_is_never_the_error() -> None:
+    dump = ("1.      <eof> parser at end of file\n2.      Code generation\n"
+            "3.      Running pass 'Function Pass Manager' on module 'reduced.c'.\n"
+            "4.      Running pass 'CodeGen Prepare' on function '@j'\n"
+            " #0 0x00007fa0eda2a414 PrintStackTraceSignalHandler(void*) Signals.cpp:0:0\n"
+            " #2 0x00007fa0ecd91090 (/lib/x86_64-linux-gnu/libc.so.6+0x43090)\n"
+            " #4 0x00007fa0ecd70859 abort /build/glibc-BHL3KM/glibc-2.31/stdlib/abort.c:81:7\n")
+    assert signature_of(dump).text == "CRASH: crash in pass CodeGen Prepare"
+    assert signature_of("RuntimeError: boom\n[...]\n").key == signature_of("RuntimeError: boom\n").key
+    assert signature_of("ValueError: bad shape\n...\n-----\n").key == signature_of("ValueError: bad shape\n").key

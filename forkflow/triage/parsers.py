@@ -250,6 +250,7 @@ def parse_traceback(before: str, after: str) -> str | None:
 
 # a line of only punctuation (`--` between a pasted log's parts, `....`): never an exception
 _SEPARATOR = re.compile(r"^[-=_~*#.+| ]+$")
+_ELISION = re.compile(r"^(?:[-=_~*#.+| ]+|\[(?:\.\.\.|…)\]|…)$")
 
 
 def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
@@ -831,6 +832,8 @@ _UNINFORMATIVE = re.compile(r"(?i)^(?:##\[error\]\s*|error:\s*)?(?:(?:the )?(?:t
                             # a build system's verdict on a test or target: `//tests:unit FAILED in 12.3s`
                             r"^\S+ (?:FAILED|FAIL|Failed)(?: in (?:\d+ out of \d+ in )?[\d.]+\s*m?s)?\s*$")
 _EXCEPTION_NAME = re.compile(r"[a-z](?:Error|Exception)\b")
+# a native stack frame (`#4 0x00007fa0 abort abort.c:81:7`): where, never what went wrong
+_NATIVE_FRAME = re.compile(r"^#\d+\s+0x[0-9a-fA-F]+\b")
 _NAME_ONLY = re.compile(r"^(?:FAIL(?:ED|URE)?|ERROR)\s*:?\s*[\w.:/\[\]-]+$")
 _WORDS = ahocorasick_rs.AhoCorasick(["error", "fail", "fatal", "abort", "exception", "panic"])
 _WORDS_BYTES = ahocorasick_rs.BytesAhoCorasick([b"error", b"fail", b"fatal", b"abort", b"exception", b"panic"],
@@ -860,6 +863,11 @@ def generic_line(text: str) -> tuple[str, int, str]:
             found = _error_line(text, lo, True)
             if found:
                 return found
+    # (a quote's elisions and rules, `...`, `[...]`, `-----`, are not its last line)
+    body = text.rstrip()
+    while body and _ELISION.match(body[body.rfind("\n") + 1:].strip()):
+        body = body[:max(0, body.rfind("\n"))].rstrip()
+    text = body + "\n" if body else text
     lines = text.rstrip().rsplit("\n", 1)
     if lines and lines[-1].strip():
         last = lines[-1].strip()
@@ -1010,7 +1018,7 @@ def _error_line(text: str, lo: int, counts: bool = False) -> tuple[str, int, str
     # (a bare `Error: ` is also a runner's label: `Error: Process completed with exit code 1.`)
     exc = found_exc is not None and found_exc[0] != "Error: "
     if not line or not (exc or _GENERIC.search(line) or _EXCEPTION_NAME.search(line)) \
-            or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) \
+            or _SUMMARY_BAR.search(line) or _NAME_ONLY.match(line) or _NATIVE_FRAME.match(line) \
             or (not exc and (_UNINFORMATIVE.search(line) or (not counts and counts_only(line)))):
         return None
     following = text[hi + 1:hi + 8193].split("\n", 4)[:3] if hi >= 0 else []

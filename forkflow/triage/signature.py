@@ -181,6 +181,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         # the loader refusing a binary: a missing library or library version
         "' not found (required by", "cannot open shared object file", "undefined symbol: ",
         "died with <Signals.SIG"),
+    # LLVM's stack dump lists what the tool was running when it crashed (`4. Running pass
+    # 'CodeGen Prepare' on function '@j'`), even when a quote kept neither its head nor an assertion
+    *_t(K.CRASH, "Running pass '", "Running pass \"", verify=r"^\s*\d+\.\s+Running pass ['\"]"),
     # a quote that cut the loader's line before `(required by ...)`
     *_t(K.CRASH, "' not found", verify=r"version `[\w.]+' not found"),
     *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
