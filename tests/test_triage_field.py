@@ -259,6 +259,10 @@ def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> N
     ("    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n", InfraFamily.MACHINE,
      "free disk space"),
     ("ModuleNotFoundError: No module named 'versioneer'\n", InfraFamily.ENVIRONMENT, "install the missing package"),
+    ("RuntimeError: Dynamo is not supported on Python 3.12+\n", InfraFamily.ENVIRONMENT, "pin versions"),
+    ("RuntimeError : Windows not yet supported for torch.compile\n", InfraFamily.ENVIRONMENT, "pin versions"),
+    ("CondaHTTPError: HTTP 429 TERMS OF SERVICE RATE LIMIT EXCEEDED for url <https://repo.anaconda.com/pkgs/main/"
+     "linux-64/repodata.json>\n", InfraFamily.MACHINE, "backoff"),
     ('    raise RuntimeError("Failed to find C compiler. Please specify via CC environment variable.")\n'
      "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.\n",
      InfraFamily.ENVIRONMENT, "pin the compiler"),
@@ -738,3 +742,22 @@ def test_a_native_frame_or_an_elision_is_never_the_error() -> None:
     assert signature_of(dump).text == "CRASH: crash in pass CodeGen Prepare"
     assert signature_of("RuntimeError: boom\n[...]\n").key == signature_of("RuntimeError: boom\n").key
     assert signature_of("ValueError: bad shape\n...\n-----\n").key == signature_of("ValueError: bad shape\n").key
+
+
+def test_windows_loader_errors_are_keyed_by_code_not_by_the_systems_language() -> None:
+    english = signature_of('OSError: [WinError 126] The specified module could not be found. Error loading '
+                           '"C:\\x\\torch\\lib\\fbgemm.dll" or one of its dependencies.\n')
+    german = signature_of("2024-08-01 ERROR Could not load torch: [WinError 126] Das angegebene Modul wurde nicht "
+                          "gefunden.\n")
+    procedure = signature_of("OSError: [WinError 127] The specified procedure could not be found.\n")
+    assert english.key == german.key != procedure.key, (english.text, german.text, procedure.text)
+    assert infra_family(german) is InfraFamily.ENVIRONMENT
+
+
+def test_a_generated_header_not_yet_built_is_one_failure_whichever_header() -> None:
+    a = signature_of("/x/y.cpp:3:10: fatal error: 'OpInterfaces.h.inc' file not found\n")
+    b = signature_of("/x/z.cpp:9:10: fatal error: 'FuncOps.h.inc' file not found\n")
+    gcc = signature_of("/x/z.cpp:9:10: fatal error: CGPasses.h.inc: No such file or directory\n")
+    system = signature_of("/x/z.cpp:9:10: fatal error: 'cuda_runtime.h' file not found\n")
+    assert a.key == b.key != system.key, (a.text, b.text, system.text)
+    assert "*.inc" in gcc.text and infra_family(a) is None and infra_family(system) is InfraFamily.ENVIRONMENT

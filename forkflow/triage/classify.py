@@ -138,7 +138,7 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r"cannot open shared object file|' not found \(required by|\b(?:GLIBC(?:XX)?|CXXABI)_[\d*]|undefined symbol|"
          r"cannot find -l\w+|library not found for -l\w|symbol lookup error|DLL load failed|Library not loaded|"
          r"Could not find module '[^']*\.(?:dll|pyd)'|Could not load library \S+\.(?:so|dll)|"
-         r"Unable to load any of \{|The specified module could not be found|PTX JIT compiler library not found|JIT_COMPILER_NOT_FOUND",
+         r"Unable to load any of \{|The specified module could not be found|Windows loader error|PTX JIT compiler library not found|JIT_COMPILER_NOT_FOUND",
          E, "install the library the binary was built against, or pin the package versions that match it", True),
         # a package the step imports that is not installed at all (a top-level name: a module of
         # the project itself is dotted, or built, and is the build's fault, not the runner's)
@@ -150,6 +150,8 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r": command not found|is not recognized as an internal or external command|"
          r"No matching distribution found|Could not find a version that satisfies|"
          r"not available for the python version|requires a different Python|is not a supported wheel on this platform|"
+         # a tool that does not run on this platform or interpreter release at all
+         r"(?:is )?not (?:yet )?supported (?:on|for) (?:Python|Windows|macOS|Darwin)\b|Windows not yet supported|"
          # a package manager's solver: no set of versions satisfies every requirement
          r"UnsatisfiableError|PackagesNotFoundError|Could not solve for environment specs|"
          r"package versions have conflicting dependencies|The conflict is caused by",

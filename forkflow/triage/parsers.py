@@ -524,6 +524,7 @@ _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Asse
 _LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*): version `([A-Z]+)_[\d.]+' "
                              r"not found(?: \(required by ([^\s)]+)\))?")
 # the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
+_WIN_LOADER = re.compile(r"\[WinError (12[67])\]")
 _UNDEFINED_SYMBOL = re.compile(r"(?:^|[\s/:])([\w.+-]{1,200}\.(?:so|pyd|dylib)[.\d]{0,20})\s{0,8}: undefined symbol: ([\w$.@]{1,600})")
 _ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
 _METHOD = re.compile(r"(?:\w+::)?~?\w+$")
@@ -572,6 +573,11 @@ def parse_crash(before: str, after: str) -> str | None:
         tool, lib, name, by = loader[-1]
         by = _basename(by) or ("" if tool.endswith(("Error", "Exception")) else tool)
         return f"{lib}: version `{name}_*' not found" + (f" (required by {by})" if by else "")
+    windows = _WIN_LOADER.findall(text)
+    if windows:  # the message after the code is in the system's language: the code is the error
+        return (f"Windows loader error [WinError {windows[-1]}]: "
+                + ("a DLL or one it depends on was not found" if windows[-1] == "126" else
+                   "a procedure was not found in a DLL"))
     undefined = _UNDEFINED_SYMBOL.findall(text)
     if undefined:  # the loader: which binary lacks which symbol, whatever raised it (ImportError, OSError)
         lib, sym = undefined[-1]

@@ -148,7 +148,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "Not enough free disk space", "not enough free disk space"),
     *_infra("rate limited by a hub or registry (HTTP 429)", "429 Client Error", "Too Many Requests",
             "HTTP Error 429", "toomanyrequests", "rate limit exceeded", "Rate limit exceeded",
-            "API rate limit", "status code 429", "status: 429", "429 Too Many"),
+            "API rate limit", "status code 429", "status: 429", "429 Too Many", "RATE LIMIT EXCEEDED",
+            "HTTP 429"),
     *_infra("runner shut down", "has received a shutdown signal"),
     # pip refusing a system Python (PEP 668): the job's environment, whatever the step installs
     *_infra("This environment is externally managed (PEP 668)", "externally-managed-environment",
@@ -180,7 +181,10 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "Bus error", "AddressSanitizer", "core dumped", "symbol lookup error",
         # the loader refusing a binary: a missing library or library version
         "' not found (required by", "cannot open shared object file", "undefined symbol: ",
-        "died with <Signals.SIG"),
+        "died with <Signals.SIG",
+        # Windows' loader by its code (the message is in the system's language): a DLL, or one it
+        # depends on, not found (126), or a procedure missing from one (127)
+        "[WinError 126]", "[WinError 127]"),
     # LLVM's stack dump lists what the tool was running when it crashed (`4. Running pass
     # 'CodeGen Prepare' on function '@j'`), even when a quote kept neither its head nor an assertion
     *_t(K.CRASH, "Running pass '", "Running pass \"", verify=r"^\s*\d+\.\s+Running pass ['\"]"),
@@ -689,6 +693,12 @@ def normalize(text: str) -> str:
         # a model wrapper (DDP, DataParallel, FSDP, torch.compile's module) does not forward the
         # wrapped module's attributes: which attribute the code asked for is the code's, not the cause
         text = _WRAPPER_ATTRIBUTE.sub(r"\1 object has no attribute <of the wrapped module>", text)
+    if " : " in text:  # `RuntimeError : message` (a notebook's or logger's spacing)
+        text = _SPACED_COLON.sub(r"\1: ", text)
+    if ".inc" in text:
+        # a generated header (TableGen's `*.inc`) not there yet: the build ran its user before its
+        # generator; which of a target's generated headers it met first is chance
+        text = _GENERATED_HEADER.sub(r"\1*.inc\1\2", text)
     if "satisfies the requirement" in text:
         # pip says it twice: `Could not find a version that satisfies the requirement X (from
         # versions: ...)`, then `No matching distribution found for X`; a quote keeps either
@@ -741,6 +751,8 @@ def _unquote(text: str) -> str:
 
 _WRAPPER_ATTRIBUTE = re.compile(r"('(?:DistributedDataParallel|DataParallel|FullyShardedDataParallel|"
                                 r"OptimizedModule|DeepSpeedEngine)') object has no attribute '\w+'")
+_SPACED_COLON = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)) : ")
+_GENERATED_HEADER = re.compile(r"(['\"`]?)[\w.-]{1,200}\.inc\1((?::)? (?:file not found|No such file or directory))")
 _PIP_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+).*")
 # an HTTP status names the error too (`HTTP Error 404`, `HTTP 429`)
 _HTTP_STATUS = re.compile(r"(HTTP (?:Error )?)(\d{3})\b")
