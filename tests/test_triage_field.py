@@ -299,8 +299,8 @@ def test_a_dotted_module_missing_is_the_builds_not_the_runners() -> None:
 
 
 def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
-    """Two undefined C++ symbols of torch's `c10` in one extension: built against another torch,
-    one cause; a symbol of another library, or a plain C name, stays apart."""
+    """Undefined C++ symbols of torch in one extension: built against another torch, one cause;
+    a symbol of another library, or a plain C name, stays apart."""
     a = signature_of("ImportError: /opt/lib/python3.12/site-packages/flash_attn_2_cuda.cpython-312-x86_64-"
                      "linux-gnu.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_"
                      "stringIcSt11char_traitsIcESaIcEEE\n")
@@ -308,9 +308,14 @@ def test_an_extension_missing_symbols_of_one_library_is_one_failure() -> None:
                      "gnu.so: undefined symbol: _ZN3c104cuda9SetDeviceEi\n")
     other = signature_of("ImportError: /lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
                          "linux-gnu.so: undefined symbol: _ZN2at4_ops5zeros4callEv\n")
+    boost = signature_of("ImportError: /lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-"
+                         "linux-gnu.so: undefined symbol: _ZN5boost6system15system_categoryEv\n")
+    assert boost.key != other.key and "boost::*" in boost.text
     plain = signature_of("OSError: /x/libtorch_cuda.so: undefined symbol: cublasLtGetStatusString\n")
-    assert a.key == b.key != other.key, (a.text, b.text, other.text)
-    assert "c10::*" in a.text and "cublasLtGetStatusString" in plain.text
+    assert a.key == b.key, (a.text, b.text)
+    # torch's namespaces are one library (c10, at, torch): an extension built against another torch
+    assert other.key == a.key and "torch::*" in a.text
+    assert "torch::*" in a.text and "cublasLtGetStatusString" in plain.text
     # a linker's undefined reference is the code's: its symbol is kept whole
     link = signature_of("a.cpp:(.text+0x1): undefined reference to `_ZN3c104cuda9SetDeviceEi'\n")
     assert "_ZN3c104cuda9SetDeviceEi" in link.text, link.text
@@ -761,3 +766,9 @@ def test_a_generated_header_not_yet_built_is_one_failure_whichever_header() -> N
     system = signature_of("/x/z.cpp:9:10: fatal error: 'cuda_runtime.h' file not found\n")
     assert a.key == b.key != system.key, (a.text, b.text, system.text)
     assert "*.inc" in gcc.text and infra_family(a) is None and infra_family(system) is InfraFamily.ENVIRONMENT
+
+
+def test_an_http_429_however_worded_is_a_rate_limit() -> None:
+    said = signature_of("Error: Unexpected HTTP response: 429\n")
+    assert said.kind is K.INFRA and "rate limited" in said.text
+    assert "rate limited" not in signature_of("at line 429 of foo.py: error x\n").text

@@ -150,6 +150,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
             "HTTP Error 429", "toomanyrequests", "rate limit exceeded", "Rate limit exceeded",
             "API rate limit", "status code 429", "status: 429", "429 Too Many", "RATE LIMIT EXCEEDED",
             "HTTP 429"),
+    # an HTTP status 429 however a client words it (`Unexpected HTTP response: 429`)
+    *_infra("rate limited by a hub or registry (HTTP 429)", "429",
+            verify=r"(?i)\b(?:HTTP|status|response)\b[^\n\d]{0,20}\b429\b"),
     *_infra("runner shut down", "has received a shutdown signal"),
     # pip refusing a system Python (PEP 668): the job's environment, whatever the step installs
     *_infra("This environment is externally managed (PEP 668)", "externally-managed-environment",
@@ -726,6 +729,9 @@ _MANGLED = re.compile(r"(?<=undefined symbol: )_Z\w{1,600}")
 _MANGLED_HEAD = re.compile(r"_ZN?[KVRL]*(?:(St)|(\d{1,3}))")
 
 
+_ONE_LIBRARY = {"c10": "torch", "at": "torch", "caffe2": "torch", "torch": "torch"}
+
+
 def _namespace_of(m: re.Match[str]) -> str:
     head = _MANGLED_HEAD.match(m[0])
     if head is None:
@@ -733,7 +739,11 @@ def _namespace_of(m: re.Match[str]) -> str:
     if head[1]:
         return "std::*"
     name = m[0][head.end():head.end() + int(head[2])]
-    return f"{name}::*" if name and (name[0].isalpha() or name[0] == "_") else m[0]
+    if not name or not (name[0].isalpha() or name[0] == "_"):
+        return m[0]
+    # PyTorch's C++ API lives in several namespaces of one library: an extension built against
+    # another torch misses symbols in any of them
+    return f"{_ONE_LIBRARY.get(name, name)}::*"
 
 
 def _error_code(m: re.Match[str]) -> str:
