@@ -772,3 +772,23 @@ def test_an_http_429_however_worded_is_a_rate_limit() -> None:
     said = signature_of("Error: Unexpected HTTP response: 429\n")
     assert said.kind is K.INFRA and "rate limited" in said.text
     assert "rate limited" not in signature_of("at line 429 of foo.py: error x\n").text
+
+
+def test_a_rate_limit_without_its_url_is_named_by_the_client_that_hit_it() -> None:
+    hub = signature_of("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: ...\n")
+    with_url = signature_of("HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/m\n")
+    assert hub.key == with_url.key and hub.text.endswith(": huggingface.co"), hub.text
+    # a job the runner cancelled after retrying against the limit: the limit, and whose
+    cancelled = signature_of("  Did not find Miniconda3-latest-Linux-x86_64.sh latest in cache\n"
+                             "  Unexpected HTTP response: 429\n  Waiting 17 seconds before trying again\n\n"
+                             "Error: Unexpected HTTP response: 429\nError: The operation was canceled.\n")
+    assert cancelled.text.endswith("(HTTP 429): anaconda.com"), cancelled.text
+
+
+def test_a_temporary_files_name_is_never_the_error() -> None:
+    a = signature_of("FileNotFoundError: [Errno 2] No such file or directory: '/home/v/.triton/cache/c926/"
+                     "fused_moe_kernel.cubin.tmp.pid_72_945989'\n")
+    b = signature_of("FileNotFoundError: [Errno 2] No such file or directory: '/m/.triton/cache/cff6/_rms_norm_bwd_dx"
+                     "_fused.ttir.tmp.pid_15735_304289' -> '/m/.triton/cache/cf/_rms.ttir'\n")
+    other = signature_of("FileNotFoundError: [Errno 2] No such file or directory: '/data/config.yaml'\n")
+    assert a.key == b.key != other.key, (a.text, b.text, other.text)

@@ -545,12 +545,36 @@ _LABELLED = tuple((t.literal.decode(), t.label) for t in TRIGGERS if t.label and
                   and t.verify is None)
 
 
+_LABELLED_VERIFIED = tuple((re.compile(t.verify), t.label) for t in TRIGGERS
+                           if t.label and t.label != _CANCELLED and t.verify is not None)
+
+
 def _cause_of_cancel(before: str) -> str:
-    """A runner cancels a job after what made it do so (a shutdown signal, a full disk): that
-    runner fault, when the lines before say it, else the cancellation."""
+    """A runner cancels a job after what made it do so (a shutdown signal, a full disk, a rate
+    limit it retried against): that runner fault, when the lines before say it, else the
+    cancellation."""
     tail = before[-8000:]
     found = max(((tail.rfind(lit), label) for lit, label in _LABELLED), default=(-1, ""))
+    for rx, label in _LABELLED_VERIFIED:
+        for line_start, line in _lines_from(tail):
+            if line_start > found[0] and rx.search(line):
+                found = (line_start, label)
     return found[1] if found[0] >= 0 else _CANCELLED
+
+
+def _lines_from(text: str) -> list[tuple[int, str]]:
+    """The lines of the last MAX_CANCEL_LINES lines of `text`, with where each starts."""
+    out, end = [], len(text)
+    for _ in range(MAX_CANCEL_LINES):
+        if end <= 0:
+            break
+        start = text.rfind("\n", 0, end - 1) + 1
+        out.append((start, text[start:end].strip()[:MAX_LINE]))
+        end = start
+    return out
+
+
+MAX_CANCEL_LINES = 40  # lines before a cancellation looked at for a labelled fault that needs a check
 
 
 _ON_SHM = re.compile(r"/dev/shm\b|shared memory segment|\bshm(?:utils)?\.(?:h|cc)\b")
@@ -571,16 +595,27 @@ def _service(host: str) -> str:
     return _SERVICE_DOMAINS.get(domain, domain)
 
 
+# the client a log names, for a limit whose URL the quote cut: the service it talks to
+_CLIENTS = ((re.compile(r"huggingface_hub|\bhf_hub_|HF_TOKEN"), "huggingface.co"),
+            (re.compile(r"(?i)\bminiconda|\bconda\b|CondaHTTPError|repodata\.json"), "anaconda.com"),
+            (re.compile(r"torch[/.]hub\b|api\.github\.com|github\.com/"), "github.com"),
+            (re.compile(r"(?i)\bdocker (?:pull|run|build)\b|Error response from daemon"), "docker.com"),
+            (re.compile(r"\bpip (?:install|download)\b|pypi\.org"), "pypi.org"))
+
+
 def _host_near(before: str, after: str) -> str:
     """The service of the URL on the hit's line, else on the lines around it (a registry's or
-    hub's name: `huggingface.co`, `docker.com`)."""
+    hub's name: `huggingface.co`, `docker.com`), else of the client the log names."""
     line = _line_at(before, after)
     found = _URL_HOST.search(line)
-    if found is None:
-        near = "\n".join(before.rsplit("\n", 6)[-6:] + after.split("\n", 6)[:6])
-        hosts = _URL_HOST.findall(near)
-        return _service(hosts[-1]) if hosts else ""
-    return _service(found[1])
+    if found is not None:
+        return _service(found[1])
+    near = "\n".join(before.rsplit("\n", 6)[-6:] + after.split("\n", 6)[:6])
+    hosts = _URL_HOST.findall(near)
+    if hosts:
+        return _service(hosts[-1])
+    wide = before[-6000:] + after[:2000]
+    return next((service for rx, service in _CLIENTS if rx.search(wide)), "")
 
 
 def _on_arch(kind: FailureKind, text: str, window: str) -> str:
@@ -710,6 +745,10 @@ def normalize(text: str) -> str:
         # a version a requirement names is the environment's, not a count (`gcc versions later
         # than 11 are not supported`, `CMake 3.20 or higher is required`)
         text = _REQUIRED_VERSION.sub(r"v\g<0>", text)
+    if ".tmp" in text:
+        # a temporary file's name is a pid and a random suffix; which file a cache or writer lost
+        # is chance: `No such file or directory: '<a temporary file>'` (and where it was going)
+        text = _TEMP_FILE.sub("'<a temporary file>'", text)
     if "/" in text or "\\" in text:
         text = _PATH.sub(_last_part, text)
     if "_Z" in text:
@@ -761,6 +800,7 @@ def _unquote(text: str) -> str:
 
 _WRAPPER_ATTRIBUTE = re.compile(r"('(?:DistributedDataParallel|DataParallel|FullyShardedDataParallel|"
                                 r"OptimizedModule|DeepSpeedEngine)') object has no attribute '\w+'")
+_TEMP_FILE = re.compile(r"'[^'\n]{0,400}\.tmp\b[^'\n]{0,200}'(?: -> '[^'\n]{0,400}')?")
 _SPACED_COLON = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)) : ")
 _GENERATED_HEADER = re.compile(r"(['\"`]?)[\w.-]{1,200}\.inc\1((?::)? (?:file not found|No such file or directory))")
 _PIP_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+).*")
