@@ -792,3 +792,31 @@ def test_a_temporary_files_name_is_never_the_error() -> None:
                      "_fused.ttir.tmp.pid_15735_304289' -> '/m/.triton/cache/cf/_rms.ttir'\n")
     other = signature_of("FileNotFoundError: [Errno 2] No such file or directory: '/data/config.yaml'\n")
     assert a.key == b.key != other.key, (a.text, b.text, other.text)
+
+
+def test_a_registrys_limit_is_named_by_its_registry_not_the_docker_client() -> None:
+    ecr_pull = signature_of('    "cmd": "docker pull \\"public.ecr.aws/zebrunner/appium:2.0.2\\"",\n'
+                            '    "stderr": "Error response from daemon: toomanyrequests: Rate exceeded",\n')
+    ecr = signature_of("Error response from daemon: toomanyrequests: Rate exceeded\n")
+    hub = signature_of("Error response from daemon: toomanyrequests: You have reached your pull rate limit. "
+                       "https://www.docker.com/increase-rate-limit\n")
+    assert ecr_pull.key == ecr.key != hub.key, (ecr_pull.text, ecr.text, hub.text)
+
+
+def test_torchs_own_words_for_a_missing_dll_are_the_windows_loaders_126() -> None:
+    curly = signature_of("Erro loading \u201cxxx\\Lib\\site-packages\\torch\\lib\\fbgemm.dll\u201d or one of its "
+                         "dependencies.\n")
+    coded = signature_of('OSError: [WinError 126] The specified module could not be found. Error loading '
+                         '"C:\\x\\fbgemm.dll" or one of its dependencies.\n')
+    assert curly.key == coded.key and infra_family(curly) is InfraFamily.ENVIRONMENT
+
+
+def test_a_quote_cut_in_a_frames_source_behind_a_prefix_is_cut_at_that_frame() -> None:
+    tag = "(VllmWorker rank=0 pid=239570) ERROR 05-13 16:11:49 [multiproc_executor.py:522] "
+    lines = ['  File "/usr/lib/python3.10/dist-packages/triton/runtime/jit.py", line 569, in run',
+             "    kernel = self.compile(src, target=target, options=options.__dict__)",
+             '  File "/usr/lib/python3.10/dist-packages/triton/compiler/compiler.py", line 278, in compile',
+             "    module = src.make_ir(options, codegen_fns, module_map, context)"]
+    tagged = signature_of("".join(tag + ln + "\n" for ln in lines))
+    plain = signature_of("".join(ln + "\n" for ln in lines))
+    assert tagged.key == plain.key and "traceback cut @" in tagged.text, (tagged.text, plain.text)

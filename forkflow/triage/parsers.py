@@ -257,7 +257,9 @@ def frames_above(lines: list[str], i: int) -> list[tuple[str, str, str]]:
     """The traceback frames printed just above line `i` (a traceback whose header was cut)."""
     frames: list[tuple[str, str, str]] = []
     j = i - 1
-    while j >= 0 and i - j < 80 and (lines[j][:1] in (" ", "\t") or not lines[j].strip()):
+    # (a frame's line may have lost its indentation to a prefix taken off every line)
+    while j >= 0 and i - j < 80 and (lines[j][:1] in (" ", "\t") or not lines[j].strip()
+                                     or lines[j].startswith('File "')):
         m = _FRAME.match(lines[j])
         if m:
             frames.append((m[1], _basename(m[1]), m[2]))
@@ -524,7 +526,9 @@ _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Asse
 _LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*): version `([A-Z]+)_[\d.]+' "
                              r"not found(?: \(required by ([^\s)]+)\))?")
 # the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
-_WIN_LOADER = re.compile(r"\[WinError (12[67])\]")
+# (torch's own words for 126 name the DLL whatever the system's language: `Error loading "x.dll" or
+# one of its dependencies`)
+_WIN_LOADER = re.compile(r"\[WinError (12[67])\]|\.dll[\"'\u201d]? or one of its dependencies()")
 _UNDEFINED_SYMBOL = re.compile(r"(?:^|[\s/:])([\w.+-]{1,200}\.(?:so|pyd|dylib)[.\d]{0,20})\s{0,8}: undefined symbol: ([\w$.@]{1,600})")
 _ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
 _METHOD = re.compile(r"(?:\w+::)?~?\w+$")
@@ -573,7 +577,7 @@ def parse_crash(before: str, after: str) -> str | None:
         tool, lib, name, by = loader[-1]
         by = _basename(by) or ("" if tool.endswith(("Error", "Exception")) else tool)
         return f"{lib}: version `{name}_*' not found" + (f" (required by {by})" if by else "")
-    windows = _WIN_LOADER.findall(text)
+    windows = [code or "126" for code, _dll in _WIN_LOADER.findall(text)]
     if windows:  # the message after the code is in the system's language: the code is the error
         return (f"Windows loader error [WinError {windows[-1]}]: "
                 + ("a DLL or one it depends on was not found" if windows[-1] == "126" else
@@ -878,8 +882,9 @@ def generic_line(text: str) -> tuple[str, int, str]:
     if lines and lines[-1].strip():
         last = lines[-1].strip()
         tail = text.rstrip().rsplit("\n", 80)[-80:]
+        # (a frame's source line whose indentation a stripped prefix took: the line above is its frame)
         frames = frames_above(tail + [""], len(tail)) if last.startswith(("File ", "at ")) or \
-            tail[-1][:1] in (" ", "\t") else []
+            tail[-1][:1] in (" ", "\t") or (len(tail) >= 2 and _FRAME.match(tail[-2]) is not None) else []
         # (a generated module's top level, `<module>` of a cache file, is nowhere)
         frame = _project_frame([f for f in frames if not f[2].startswith("<")])
         if frame:

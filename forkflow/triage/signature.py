@@ -187,7 +187,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "died with <Signals.SIG",
         # Windows' loader by its code (the message is in the system's language): a DLL, or one it
         # depends on, not found (126), or a procedure missing from one (127)
-        "[WinError 126]", "[WinError 127]"),
+        "[WinError 126]", "[WinError 127]", "or one of its dependencies"),
     # LLVM's stack dump lists what the tool was running when it crashed (`4. Running pass
     # 'CodeGen Prepare' on function '@j'`), even when a quote kept neither its head nor an assertion
     *_t(K.CRASH, "Running pass '", "Running pass \"", verify=r"^\s*\d+\.\s+Running pass ['\"]"),
@@ -584,6 +584,8 @@ _URL_HOST = re.compile(r"https?://([\w.-]+\.[a-z]{2,})(?=[/:\s'\")]|$)")
 
 
 # one service under several domains: its registry, its docs and its API answer for one limit
+# a container image's registry, as a pull or a build names the image (`public.ecr.aws/x/y:1`)
+_IMAGE_HOST = re.compile(r"(?:docker pull|FROM|Pulling from|image)\s+[\"']?([a-z0-9-]+(?:\.[a-z0-9-]+)+)/[\w./-]+")
 _SERVICE_DOMAINS = {"docker.io": "docker.com", "hf.co": "huggingface.co"}
 
 
@@ -597,6 +599,8 @@ def _service(host: str) -> str:
 
 # the client a log names, for a limit whose URL the quote cut: the service it talks to
 _CLIENTS = ((re.compile(r"huggingface_hub|\bhf_hub_|HF_TOKEN"), "huggingface.co"),
+            # Amazon ECR's own words for its limit, or its registry's host
+            (re.compile(r"toomanyrequests: Rate exceeded|public\.ecr\.aws|\.dkr\.ecr\."), "ecr.aws"),
             (re.compile(r"(?i)\bminiconda|\bconda\b|CondaHTTPError|repodata\.json"), "anaconda.com"),
             (re.compile(r"torch[/.]hub\b|api\.github\.com|github\.com/"), "github.com"),
             (re.compile(r"(?i)\bdocker (?:pull|run|build)\b|Error response from daemon"), "docker.com"),
@@ -611,7 +615,7 @@ def _host_near(before: str, after: str) -> str:
     if found is not None:
         return _service(found[1])
     near = "\n".join(before.rsplit("\n", 6)[-6:] + after.split("\n", 6)[:6])
-    hosts = _URL_HOST.findall(near)
+    hosts = _URL_HOST.findall(near) or _IMAGE_HOST.findall(near)
     if hosts:
         return _service(hosts[-1])
     wide = before[-6000:] + after[:2000]
