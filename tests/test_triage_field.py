@@ -820,3 +820,37 @@ def test_a_quote_cut_in_a_frames_source_behind_a_prefix_is_cut_at_that_frame() -
     tagged = signature_of("".join(tag + ln + "\n" for ln in lines))
     plain = signature_of("".join(ln + "\n" for ln in lines))
     assert tagged.key == plain.key and "traceback cut @" in tagged.text, (tagged.text, plain.text)
+
+
+def test_an_abort_is_keyed_by_the_reason_printed_before_it() -> None:
+    rocblas = signature_of("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file "
+                           "or directory\nAborted (core dumped)\n")
+    assert "TensileLibrary" in rocblas.text and infra_family(rocblas) is InfraFamily.ENVIRONMENT
+    # nothing printed that says what went wrong: the abort itself
+    assert signature_of("Loading model...\nAborted (core dumped)\n").text == "CRASH: Aborted (core dumped)"
+
+
+def test_a_diagnostic_whose_message_is_on_the_next_line() -> None:
+    split = signature_of("/src/mlir/include/mlir/IR/Dialect.h:12:10: fatal error:\n'mlir/IR/DialectAttrs.h.inc' "
+                         "file not found\n#include \"x\"\n")
+    whole = signature_of("/x/a.cpp:3:10: fatal error: 'OpInterfaces.h.inc' file not found\n")
+    assert split.key == whole.key, (split.text, whole.text)
+
+
+def test_markdown_and_json_quoting_around_an_error_is_the_reporters() -> None:
+    plain = signature_of("RuntimeError: mat1 and mat2 shapes cannot be multiplied\n")
+    assert signature_of("RuntimeError: mat1 and mat2 shapes cannot be multiplied`\n").key == plain.key
+    emphasis = signature_of("_RuntimeError: one of the variables needed for gradient computation has been modified "
+                            "by an inplace operation_\n")
+    assert emphasis.key == signature_of("RuntimeError: one of the variables needed for gradient computation has been "
+                                        "modified by an inplace operation\n").key, emphasis.text
+    ecc = signature_of("RuntimeError: CUDA error: uncorrectable ECC error encountered\\\n")
+    assert ecc.key == signature_of("RuntimeError: CUDA error: uncorrectable ECC error encountered\n").key
+    old = signature_of("RuntimeError: NCCL Error 2: unhandled system error\n")
+    assert old.key == signature_of("RuntimeError: NCCL error: unhandled system error\n").key, old.text
+
+
+def test_a_compiler_too_old_for_the_device_is_the_environments() -> None:
+    sig = signature_of("clang: error: invalid target ID 'gfx1100'; format is a processor name followed by an optional "
+                       "colon-delimited list of features\n")
+    assert infra_family(sig) is InfraFamily.ENVIRONMENT

@@ -88,6 +88,9 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
     (re.compile(p, re.I), fam, action, strong) for p, fam, action, strong in (
         (r"no kernel image is available|NoBinaryForGpu|NO_BINARY_FOR_GPU|not compatible with the current PyTorch|"
          r"is not defined for option 'gpu-name'|is not a recognized processor|"
+         # a compiler too old for the device (`invalid target ID 'gfx1100'`, `unsupported option
+         # '--offload-arch=gfx900'`)
+         r"invalid target ID '(?:gfx|sm_)|Invalid offload arch combinations|unsupported option '--offload-arch|"
          r"unsupported (?:CUDA |HIP |AMDGPU )?gpu architecture|unknown target CPU '(?:gfx|sm_)|"
          r"invalid device function|InvalidDeviceFunction|HSA_STATUS_ERROR_INVALID_ISA|"
          # a library that ships no kernels for the device: rocBLAS and hipBLASLt's Tensile files

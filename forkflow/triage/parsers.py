@@ -449,8 +449,11 @@ def parse_compiler(before: str, after: str) -> str | None:
             continue
         m = _DIAGNOSTIC.search(line)
         nxt = lines[i + 1] if i + 1 < len(lines) else below[0] if below else ""
-        if m and (": error: " in line or "fatal" in line) and _hard_wrapped(lines, i, nxt):
-            line += nxt.rstrip()
+        if m and (": error: " in line or "fatal" in line) and (_hard_wrapped(lines, i, nxt)
+                                                             or (not m[2].strip() and nxt.strip())):
+            # (a diagnostic whose message is on the next line: `Dialect.h:12:10: fatal error:`)
+            line = line.rstrip() + (" " if not m[2].strip() else "") + nxt.strip() if not m[2].strip() \
+                else line + nxt.rstrip()
             m = _DIAGNOSTIC.search(line)
         if m and (": error: " in line or "fatal" in line):
             if _LINK_SUMMARY.search(m[2]):  # the driver's summary: the linker's error is above it
@@ -528,6 +531,7 @@ _LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*
 # the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
 # (torch's own words for 126 name the DLL whatever the system's language: `Error loading "x.dll" or
 # one of its dependencies`)
+_ABORTED = re.compile(r"^\W*(?:\S+: )?(?:line \d+: +\d+ )?Aborted\b")
 _WIN_LOADER = re.compile(r"\[WinError (12[67])\]|\.dll[\"'\u201d]? or one of its dependencies()")
 _UNDEFINED_SYMBOL = re.compile(r"(?:^|[\s/:])([\w.+-]{1,200}\.(?:so|pyd|dylib)[.\d]{0,20})\s{0,8}: undefined symbol: ([\w$.@]{1,600})")
 _ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
@@ -654,8 +658,17 @@ def parse_crash(before: str, after: str) -> str | None:
             py = _FRAME.findall(dump)
             frame = (_basename(py[0][0]), py[0][1]) if py else None
         return f"Fatal Python error: {reason}" + (f" @ {frame[0]}:{frame[1]}" if frame else "")
+    hit = _hit_line(before, after)
+    if _ABORTED.search(hit):
+        # abort() after a library printed why (`rocBLAS error: Cannot read TensileLibrary.dat`):
+        # that line, when the lines above hold one
+        above = generic_line(before[:before.rfind("\n") + 1][-6000:])
+        reason = above[2].strip()
+        if above[1] >= 0 and not _ABORTED.search(reason) and not _NATIVE_FRAME.match(reason) \
+                and (_GENERIC.search(reason) or _EXCEPTION_START.search(reason)):
+            return above[0]
     # `clang-8: error: unable to execute command: ...`: the tool's name and version are not the error
-    diag = _DIAGNOSTIC.search(_hit_line(before, after))
+    diag = _DIAGNOSTIC.search(hit)
     return f"{diag[1]}: {diag[2]}" if diag and "error" in diag[1] else None
 
 

@@ -193,7 +193,7 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.CRASH, "Running pass '", "Running pass \"", verify=r"^\s*\d+\.\s+Running pass ['\"]"),
     # a quote that cut the loader's line before `(required by ...)`
     *_t(K.CRASH, "' not found", verify=r"version `[\w.]+' not found"),
-    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "CMake Error", "ptxas fatal", "fatal   : ",
+    *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "fatal error:\n", "CMake Error", "ptxas fatal", "fatal   : ",
         verify=_NOT_FILECHECK),
     *_t(K.FILECHECK, *_FILECHECK_PHRASES),
     *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
@@ -483,7 +483,7 @@ class Scanner:
         line = lines_before + (offset + 1 if offset >= 0 else text.count("\n") + 1)
         excerpt = strip_ansi("\n".join(text.rsplit("\n", EXCERPT_LINES // 2)[-(EXCERPT_LINES // 2):])
                              [-EXCERPT_CHARS:]).strip("\n")
-        kind = K.EXCEPTION if _EXCEPTION_LINE.match(key) else K.GENERIC
+        kind = K.EXCEPTION if _EXCEPTION_LINE.match(key.lstrip("_*`")) else K.GENERIC
         if kind is K.EXCEPTION and offset > 0:  # a traceback whose header was cut off
             lines = cleaned.split("\n")
             key = with_frame(key, frames_above(lines, offset), "\n".join(lines[max(0, offset - 200):offset]))
@@ -735,6 +735,8 @@ def normalize(text: str) -> str:
         # a model wrapper (DDP, DataParallel, FSDP, torch.compile's module) does not forward the
         # wrapped module's attributes: which attribute the code asked for is the code's, not the cause
         text = _WRAPPER_ATTRIBUTE.sub(r"\1 object has no attribute <of the wrapped module>", text)
+    if "NCCL Error" in text:  # older torch: `NCCL Error 2: unhandled system error`
+        text = _NCCL_ERROR_CODE.sub("NCCL error: ", text)
     if " : " in text:  # `RuntimeError : message` (a notebook's or logger's spacing)
         text = _SPACED_COLON.sub(r"\1: ", text)
     if ".inc" in text:
@@ -797,13 +799,17 @@ def _unquote(text: str) -> str:
     """Quoting around an error (`"..."`, a `> ` quote) is the reporter's, not the error's."""
     if text.startswith("> "):
         text = text[2:]
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`":
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`_":  # (`_..._`: Markdown's emphasis)
         text = text[1:-1]
+    # a Markdown code span or a JSON string the quote cut at one end (`message\``, `message\\`)
+    if text.endswith(("`", "\\")) and text.count("`") % 2 == 1 or text.endswith("\\"):
+        text = text.rstrip("`\\")
     return text.strip()
 
 
 _WRAPPER_ATTRIBUTE = re.compile(r"('(?:DistributedDataParallel|DataParallel|FullyShardedDataParallel|"
                                 r"OptimizedModule|DeepSpeedEngine)') object has no attribute '\w+'")
+_NCCL_ERROR_CODE = re.compile(r"NCCL Error \d+: ")
 _TEMP_FILE = re.compile(r"'[^'\n]{0,400}\.tmp\b[^'\n]{0,200}'(?: -> '[^'\n]{0,400}')?")
 _SPACED_COLON = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)) : ")
 _GENERATED_HEADER = re.compile(r"(['\"`]?)[\w.-]{1,200}\.inc\1((?::)? (?:file not found|No such file or directory))")
