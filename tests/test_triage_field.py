@@ -255,6 +255,17 @@ def test_an_allocators_out_of_memory_is_oom_whatever_its_wording(line: str) -> N
     ("You are running out of disk space. The runner will stop working when the machine runs out of "
      "disk space. Free space left: 12 MB\n", InfraFamily.MACHINE, "free disk space"),
     ("OSError: [Errno 28] No space left on device: 'build'\n", InfraFamily.MACHINE, "free disk space"),
+    ("Error: Available diskspace is less than 30 percent.\n", InfraFamily.MACHINE, "free disk space"),
+    ("RuntimeError: DataLoader worker (pid 1234) is killed by signal: Bus error. It is possible that dataloader's "
+     "workers are out of shared memory. Please try to raise your shared memory limit.\n", InfraFamily.MACHINE,
+     "--shm-size"),
+    ("LLVM ERROR: pthread_create failed: Resource temporarily unavailable\n", InfraFamily.MACHINE, "ulimit -u"),
+    ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 12) of binary: "
+     "/usr/bin/python\n", InfraFamily.MACHINE, "more host memory"),
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in "
+     "KV cache (15920).\n", InfraFamily.MACHINE, "max_model_len"),
+    ("docker: error pulling image configuration: received unexpected HTTP status: 500 Internal Server Error.\n",
+     InfraFamily.MACHINE, "retry the download"),
     # ENOSPC by its number, the console having cut the words
     ("    self.__buf.write(data)\nOSError: [Errno 28] No space left on devi\n", InfraFamily.MACHINE,
      "free disk space"),
@@ -854,3 +865,9 @@ def test_a_compiler_too_old_for_the_device_is_the_environments() -> None:
     sig = signature_of("clang: error: invalid target ID 'gfx1100'; format is a processor name followed by an optional "
                        "colon-delimited list of features\n")
     assert infra_family(sig) is InfraFamily.ENVIRONMENT
+
+
+def test_a_worker_exit_code_near_sigkill_is_not_the_oom_killer() -> None:
+    sig = signature_of("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -90) local_rank: 0 "
+                       "(pid: 12) of binary: /usr/bin/python\n")
+    assert infra_family(sig) is None, sig.text

@@ -214,6 +214,12 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
         (r"shared memory \(/dev/shm\) too small",
          M, "give the job's container a larger /dev/shm (docker --shm-size, or --ipc=host) or set "
             "NCCL_SHM_DISABLE=1, then re-run", True),
+        (r"process or thread limit reached",
+         M, "raise the runner's process and thread limits (ulimit -u, the container's pids limit) or run "
+            "fewer jobs at once on it, then re-run", True),
+        # a server's KV cache that the device's memory cannot hold at the configured length
+        (r"maximum number of tokens that can be stored in KV cache|No available memory for the cache blocks",
+         M, "run on a device with more memory, or lower max_model_len (or raise gpu_memory_utilization)", True),
         (r"disk full|low disk space|out of disk space|No space left on device",
          M, "free disk space on the runner (clean caches and old builds) or give the job a larger disk", True),
         (r"memory limit \(cgroup OOM kill\)",

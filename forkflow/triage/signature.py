@@ -112,7 +112,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "No XPU devices are available",
         "lost communication with the server", "runner lost", "Network is unreachable",
         "NodeDiedError", "node was preempted", "Read-only file system",
-        "Cannot connect to the Docker daemon", "Failed to pull image", "Connection timed out",
+        "Cannot connect to the Docker daemon", "Failed to pull image", "error pulling image configuration",
+        "Connection timed out",
         "uncorrectable ECC error", "GPU has fallen off the bus", "Remote end closed connection"),
     *_t(K.TIMEOUT, "Timeout", "timed out", "TIMEOUT", "Timed out", "Reached timeout",
         "deadline exceeded", "DeadlineExceeded",
@@ -143,6 +144,18 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     # that cut the line, a localised message)
     *_infra("out of disk space", "[Errno 28]", "errno 28", "(28: No space",
             verify=r"(?i)errno 28(?!\d)|\(28: No space"),
+    # a runner's own check before the job (`Available diskspace is less than 30 percent`)
+    *_infra("out of disk space", "diskspace is less than", "disk space is less than",
+            "Available diskspace", "Available disk space is"),
+    # a DataLoader worker's shared memory (torch says so after the worker's bus error)
+    *_infra(_SHM, "out of shared memory", "raise your shared memory limit"),
+    # the runner's limit on processes or threads (`pthread_create failed: Resource temporarily
+    # unavailable`, `fork: retry: Resource temporarily unavailable`)
+    *_infra("process or thread limit reached", "pthread_create failed", "can't start new thread",
+            "fork: retry: Resource temporarily unavailable", "fork: Resource temporarily unavailable"),
+    # torchrun's word that a worker was killed by SIGKILL: the OOM killer, nearly always
+    *_infra(_OOM_KILLER, "exitcode: -9", "exitcode : -9", "Signal 9 (SIGKILL) received",
+            verify=r"exitcode ?: -9\b|Signal 9 \(SIGKILL\)"),
     *_infra("out of disk space", "running out of disk space", "not enough disk space",
             "Not enough disk space", "insufficient disk space", "Insufficient disk space",
             "Not enough free disk space", "not enough free disk space"),
@@ -815,7 +828,7 @@ _SPACED_COLON = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)) :
 _GENERATED_HEADER = re.compile(r"(['\"`]?)[\w.-]{1,200}\.inc\1((?::)? (?:file not found|No such file or directory))")
 _PIP_NO_VERSION = re.compile(r"Could not find a version that satisfies the requirement (\S+).*")
 # an HTTP status names the error too (`HTTP Error 404`, `HTTP 429`)
-_HTTP_STATUS = re.compile(r"(HTTP (?:Error )?)(\d{3})\b")
+_HTTP_STATUS = re.compile(r"(HTTP (?:Error |[Ss]tatus:? )?)(\d{3})\b")
 _REQUIRED_VERSION = re.compile(r"(?i)(?<=versions (?:later|newer|older) than )(\d+(?:\.\d+)*)|"
                                r"(?<=version (?:later|newer|older) than )(\d+(?:\.\d+)*)|"
                                r"(\d+(?:\.\d+)+)(?= or (?:later|higher|newer|above) (?:is )?required)")
