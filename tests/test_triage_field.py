@@ -871,3 +871,11 @@ def test_a_worker_exit_code_near_sigkill_is_not_the_oom_killer() -> None:
     sig = signature_of("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -90) local_rank: 0 "
                        "(pid: 12) of binary: /usr/bin/python\n")
     assert infra_family(sig) is None, sig.text
+
+
+def test_another_windows_loader_code_keeps_its_own_number() -> None:
+    other = signature_of('OSError: [WinError 182] The operating system cannot run %1. Error loading '
+                         '"C:\\x\\detectron ops.dll" or one of its dependencies.\n')
+    missing = signature_of('OSError: [WinError 126] The specified module could not be found. Error loading '
+                           '"C:\\x\\fbgemm.dll" or one of its dependencies.\n')
+    assert other.key != missing.key and "182" in other.text, other.text

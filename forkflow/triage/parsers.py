@@ -529,10 +529,13 @@ _LOCATED_ASSERTION = re.compile(r"^(?:[\w.+-]+: )?(?:\S+:\d+: )?([^\n]*?): (Asse
 _LOADER_VERSION = re.compile(r"(?:([\w.+-]+): )?(?:[^\s:]*/)?([\w.+-]+\.so[.\d]*): version `([A-Z]+)_[\d.]+' "
                              r"not found(?: \(required by ([^\s)]+)\))?")
 # the message of `assert(cond && "message")`, and a method's last two names (`Class::method`)
-# (torch's own words for 126 name the DLL whatever the system's language: `Error loading "x.dll" or
-# one of its dependencies`)
 _ABORTED = re.compile(r"^\W*(?:\S+: )?(?:line \d+: +\d+ )?Aborted\b")
-_WIN_LOADER = re.compile(r"\[WinError (12[67])\]|\.dll[\"'\u201d]? or one of its dependencies()")
+# Windows' loader by its code: 126 and 127 always, another code when the line loads a DLL
+# (torch's own words name the DLL whatever the system's language: `Error loading "x.dll" or one of
+# its dependencies`)
+_WIN_CODE = re.compile(r"\[WinError (\d{1,5})\](?=[^\n]{0,400}\.dll)|\[WinError (12[67])\]")
+_WIN_DLL = re.compile(r"\.dll[\"'\u201d]? or one of its dependencies")
+_WIN_MEANING = {"126": "a DLL or one it depends on was not found", "127": "a procedure was not found in a DLL"}
 _UNDEFINED_SYMBOL = re.compile(r"(?:^|[\s/:])([\w.+-]{1,200}\.(?:so|pyd|dylib)[.\d]{0,20})\s{0,8}: undefined symbol: ([\w$.@]{1,600})")
 _ASSERT_MESSAGE = re.compile(r'&& "([^"]{8,})"\)*\'? failed$')
 _METHOD = re.compile(r"(?:\w+::)?~?\w+$")
@@ -581,11 +584,12 @@ def parse_crash(before: str, after: str) -> str | None:
         tool, lib, name, by = loader[-1]
         by = _basename(by) or ("" if tool.endswith(("Error", "Exception")) else tool)
         return f"{lib}: version `{name}_*' not found" + (f" (required by {by})" if by else "")
-    windows = [code or "126" for code, _dll in _WIN_LOADER.findall(text)]
-    if windows:  # the message after the code is in the system's language: the code is the error
-        return (f"Windows loader error [WinError {windows[-1]}]: "
-                + ("a DLL or one it depends on was not found" if windows[-1] == "126" else
-                   "a procedure was not found in a DLL"))
+    codes = [a or b for a, b in _WIN_CODE.findall(text)]
+    if codes or _WIN_DLL.search(text):
+        # the message after the code is in the system's language: the code is the error (torch's
+        # own `Error loading "x.dll" or one of its dependencies` without one is the loader's 126)
+        code = codes[-1] if codes else "126"
+        return f"Windows loader error WinError code-n{code}: " + _WIN_MEANING.get(code, "loading a DLL")
     undefined = _UNDEFINED_SYMBOL.findall(text)
     if undefined:  # the loader: which binary lacks which symbol, whatever raised it (ImportError, OSError)
         lib, sym = undefined[-1]
