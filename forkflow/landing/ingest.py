@@ -23,7 +23,7 @@ from forkflow.conflicts.provenance import People
 from forkflow.children import AHEAD_MIN, early_started
 from forkflow.conflicts.learn import learn_ahead
 from forkflow.landing.holds import Holds
-from forkflow.landing.queue import GateRuns, Item, MergeQueue, Policy, Runners, Staged
+from forkflow.landing.queue import GateRuns, Item, MergeQueue, Policy, Runners, Staged, could_not_run
 from forkflow.git.reads import quick_reads
 from forkflow.landing.journal import Journal, KeptConflict, UnitStart
 from forkflow.landing.gate import Gate, prune_stale_worktrees
@@ -811,7 +811,7 @@ class Ingestor:
     def _failed(self, name: str, unit: Unit, verdict: GateResult, applied: Sequence[Sha], empty: Sequence[Sha],
                 conflicted: Sequence[PickStep], base: Sha, unit_id: int) -> UnitResult:
         if verdict.infra:  # not the unit's failure: abandoned, so that a later run tries it again
-            self._stop = f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
+            self._stop = could_not_run(verdict)
             self.journal.unit_settled(unit_id, UnitState.ABANDONED, verdict.summary)
             return UnitResult(name, unit.kind.value, UnitStatus.ABANDONED, verdict.summary, unit_id=unit_id,
                               l1_run=verdict.run_id)

@@ -210,6 +210,11 @@ class Runners:
         self._made = []
 
 
+def could_not_run(verdict: GateResult) -> str:
+    """Why a run stops when L1 could not run (a runner fault, not a unit's failure)."""
+    return f"L1 could not run ({verdict.summary}); stopped, nothing more was decided"
+
+
 class GateRuns:
     """The run's L1 runs, on its runners: a tree that failed L1 before in this run fails again
     without a run (a red batch's second half, once its first half landed, is the very tree that
@@ -351,7 +356,7 @@ class MergeQueue:
             red, verdict = batches[green], verdicts[green]
             self._drop(batches[green + 1:], todo, f"stacked on batch {red.number}, which failed L1; picked again")
             if verdict.infra:
-                self.lander.halt(f"L1 could not run ({verdict.summary}); stopped, nothing more was decided")
+                self.lander.halt(could_not_run(verdict))
                 self._drop([red], todo, f"L1 could not run: {verdict.summary}")
             else:
                 self._split(red, verdict, todo, root)
@@ -370,7 +375,7 @@ class MergeQueue:
             self._green_tips.add(root)
             return True
         if verdict.infra:
-            self.lander.halt(f"L1 could not run ({verdict.summary}); stopped, nothing more was decided")
+            self.lander.halt(could_not_run(verdict))
             return False
         self.lander.halt(f"L1 fails on the fork tip {root[:12]} itself, with no upstream commit picked "
                          f"({verdict.summary}): fix l1_command or the fork's own tests and run again; "

@@ -28,7 +28,7 @@ READ_PREFIX = "read-"
 def _part_of_file(name: str) -> str | None:
     """`fresh` for a fresh batch, `train` for a batch read after it was scored, else None (the
     threads' hash decides)."""
-    if name.startswith("fresh") and name.endswith(".jsonl"):
+    if name.startswith("fresh"):
         return "fresh"
     if name.startswith(READ_PREFIX):
         return "train"

@@ -127,9 +127,9 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          E, "install (or download) the build of the tool or library for the runner's platform and "
             "architecture", True),
         # the device is older than what the code requires (a compute capability, a generation)
-        (r"requires a GPU with compute capability|compute capability (?:below|less than|lower than) \S+ (?:is |are )?not supported|(?:GPUs?|devices?) with compute capability (?:of )?at least|"
+        (r"requires a GPU with compute capability|(?:GPUs?|devices?) with compute capability (?:of )?at least|"
          r"\bonly supports? (?:\w+ ){0,3}GPUs? (?:or newer|and newer|with compute capability)|"
-         r"compute capability \S+ (?:is )?not supported",
+         r"compute capability (?:(?:below|less than|lower than) )?\S+ (?:is |are )?not supported",
          E, "run the test on a device the code supports (the architecture it needs), or skip it on this "
             "runner's device", True),
         # NumPy's C API of another major release than the extension was built against

@@ -342,16 +342,6 @@ def _exception_message(first: str, rest: str) -> str:
     _type, _, msg = first.partition(": ")
     if msg and not msg.rstrip().endswith(":"):
         return _first_sentence(first)[:300]
-    if not msg and first.rstrip().endswith(":") and " " not in first.strip():
-        # `ImportError:` alone, its message on the lines below (a long path, then `: undefined
-        # symbol: ...`): the message is those lines, up to a blank one
-        lines = []
-        for line in rest.split("\n")[1:4]:
-            if not line.strip() or _is_error_line(line.strip()) or line.startswith((" ", "\t")):
-                break
-            lines.append(line.strip())
-        if lines:
-            return _first_sentence(first.rstrip() + " " + "".join(lines))[:300]
     for line in rest.split("\n")[1:40]:
         if not line.strip():
             break
@@ -452,8 +442,7 @@ def parse_compiler(before: str, after: str) -> str | None:
         if m and (": error: " in line or "fatal" in line) and (_hard_wrapped(lines, i, nxt)
                                                              or (not m[2].strip() and nxt.strip())):
             # (a diagnostic whose message is on the next line: `Dialect.h:12:10: fatal error:`)
-            line = line.rstrip() + (" " if not m[2].strip() else "") + nxt.strip() if not m[2].strip() \
-                else line + nxt.rstrip()
+            line = f"{line.rstrip()} {nxt.strip()}" if not m[2].strip() else line + nxt.rstrip()
             m = _DIAGNOSTIC.search(line)
         if m and (": error: " in line or "fatal" in line):
             if _LINK_SUMMARY.search(m[2]):  # the driver's summary: the linker's error is above it
@@ -569,8 +558,7 @@ _CRASH_RULES = tuple(re.compile(rule) for rule in (
 ))
 # LLVM's stack dump names what the tool was doing when it crashed: the innermost pass, else the
 # tool and its input (`0.  Program arguments: bin/llc test/DebugInfo/fixed-point.ll -o -`)
-_RUNNING_PASS = re.compile(r"^\s*\d+\.\s+Running pass '([^'\n]{1,200})'|^\s*\d+\.\s+Running pass \"([^\"\n]{1,200})\"",
-                           re.M)
+_RUNNING_PASS = re.compile(r"^\s*\d+\.\s+Running pass (['\"])([^'\"\n]{1,200})\1", re.M)
 _PROGRAM_ARGUMENTS = re.compile(r"^\s*0\.\s+Program arguments: (\S{1,500})(?: (?:-\S+ )*(\S{1,500}))?", re.M)
 
 
@@ -632,7 +620,7 @@ def parse_crash(before: str, after: str) -> str | None:
         return "crash in " + " < ".join(frames)
     passes = _RUNNING_PASS.findall(text)
     if passes:
-        return f"crash in pass {next(p for p in passes[-1] if p)}"
+        return f"crash in pass {passes[-1][1]}"
     program = _PROGRAM_ARGUMENTS.search(text)
     if program:
         what = _basename(program[2]) if program[2] else ""

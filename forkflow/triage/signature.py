@@ -53,8 +53,10 @@ MAX_SIGNATURE = 600
 # device's kernels, and the architecture of ptxas's resource limits.
 # 9: a build without the device's kernels keyed by the toolkit and package versions printed with
 # the device.
-# 10: a hub's or registry's rate limit named by its service, not the host; ENOSPC by its number;
-# pip refusing a system Python; a loader's missing C++ symbol named by its library's namespace.
+# 10: a limit named by its service (domain, registry, client); ENOSPC by its number; PEP 668; a
+# loader's missing symbol whatever raised it, C++ symbols by library; Windows' loader by code;
+# /dev/shm; compilers the OOM killer names; LLVM crashes by pass or input; an exception's prose
+# lines; an abort by the reason before it; generated headers; temporary files; quoting.
 SIGNATURE_VERSION = 10
 
 K = FailureKind
@@ -568,8 +570,9 @@ def _cause_of_cancel(before: str) -> str:
     cancellation."""
     tail = before[-8000:]
     found = max(((tail.rfind(lit), label) for lit, label in _LABELLED), default=(-1, ""))
+    lines = _lines_from(tail)
     for rx, label in _LABELLED_VERIFIED:
-        for line_start, line in _lines_from(tail):
+        for line_start, line in lines:
             if line_start > found[0] and rx.search(line):
                 found = (line_start, label)
     return found[1] if found[0] >= 0 else _CANCELLED
@@ -815,7 +818,7 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'`_":  # (`_..._`: Markdown's emphasis)
         text = text[1:-1]
     # a Markdown code span or a JSON string the quote cut at one end (`message\``, `message\\`)
-    if text.endswith(("`", "\\")) and text.count("`") % 2 == 1 or text.endswith("\\"):
+    if text.endswith("\\") or (text.endswith("`") and text.count("`") % 2 == 1):
         text = text.rstrip("`\\")
     return text.strip()
 
