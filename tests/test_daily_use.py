@@ -395,3 +395,19 @@ def test_the_documented_github_step_files_on_a_red_nightly_under_bash_e(pyfork: 
     red = subprocess.run(["bash", "-e", "-c", script], cwd=pyfork, capture_output=True, text=True, env=env, timeout=300)
     assert red.returncode == 1 and "open" in red.stdout   # GitHub's bash -e still reaches issues sync
     assert len(list((pyfork / ".git" / "forkflow" / "issues").glob("*.md"))) == 1
+
+
+def test_triage_says_what_to_do_about_an_infra_failure(builder: ForkBuilder, cli) -> None:  # type: ignore[no-untyped-def]
+    """A suite whose log is a registry's rate limit: JSON and text name the family and the action."""
+    fork = triage_fork(builder, cli)
+    log = fork.parent / "limit.log"
+    log.write_text("Error response from daemon: toomanyrequests: You have reached your pull rate limit. "
+                   "https://www.docker.com/increase-rate-limit\n")
+    cfg = fork / "forkflow.toml"
+    cfg.write_text(cfg.read_text() + f"\n[[suite]]\nname = \"pull\"\ntier = \"L1\"\n"
+                   f"command = \"cat {log}; exit 1\"\n")
+    assert cli("validate", "--tier", "L1", repo=fork).rc == 1
+    [f] = cli("triage", "--json", "--reruns", "0", repo=fork).json()["failures"]
+    assert f["classification"] == "INFRA" and f["family"] == "machine" and "backoff" in f["action"]
+    text = " ".join(cli("triage", "--reruns", "0", repo=fork).out.split())
+    assert "do: retry later with backoff" in text

@@ -53,6 +53,8 @@ def triage(
         console.print(f"[{COLOUR[v.classification]}]{v.classification.value:12}[/] "
                       f"{escape(v.failure.job)} :: {escape(v.failure.test)}  group {sig.key[:8]}")
         console.print(f"    {escape(sig.text[:160])}\n    why: {escape(v.reason)}")
+        if v.action:  # INFRA: what to do about the machine or the environment
+            console.print(f"    do: {escape(v.action)}")
         if v.classification is Classification.NEW and sig.excerpt:
             tail = "\n".join(sig.excerpt.splitlines()[-8:])
             console.print("    " + escape(tail).replace("\n", "\n    "), style="dim")

@@ -113,6 +113,7 @@ class TriageReport:
             "failures": [{
                 "test": v.failure.test, "suite": v.failure.job,
                 "classification": v.classification.value, "reason": v.reason,
+                "family": v.family.value if v.family else None, "action": v.action or None,
                 "reruns": list(v.reruns), "group": v.failure.signature.key,
                 "kind": v.failure.signature.kind.value, "signature": v.failure.signature.text,
                 "line": v.failure.signature.line, "excerpt": v.failure.signature.excerpt,
