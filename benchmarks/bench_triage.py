@@ -200,13 +200,16 @@ def _prf(hit: int, said: int, real: int) -> str:
     return f"precision {p} ({hit}/{said}) recall {r} ({hit}/{real})"
 
 
-def field_grouping(split: str, cli: bool = True) -> float:
-    """ARI of one part of the field corpus, per project and class; INFRA and FLAKY precision and
-    recall.  Figures only: nothing of a failure's text is printed."""
-    from forkflow.triage.classify import infra_family
+def field_grouping(split: str, cli: bool = True, batch: str = "") -> float:
+    """ARI of one part of the field corpus (of one batch of it: the files `<batch>-*.jsonl`), per
+    project and class; INFRA and FLAKY precision and recall.  Figures only: nothing of a
+    failure's text is printed."""
+    from forkflow.triage.classify import infra_family, rule_family
     from forkflow.triage.models import FailureKind, Signature
 
-    cases = real_corpus.load_field(split)
+    cases = [c for c in real_corpus.load_field(split) if not batch or c.batch.split("-")[0] == batch]
+    if batch:
+        split = f"{split} batch {batch}-*"
     if len(cases) < 2:
         print(f"== field corpus, {split}: {len(cases)} failures, nothing to score")
         return 1.0
@@ -251,6 +254,13 @@ def field_grouping(split: str, cli: bool = True) -> float:
         said = sum(1 for f in fams if f is not None and f.value == fam)
         real = sum(1 for c in cases if c.klass == klass)
         print(f"  {name:18} {_prf(hit, said, real)}")
+    # the rules alone, without the INFRA model (`forkflow.triage.infra_model`)
+    by_rules = [rule_family(Signature(FailureKind(g[1]), g[2], g[4])) for g in got]
+    for name, klass, fam in FIELD_CLASSES:
+        hit = sum(1 for c, f in zip(cases, by_rules) if c.klass == klass and f is not None and f.value == fam)
+        said = sum(1 for f in by_rules if f is not None and f.value == fam)
+        real = sum(1 for c in cases if c.klass == klass)
+        print(f"  {name + ' (rules)':18} {_prf(hit, said, real)}")
     infra = sum(1 for c, g in zip(cases, got) if c.klass.startswith("infra") and g[3] == "INFRA")
     print(f"  {'INFRA (either)':18} {_prf(infra, sum(1 for g in got if g[3] == 'INFRA'), sum(1 for c in cases if c.klass.startswith('infra')))}")
     flaky_real = sum(1 for c in cases if c.klass == "flaky")
@@ -550,8 +560,10 @@ def main() -> None:
     field_grouping("train", cli=not args.in_process)
     if args.heldout:
         field_grouping("heldout", cli=not args.in_process)
-        # the fresh batch: threads collected after the rules were written, read by no rule
-        field_grouping("fresh", cli=not args.in_process)
+        # the fresh batches: threads collected after the rules were written, read by no rule;
+        # each batch (`fresh-*`, `fresh6-*`) scored on its own
+        for batch in sorted({c.batch.split("-")[0] for c in real_corpus.load_field("fresh")}):
+            field_grouping("fresh", cli=not args.in_process, batch=batch)
     if args.field_train_confusions:
         field_confusions()
     if args.only_real:

@@ -88,6 +88,7 @@ class FieldCase:
     source_url: str
     test_id: str = ""
     fix: str = ""         # how the cause was established (the thread's fix or diagnosis)
+    batch: str = ""       # the file it came from, without `.jsonl` (`fresh6-m`)
 
 
 def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
@@ -121,7 +122,7 @@ def load_field(split: str = "train", folder: Path = FIELD) -> list[FieldCase]:
                     out.append(FieldCase(str(d["id"]), str(d["cause"]), str(d["project"]),
                                          str(d.get("surface", "")), str(d["class"]), str(d["text"]),
                                          part, url, str(d.get("test_id", "")),
-                                         str(d.get("fix", ""))))
+                                         str(d.get("fix", "")), path.stem))
                 except (ValueError, KeyError, TypeError):
                     continue
     return out

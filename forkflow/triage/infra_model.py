@@ -1,0 +1,218 @@
+"""A learned reader of the INFRA failures no rule names: machine, environment or neither.
+
+The rules of `classify` name the runner and environment faults they know by their words.  Real
+logs show many more: a wheel that installs the wrong build, a mirror that drops connections, a
+toolkit of another release, said through an error the rules cannot tell from a code bug.  This
+model reads the words of a failure's signature and excerpt (lowercase, numbers dropped, words of
+three letters or more: tf-idf, sublinear, unit length) and gives each family a probability from a
+multinomial logistic regression (for exceptions and generic errors only: `KINDS`).  It is trained on the field corpus's train part only (real CI
+failures from public threads, each labelled with its class from the fix: `benchmarks/
+train_infra_model.py`), and `classify` follows it only where no rule spoke and the probability
+reaches `threshold`: the lowest at which, cross-validated over the train part's causes (no cause in
+two folds), both families kept a precision of 0.9 with the rules.  A wrong INFRA call costs one
+rerun (an INFRA failure lands nothing until the same tests pass again), never a landed answer.
+
+Reading is linear in the text (one regular expression of one character class, a dictionary
+lookup per word); the excerpt is capped before it gets here.  The file is data written by the
+trainer, loaded once; without it the rules decide alone.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from forkflow.triage.models import FailureKind, InfraFamily, Signature
+
+MODEL_PATH = Path(__file__).with_name("infra_model.json")
+CLASSES = ("machine", "environment", "none")
+# the kinds the model speaks for: an error the rules know only by its words.  Cross-validated over
+# the train part's causes, its calls on the others were more often wrong than right (a device out
+# of memory, a timeout and the runtime's errors have rules of their own that say when they are the
+# machine's; a compiler's error or a crash is the build's unless a rule names its toolchain).
+KINDS = frozenset({FailureKind.EXCEPTION, FailureKind.GENERIC})
+_NUMBERS = re.compile(r"0x[0-9a-f]+|\d+")
+_WORD = re.compile(r"[a-z_]{3,}")
+_MAX_CHARS = 64_000   # of a failure's text read (the excerpt is already capped)
+_MAX_WORD = 40
+
+
+def words(sig: Signature) -> list[str]:
+    """The words the model reads of a failure: its excerpt, its signature text and its kind."""
+    text = (sig.excerpt[-_MAX_CHARS:] + "\n" + sig.text[:_MAX_CHARS]).lower()
+    return [w[:_MAX_WORD] for w in _WORD.findall(_NUMBERS.sub(" ", text))] + ["kind_" + sig.kind.value.lower()]
+
+
+def train_ids_digest(ids: Sequence[str]) -> str:
+    """Which failures a model was trained on, as one digest of their ids (order-free)."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class InfraModel:
+    vocab: dict[str, int]
+    idf: np.ndarray          # (V,)
+    weights: np.ndarray      # (3, V), rows in CLASSES order
+    bias: np.ndarray         # (3,)
+    threshold: float
+    signature_version: int
+    train_digest: str = ""
+    figures: dict[str, float] | None = None  # cross-validated precision and recall, for people
+
+    def _vector(self, ws: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        counts = Counter(self.vocab[w] for w in ws if w in self.vocab)
+        if not counts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        idx = np.fromiter(counts, dtype=np.int64, count=len(counts))
+        val = np.array([1.0 + math.log(counts[int(i)]) for i in idx]) * self.idf[idx]
+        return idx, val / float(np.linalg.norm(val))
+
+    def probabilities(self, ws: Sequence[str]) -> np.ndarray:
+        idx, val = self._vector(ws)
+        z = self.weights[:, idx] @ val + self.bias
+        e = np.exp(z - z.max())
+        return np.asarray(e / e.sum())
+
+    def read(self, sig: Signature) -> tuple[InfraFamily | None, float, tuple[str, ...]]:
+        """The family the model calls at its threshold (None: neither, or not sure enough), its
+        probability and the words that weighed most for it."""
+        ws = words(sig)
+        p = self.probabilities(ws)
+        best = int(np.argmax(p))
+        if CLASSES[best] == "none" or p[best] < self.threshold:
+            return None, float(p[best]), ()
+        idx, val = self._vector(ws)
+        pull = self.weights[best, idx] * val
+        inv = {i: w for w, i in self.vocab.items()}
+        top = tuple(inv[int(idx[k])] for k in np.argsort(-pull)[:3] if pull[k] > 0 and not inv[int(idx[k])].startswith("kind_"))
+        return InfraFamily(CLASSES[best]), float(p[best]), top
+
+    def to_json(self) -> str:
+        words_by_index = sorted(self.vocab, key=self.vocab.__getitem__)
+        return json.dumps({
+            "what": "INFRA family model (forkflow.triage.infra_model); written by benchmarks/train_infra_model.py",
+            "signature_version": self.signature_version, "threshold": self.threshold,
+            "train_digest": self.train_digest, "figures": self.figures or {},
+            "classes": list(CLASSES), "words": words_by_index,
+            "idf": [round(float(x), 5) for x in self.idf],
+            "weights": [[round(float(x), 5) for x in row] for row in self.weights],
+            "bias": [round(float(x), 5) for x in self.bias],
+        }, indent=0)
+
+    @classmethod
+    def from_json(cls, text: str) -> InfraModel:
+        d = json.loads(text)
+        if tuple(d["classes"]) != CLASSES:
+            raise ValueError(f"the model's classes are {d['classes']}, not {list(CLASSES)}")
+        vocab = {w: i for i, w in enumerate(d["words"])}
+        weights = np.array(d["weights"], dtype=float)
+        idf = np.array(d["idf"], dtype=float)
+        if weights.shape != (len(CLASSES), len(vocab)) or idf.shape != (len(vocab),):
+            raise ValueError("the model's weights do not match its words")
+        return cls(vocab, idf, weights, np.array(d["bias"], dtype=float), float(d["threshold"]),
+                   int(d["signature_version"]), str(d.get("train_digest", "")), dict(d.get("figures") or {}))
+
+
+@functools.cache
+def shipped() -> InfraModel | None:
+    """The model shipped with forkflow, or None when its file is not there."""
+    try:
+        return InfraModel.from_json(MODEL_PATH.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+# ----- training (benchmarks/train_infra_model.py) ---------------------------------------------
+
+def _fit(docs: Sequence[Sequence[str]], labels: Sequence[str], c: float, min_df: int = 2
+         ) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    from scipy import optimize, sparse
+
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(set(d))
+    vocab = {w: i for i, w in enumerate(sorted(w for w, n in df.items() if n >= min_df))}
+    n = len(docs)
+    idf = np.array([math.log((1 + n) / (1 + df[w])) + 1.0 for w in sorted(vocab, key=vocab.__getitem__)])
+    rows, cols, vals = [], [], []
+    for r, d in enumerate(docs):
+        counts = Counter(vocab[w] for w in d if w in vocab)
+        v = np.array([(1.0 + math.log(k)) * idf[i] for i, k in counts.items()])
+        norm = float(np.linalg.norm(v)) or 1.0
+        for (i, _), x in zip(counts.items(), v):
+            rows.append(r)
+            cols.append(i)
+            vals.append(x / norm)
+    x = sparse.csr_matrix((vals, (rows, cols)), shape=(n, len(vocab)))
+    k = len(CLASSES)
+    y = np.zeros((n, k))
+    for r, lab in enumerate(labels):
+        y[r, CLASSES.index(lab)] = 1.0
+    # each class weighs as much as the others, whatever its count
+    per_class = y.sum(axis=0)
+    sample_w = (y @ np.where(per_class > 0, n / (k * np.maximum(per_class, 1)), 0.0))
+    v_len = len(vocab)
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w = theta[:k * v_len].reshape(k, v_len)
+        b = theta[k * v_len:]
+        z = np.asarray(x @ w.T) + b
+        z -= z.max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        value = -c * float((sample_w * (y * logp).sum(axis=1)).sum()) + 0.5 * float((w * w).sum())
+        g = c * (np.exp(logp) - y) * sample_w[:, None]
+        grad_w = np.asarray((x.T @ g).T) + w
+        return value, np.concatenate([grad_w.ravel(), g.sum(axis=0)])
+
+    res = optimize.minimize(loss, np.zeros(k * v_len + k), jac=True, method="L-BFGS-B",
+                            options={"maxiter": 3000})
+    theta = res.x
+    return vocab, idf, theta[:k * v_len].reshape(k, v_len), theta[k * v_len:]
+
+
+def _fold(cause: str, folds: int) -> int:
+    return int(hashlib.sha1(cause.encode()).hexdigest(), 16) % folds
+
+
+def train(docs: Sequence[Sequence[str]], labels: Sequence[str], causes: Sequence[str],
+          by_rules: Sequence[str], eligible: Sequence[bool], signature_version: int,
+          ids: Sequence[str] = (), c: float = 4.0,
+          folds: int = 5, precision: float = 0.9) -> InfraModel:
+    """A model of `docs` (words) and their classes (`CLASSES`), with the threshold chosen by
+    cross-validation over `causes` (a cause's failures all in one fold): the lowest at which the
+    rules (`by_rules`: each failure's family by the rules, or "none") and the model (where
+    `eligible`: `classify.model_speaks_for`) together keep `precision` for both families."""
+    held = np.zeros((len(docs), len(CLASSES)))
+    for f in range(folds):
+        te = [i for i, cause in enumerate(causes) if _fold(cause, folds) == f]
+        tr = [i for i, cause in enumerate(causes) if _fold(cause, folds) != f]
+        vocab, idf, w, b = _fit([docs[i] for i in tr], [labels[i] for i in tr], c)
+        m = InfraModel(vocab, idf, w, b, 1.0, signature_version)
+        for i in te:
+            held[i] = m.probabilities(docs[i])
+    figures: dict[str, float] = {}
+    threshold = 1.0
+    for step in range(10, 20):
+        th = step / 20
+        called = [r if r != "none" else (CLASSES[int(np.argmax(p))] if ok and p.max() >= th else "none")
+                  for r, p, ok in zip(by_rules, held, eligible)]
+        scores = {}
+        for fam in ("machine", "environment"):
+            said = sum(1 for x in called if x == fam)
+            hit = sum(1 for x, t in zip(called, labels) if x == fam and t == fam)
+            real = sum(1 for t in labels if t == fam)
+            scores[f"{fam}_precision"] = round(hit / said, 3) if said else 0.0
+            scores[f"{fam}_recall"] = round(hit / real, 3) if real else 0.0
+        if min(scores["machine_precision"], scores["environment_precision"]) >= precision:
+            threshold, figures = th, {"threshold": th, **scores}
+            break
+    vocab, idf, w, b = _fit(docs, labels, c)
+    return InfraModel(vocab, idf, w, b, threshold, signature_version, train_ids_digest(ids), figures)
