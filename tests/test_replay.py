@@ -174,11 +174,15 @@ def test_replay_with_a_gate_that_fails_on_the_fork_tip_stops_the_step_holding_no
     before = _refs(sample.fork)
     r = cli("replay", "--since", sample.since, "--until", sample.since, "--every", "3d", "--gate", "false", "--json",
             repo=sample.fork)
-    assert r.rc == 0, r.err
+    # the gate judged nothing of forkflow's: exit 5 (as ingest), one line saying which step and why
+    assert r.rc == 5, r.err
+    (line,) = r.err.strip().splitlines()
+    assert line.startswith("replay: 1 step(s) stopped, the first on ") and "fork tip" in line
     step = r.json()["steps"][0]
     assert step["landed"] == [] and step["deferred"] == 0 and step["after"]["held"] == 0
     (note,) = step["notes"]  # the step stopped: one note naming the tip and the gate's failure
     assert f"L1 fails on the fork tip {step['tip'][:12]} itself" in note and "exit 1" in note
+    assert step["stopped"] == note
     assert _refs(sample.fork) == before
 
 

@@ -1,6 +1,7 @@
 """`forkflow replay`: what forkflow would have done, step by step, over the fork's own history."""
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -9,10 +10,11 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, console, print_json
+from forkflow.cli.common import JsonOpt, RepoOpt, StoreOpt, clean_text, console, print_json
 from forkflow.cli.progress import PhaseBar, progress_bar
 from forkflow.context import open_context
 from forkflow.replay.html import headline_cells
+from forkflow.render import EXIT_FAILED
 from forkflow.replay.model import Report, Step, iso_day, parse_day, parse_every
 
 
@@ -58,6 +60,14 @@ def replay(
         render(report)
         if html is not None:
             console.print(f"wrote {html}")
+    stopped = [s for s in report.steps if s.stopped]
+    if stopped:
+        # the gate could not judge forkflow's work there: the replay's figures of those steps
+        # are not forkflow's, and an unattended run must not read them as a pass
+        first = stopped[0]
+        print(clean_text(f"replay: {len(stopped)} step(s) stopped, the first on {iso_day(first.at)}: "
+                         + " ".join(first.stopped.split())), file=sys.stderr)
+        return EXIT_FAILED
     return 0
 
 

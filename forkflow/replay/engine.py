@@ -58,6 +58,7 @@ class StateWork:
     notes: tuple[str, ...]
     tip: Sha = Sha("")  # forkflow's fork branch after the ingest
     backlog_at: int = 0  # not taken at or before the point given to `ingest` (the real fork's)
+    stopped: str = ""  # why the ingest stopped before its queue was done (L1 failed on the fork tip)
 
 
 def state_of(ledger: Ledger, head: Headline | None = None) -> State:
@@ -135,7 +136,7 @@ class Engine:
             deferred=sum(len(r.deferred) - len(_held(r)) for r in report.results if r.status is not UnitStatus.WAITING),
             waiting=sum(len(r.deferred) if r.status is UnitStatus.WAITING else len(_held(r)) for r in report.results),
             units=len(report.results), notes=report.notes, tip=report.tip,
-            backlog_at=backlog_at(after, point) if point else 0)
+            backlog_at=backlog_at(after, point) if point else 0, stopped=report.stopped)
 
     def _merge_ingest(self, fork_id: int, upstream_tip: Sha, point: Sha | None) -> StateWork:
         """The newest cleanly mergeable upstream commit merged, gated and landed (merge_intake.py)."""

@@ -126,6 +126,7 @@ class Step:
     # not taken by forkflow's branch at or before the real fork's own ingestion point: the real
     # backlog's twin (the same commits counted on both sides); -1 for a step stored without it
     backlog_at_real_point: int = -1
+    stopped: str = ""  # why forkflow's ingest of the step stopped early (L1 failed on the fork tip)
 
     @property
     def after_same_rule(self) -> State:

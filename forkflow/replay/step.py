@@ -43,4 +43,4 @@ def compute_step(engine: Engine, scratch: Scratch, config: Config, p: Point, car
                 engine.state(real), outcome.after, landed_of(outcome), outcome.skipped, outcome.deferred,
                 outcome.waiting, outcome.units, round(time.monotonic() - began, 1), False, outcome.notes,
                 same_rule, outcome.tip, carried.applied if carried else 0, carried.forced if carried else 0,
-                carried.left_out if carried else 0, outcome.backlog_at)
+                carried.left_out if carried else 0, outcome.backlog_at, outcome.stopped)
