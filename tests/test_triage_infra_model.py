@@ -49,7 +49,8 @@ def test_the_shipped_model_is_the_one_the_train_part_gives() -> None:
     assert fresh.threshold == shipped.threshold and fresh.vocab == shipped.vocab
     assert np.allclose(fresh.weights, shipped.weights, atol=1e-3)
     figures = shipped.figures or {}
-    assert figures["machine_precision"] >= 0.9 and figures["environment_precision"] >= 0.9
+    for fam in infra_model.CALLS:  # cross-validated, its own calls were right nine times in ten
+        assert figures[f"{fam}_model_right"] >= 0.9 * figures[f"{fam}_model_calls"] > 0
 
 
 def test_an_environment_fault_no_rule_names_is_read_from_its_words() -> None:
