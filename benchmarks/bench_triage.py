@@ -194,6 +194,29 @@ def field_signatures(cases: list[real_corpus.FieldCase], cli: bool = True) -> li
             for f in (by_suite[f"e{i}"] for i in range(len(cases)))]
 
 
+def agreement() -> None:
+    """How far people agree on the causes of one read batch (tests/data/agreement/), and where
+    forkflow stands among them: the ceiling an ARI of the field corpus can be read against."""
+    import json
+
+    folder = real_corpus.FIELD.parent / "agreement"
+    cases = {c.id: c for c in real_corpus.load_field("train") if c.batch.startswith("read-2026-12b-")}
+    second = {d["id"]: d["cause"] for d in map(json.loads, (folder / "read-2026-12b.second-labeller.jsonl").open())}
+    alone = {d["id"]: d["group"] for d in map(json.loads, (folder / "read-2026-12b.text-only.jsonl").open())}
+    ids = sorted(set(cases) & set(second) & set(alone))
+    first = [cases[i].cause for i in ids]
+    keys = [g[0] for g in field_signatures([cases[i] for i in ids])]
+    sec, txt = [second[i] for i in ids], [alone[i] for i in ids]
+    print(f"== agreement on {len(ids)} failures of read-2026-12b-* (ARI)")
+    print(f"  the labels vs a second labeller (both read the fix)   {adjusted_rand_index(first, sec):.3f}")
+    print(f"  a person grouping the texts alone vs the labels        {adjusted_rand_index(first, txt):.3f} "
+          f"(vs the second labeller {adjusted_rand_index(sec, txt):.3f})")
+    print(f"  forkflow (through the CLI) vs the labels               {adjusted_rand_index(first, keys):.3f} "
+          f"(vs the second labeller {adjusted_rand_index(sec, keys):.3f}, vs the person {adjusted_rand_index(txt, keys):.3f})")
+    print(f"  exact first line vs the labels                         "
+          f"{adjusted_rand_index(first, [_first_line(cases[i].text) for i in ids]):.3f}")
+
+
 def _prf(hit: int, said: int, real: int) -> str:
     p = f"{hit / said:.2f}" if said else "n/a"
     r = f"{hit / real:.2f}" if real else "n/a"
@@ -550,7 +573,12 @@ def main() -> None:
     ap.add_argument("--train-report", action="store_true",
                     help="print the field corpus's train part as its split and merged causes and "
                          "INFRA's misses and false alarms, with the failures' texts; nothing else")
+    ap.add_argument("--agreement", action="store_true",
+                    help="how far two labellers and a person reading the logs alone agree, and forkflow")
     args = ap.parse_args()
+    if args.agreement:
+        agreement()
+        return
     if args.train_report:
         train_report()
         return
