@@ -215,6 +215,22 @@ def agreement() -> None:
           f"(vs the second labeller {adjusted_rand_index(sec, keys):.3f}, vs the person {adjusted_rand_index(txt, keys):.3f})")
     print(f"  exact first line vs the labels                         "
           f"{adjusted_rand_index(first, [_first_line(cases[i].text) for i in ids]):.3f}")
+    # classes: a person (another one) reading each text alone, and forkflow, against the labels
+    from forkflow.triage.classify import infra_family
+    from forkflow.triage.models import FailureKind, Signature
+
+    person = {d["id"]: d["class"] for d in map(json.loads, (folder / "read-2026-12b.text-only-class.jsonl").open())}
+    got = field_signatures([cases[i] for i in ids])
+    fams = {i: (f.value if (f := infra_family(Signature(FailureKind(g[1]), g[2], g[4]))) is not None and g[3] == "INFRA"
+                else "") for i, g in zip(ids, got)}
+    for name, klass, fam in FIELD_CLASSES:
+        real = sum(1 for i in ids if cases[i].klass == klass)
+        said = sum(1 for i in ids if person.get(i) == klass)
+        hit = sum(1 for i in ids if person.get(i) == klass and cases[i].klass == klass)
+        ours = sum(1 for i in ids if fams[i] == fam)
+        ours_hit = sum(1 for i in ids if fams[i] == fam and cases[i].klass == klass)
+        print(f"  {name:18} a person reading the text alone: {_prf(hit, said, real)}")
+        print(f"  {'':18} forkflow (rules written on this batch): {_prf(ours_hit, ours, real)}")
 
 
 def _prf(hit: int, said: int, real: int) -> str:
