@@ -57,7 +57,7 @@ def test_oom_beats_the_exception_that_reports_it() -> None:
                             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     sig = signature_of(log)
     assert sig.kind is FailureKind.OOM
-    assert sig.text == "OOM: CUDA out of memory."
+    assert sig.text == "OOM: CUDA out of memory"
 
 
 def test_crash_beats_filecheck_on_empty_input() -> None:

@@ -379,10 +379,11 @@ def infra_family(sig: Signature) -> InfraFamily | None:
 def suggested_action(sig: Signature) -> str:
     """What to do about an INFRA failure, by family and kind (pin, rebuild the wheel for the
     architecture, update the driver, install headers, free disk...); empty for other failures."""
-    fam = rule_family(sig)
-    if fam is not None:
-        rule = _family_rule(sig)
-        return rule[1] if rule is not None and rule[0] is fam else _MACHINE_DEFAULT
+    rule = _family_rule(sig)  # (read once: a hostile text costs its rules once)
+    if rule is not None and (rule[2] or sig.kind is FailureKind.INFRA):
+        return rule[1]
+    if sig.kind is FailureKind.INFRA:
+        return _MACHINE_DEFAULT
     fam, _, top = model_read(sig)
     if fam is None:
         return ""

@@ -30,8 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from forkflow.triage.models import FailureKind, InfraFamily, Signature
 
 MODEL_PATH = Path(__file__).with_name("infra_model.json")
@@ -64,42 +62,44 @@ def train_ids_digest(ids: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class InfraModel:
+    """The model as read (plain Python: a read costs a dictionary lookup and three sums a word)."""
+
     vocab: dict[str, int]
-    idf: np.ndarray          # (V,)
-    weights: np.ndarray      # (3, V), rows in CLASSES order
-    bias: np.ndarray         # (3,)
+    idf: tuple[float, ...]                   # (V,)
+    weights: tuple[tuple[float, ...], ...]   # (3, V), rows in CLASSES order
+    bias: tuple[float, ...]                  # (3,)
     threshold: float
     signature_version: int
     train_digest: str = ""
-    figures: dict[str, float] | None = None  # cross-validated precision and recall, for people
+    figures: dict[str, float] | None = None  # cross-validated, for people
 
-    def _vector(self, ws: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def _vector(self, ws: Sequence[str]) -> dict[int, float]:
         counts = Counter(self.vocab[w] for w in ws if w in self.vocab)
-        if not counts:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        idx = np.fromiter(counts, dtype=np.int64, count=len(counts))
-        val = np.array([1.0 + math.log(counts[int(i)]) for i in idx]) * self.idf[idx]
-        return idx, val / float(np.linalg.norm(val))
+        vec = {i: (1.0 + math.log(n)) * self.idf[i] for i, n in counts.items()}
+        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+        return {i: v / norm for i, v in vec.items()}
 
-    def probabilities(self, ws: Sequence[str]) -> np.ndarray:
-        idx, val = self._vector(ws)
-        z = self.weights[:, idx] @ val + self.bias
-        e = np.exp(z - z.max())
-        return np.asarray(e / e.sum())
+    def probabilities(self, ws: Sequence[str]) -> tuple[float, ...]:
+        vec = self._vector(ws)
+        z = [b + sum(row[i] * v for i, v in vec.items()) for row, b in zip(self.weights, self.bias)]
+        top = max(z)
+        e = [math.exp(x - top) for x in z]
+        total = sum(e)
+        return tuple(x / total for x in e)
 
     def read(self, sig: Signature) -> tuple[InfraFamily | None, float, tuple[str, ...]]:
         """The family the model calls at its threshold (None: neither, or not sure enough), its
         probability and the words that weighed most for it."""
         ws = words(sig)
         p = self.probabilities(ws)
-        best = int(np.argmax(p))
+        best = max(range(len(p)), key=p.__getitem__)
         if CLASSES[best] not in CALLS or p[best] < self.threshold:
-            return None, float(p[best]), ()
-        idx, val = self._vector(ws)
-        pull = self.weights[best, idx] * val
+            return None, p[best], ()
+        pull = {i: self.weights[best][i] * v for i, v in self._vector(ws).items()}
         inv = {i: w for w, i in self.vocab.items()}
-        top = tuple(inv[int(idx[k])] for k in np.argsort(-pull)[:3] if pull[k] > 0 and not inv[int(idx[k])].startswith("kind_"))
-        return InfraFamily(CLASSES[best]), float(p[best]), top
+        top = tuple(inv[i] for i in sorted(pull, key=lambda i: -pull[i])
+                    if pull[i] > 0 and not inv[i].startswith("kind_"))[:3]
+        return InfraFamily(CLASSES[best]), p[best], top
 
     def to_json(self) -> str:
         words_by_index = sorted(self.vocab, key=self.vocab.__getitem__)
@@ -119,12 +119,14 @@ class InfraModel:
         if tuple(d["classes"]) != CLASSES:
             raise ValueError(f"the model's classes are {d['classes']}, not {list(CLASSES)}")
         vocab = {w: i for i, w in enumerate(d["words"])}
-        weights = np.array(d["weights"], dtype=float)
-        idf = np.array(d["idf"], dtype=float)
-        if weights.shape != (len(CLASSES), len(vocab)) or idf.shape != (len(vocab),):
+        weights = tuple(tuple(float(x) for x in row) for row in d["weights"])
+        idf = tuple(float(x) for x in d["idf"])
+        bias = tuple(float(x) for x in d["bias"])
+        if (len(weights) != len(CLASSES) or any(len(row) != len(vocab) for row in weights)
+                or len(idf) != len(vocab) or len(bias) != len(CLASSES)):
             raise ValueError("the model's weights do not match its words")
-        return cls(vocab, idf, weights, np.array(d["bias"], dtype=float), float(d["threshold"]),
-                   int(d["signature_version"]), str(d.get("train_digest", "")), dict(d.get("figures") or {}))
+        return cls(vocab, idf, weights, bias, float(d["threshold"]), int(d["signature_version"]),
+                   str(d.get("train_digest", "")), dict(d.get("figures") or {}))
 
 
 @functools.cache
@@ -139,7 +141,8 @@ def shipped() -> InfraModel | None:
 # ----- training (benchmarks/train_infra_model.py) ---------------------------------------------
 
 def _fit(docs: Sequence[Sequence[str]], labels: Sequence[str], c: float, min_df: int = 2
-         ) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+         ) -> tuple[dict[str, int], tuple[float, ...], tuple[tuple[float, ...], ...], tuple[float, ...]]:
+    import numpy as np
     from scipy import optimize, sparse
 
     df: Counter[str] = Counter()
@@ -181,7 +184,9 @@ def _fit(docs: Sequence[Sequence[str]], labels: Sequence[str], c: float, min_df:
     res = optimize.minimize(loss, np.zeros(k * v_len + k), jac=True, method="L-BFGS-B",
                             options={"maxiter": 3000})
     theta = res.x
-    return vocab, idf, theta[:k * v_len].reshape(k, v_len), theta[k * v_len:]
+    w = theta[:k * v_len].reshape(k, v_len)
+    return (vocab, tuple(float(x) for x in idf), tuple(tuple(float(x) for x in row) for row in w),
+            tuple(float(x) for x in theta[k * v_len:]))
 
 
 def _fold(cause: str, folds: int) -> int:
@@ -196,7 +201,7 @@ def train(docs: Sequence[Sequence[str]], labels: Sequence[str], causes: Sequence
     model's own calls (where `eligible`, `classify.model_speaks_for`, and no rule spoke:
     `by_rules` is each failure's family by the rules, or "none") are right at least `precision`
     of the time, in every family it calls (`CALLS`)."""
-    held = np.zeros((len(docs), len(CLASSES)))
+    held: list[tuple[float, ...]] = [(0.0, 0.0, 1.0)] * len(docs)
     for f in range(folds):
         te = [i for i, cause in enumerate(causes) if _fold(cause, folds) == f]
         tr = [i for i, cause in enumerate(causes) if _fold(cause, folds) != f]
@@ -208,8 +213,8 @@ def train(docs: Sequence[Sequence[str]], labels: Sequence[str], causes: Sequence
     threshold = 1.0
     for step in range(10, 20):
         th = step / 20
-        called = [CLASSES[int(np.argmax(p))] if r == "none" and ok and p.max() >= th else "none"
-                  for r, p, ok in zip(by_rules, held, eligible)]
+        called = [CLASSES[max(range(len(p)), key=p.__getitem__)] if r == "none" and ok and max(p) >= th
+                  else "none" for r, p, ok in zip(by_rules, held, eligible)]
         scores: dict[str, float] = {"threshold": th}
         for fam in CALLS:
             said = sum(1 for x in called if x == fam)

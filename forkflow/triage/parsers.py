@@ -670,8 +670,24 @@ _RUNTIME_ERRORS = re.compile(
     r"(?i)(no kernel image is available for execution on the device|an illegal memory access was "
     r"encountered|misaligned address|unspecified launch failure|illegal instruction was encountered|"
     r"too many resources requested for launch|invalid device function|invalid argument|"
-    r"hipErrorNoBinaryForGpu|"
+    r"hipErrorNoBinaryForGpu|the provided PTX was compiled with an unsupported toolchain|"
+    r"peer access is not supported between these two devices|"
     r"initialization error|operation not supported|out of memory)")
+# The runtime's names for those errors (`cudaErrorUnsupportedPtxVersion`, `CUDA_ERROR_ILLEGAL_ADDRESS`):
+# a check macro may print the name, the message or both; one error either way
+_RUNTIME_NAMES = {
+    "unsupportedptxversion": "the provided PTX was compiled with an unsupported toolchain",
+    "nokernelimagefordevice": "no kernel image is available for execution on the device",
+    "nobinaryforgpu": "no kernel image is available for execution on the device",
+    "illegaladdress": "an illegal memory access was encountered",
+    "invaliddevicefunction": "invalid device function",
+    "peeraccessunsupported": "peer access is not supported between these two devices",
+    "launchoutofresources": "too many resources requested for launch",
+    "misalignedaddress": "misaligned address",
+    "launchfailure": "unspecified launch failure", "launchfailed": "unspecified launch failure",
+    "illegalinstruction": "an illegal instruction was encountered",
+}
+_RUNTIME_NAME = re.compile(r"\b(?:cudaError|CUDA_ERROR_)([A-Za-z_]{3,40})")
 
 
 def parse_cuda(before: str, after: str) -> str | None:
@@ -685,6 +701,10 @@ def parse_cuda(before: str, after: str) -> str | None:
         # will then say
         return "CUDA runtime error: no kernel image is available for execution on the device"
     canonical = _RUNTIME_ERRORS.search(_hit_line(before, after))
+    named = _RUNTIME_NAME.search(_hit_line(before, after)) if canonical is None else None
+    said = _RUNTIME_NAMES.get(named[1].replace("_", "").lower()) if named else None
+    if said is not None and "device-side assert" not in key:
+        canonical = _RUNTIME_ERRORS.search(said)
     if canonical and "device-side assert" not in key:
         runtime = "HIP" if re.search(r"\bHIP\b|hip[A-Z]", _hit_line(before, after)) else "CUDA"
         where = _launched_from(before, canonical[1]) if _KERNEL_FAULT.match(canonical[1]) else ""

@@ -57,7 +57,10 @@ MAX_SIGNATURE = 600
 # loader's missing symbol whatever raised it, C++ symbols by library; Windows' loader by code;
 # /dev/shm; compilers the OOM killer names; LLVM crashes by pass or input; an exception's prose
 # lines; an abort by the reason before it; generated headers; temporary files; quoting.
-SIGNATURE_VERSION = 10
+# 11: a sentence's full stop and typographic quotes dropped; a CMake error's first sentence; the
+# CUDA runtime's errors by their names and two more by their words; nvcc's fatal errors in any
+# spacing; build steps killed by SIGKILL; git transfers cut.
+SIGNATURE_VERSION = 11
 
 K = FailureKind
 
@@ -125,6 +128,15 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     # runner faults that say so unambiguously: the signature is the family, never the test
     *_infra(_OOM_KILLER, "oom-kill", "OOMKilled", "Out of memory: Killed process",
             "fatal error: Killed signal", "terminated with signal 9 [Killed]"),
+    # a build step killed by SIGKILL, as the compiler driver or the build tool reports it (nvcc's
+    # `'cicc' died due to signal 9`, emcc's `failed (received SIGKILL (-9))`, ninja's `FAILED:
+    # [code=137]`): the OOM killer, nearly always, on a build running too many jobs at once
+    *_infra(_BUILD_KILLED, "died due to signal 9", "(received SIGKILL", "FAILED: [code=137]"),
+    # git's transfer cut mid-way (`error: RPC failed; curl 92 HTTP/2 stream 0 was not closed
+    # cleanly`, then `fatal: early EOF`, `fatal: index-pack failed`): the network, not the change
+    *_infra("network: a git transfer was cut (RPC failed, early EOF)", "error: RPC failed; curl",
+            "fatal: early EOF", "fatal: index-pack failed", "fatal: the remote end hung up unexpectedly",
+            "fatal: The remote end hung up unexpectedly"),
     # the shell's word on a job it lost (`Killed`, `line 1: 1234 Killed  python x.py`), not a
     # sentence that ends with the word
     *_infra(_OOM_KILLER, "Killed",
@@ -184,6 +196,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
         "CUBLAS_STATUS_", "CUDNN_STATUS_", "NCCL error", "ncclUnhandled", "hipError",
         "HIP error", "illegal instruction was encountered", "too many resources requested",
         "no kernel image is available", "CUDA Error",
+        # the runtime's words for a driver older than the PTX, and for GPUs without peer access
+        "PTX was compiled with an unsupported toolchain", "peer access is not supported between",
         # collective communication, whoever reports it (its own words, torch's wrapper)
         "DistBackendError", "ncclSystemError", "ncclInternalError", "ncclRemoteError",
         "ncclInvalidUsage", "NCCL_ERROR_", "communicator was aborted", "Timeout at NCCL work",
@@ -210,6 +224,9 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_t(K.CRASH, "' not found", verify=r"version `[\w.]+' not found"),
     *_t(K.COMPILER_ERROR, ": error: ", "fatal error: ", "fatal error:\n", "CMake Error", "ptxas fatal", "fatal   : ",
         verify=_NOT_FILECHECK),
+    # nvcc's own fatal errors however a log or a person spaced and cased them (`nvcc fatal :
+    # Unsupported gpu architecture 'compute_86'`, `Nvcc fatal : Value 'sm_75' is not defined`)
+    *_t(K.COMPILER_ERROR, "nvcc fatal", "Nvcc fatal", "NVCC fatal", verify=r"(?i)nvcc fatal\s*:"),
     *_t(K.FILECHECK, *_FILECHECK_PHRASES),
     *_t(K.EXCEPTION, "Traceback (most recent call last):", "\nE   "),
 ])
@@ -740,6 +757,14 @@ def normalize(text: str) -> str:
 
     Cached: the failures of one run mostly share a handful of errors."""
     text = _strip_prefixes(strip_ansi(text)[:MAX_SIGNATURE * 4])
+    if "\u2018" in text or "\u2019" in text or "\u201c" in text or "\u201d" in text:
+        # gcc quotes with ‘’ in a UTF-8 locale and with '' in the C locale; a forum's editor
+        # curls a pasted log's quotes: one error either way
+        text = text.translate(_TYPOGRAPHIC_QUOTES)
+    if "CMake Error" in text:
+        # CMake's message goes on with what to do about it (`Compatibility with CMake < 3.5 has
+        # been removed from CMake. Update the VERSION argument ...`), which quotes cut anywhere
+        text = _CMAKE_FIRST_SENTENCE.sub(r"\1", text)
     if "." in text:
         text = _QUALIFIED.sub(r"\1", text)
     # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
@@ -780,7 +805,14 @@ def normalize(text: str) -> str:
     for rx, repl, needs in _RULES:
         if any(digits if need == "0" else need in text for need in needs):
             text = rx.sub(repl, text)
-    return _unquote(" ".join(text.split()))
+    # a sentence's full stop is the printer's (`... different CUDA versions.`, without it when a
+    # logger or a quote dropped it): not part of the error
+    return _FULL_STOP.sub("", _unquote(" ".join(text.split())))
+
+
+_TYPOGRAPHIC_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_CMAKE_FIRST_SENTENCE = re.compile(r"(CMake Error[^:\n]{0,200}: [^\n]{1,400}?[a-z)]\.)\s+[A-Z][^\n]*$")
+_FULL_STOP = re.compile(r"(?<=[A-Za-z)\]'\"])\.$")
 
 
 # A C++ symbol as the loader prints it (`_ZN3c104cuda9SetDeviceEi`): which one of a library's
