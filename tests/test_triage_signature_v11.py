@@ -125,3 +125,22 @@ def test_version_11_rules_stay_linear_on_hostile_lines(line: str) -> None:
     t0 = time.perf_counter()
     sig = signature_of(line + "\n")
     assert time.perf_counter() - t0 < 2.0 and len(sig.text) < 2_100
+
+
+def test_lit_names_a_failed_test_one_way_in_its_banner_and_its_summary() -> None:
+    banner = signature_of("******************** TEST 'Clang :: Analysis/live-stmts.cpp' FAILED ********************\n"
+                          "Exit Code: 1\n")
+    summary = signature_of("Failed Tests (1):\n  Clang :: Analysis/live-stmts.cpp\n\nFAIL: Clang :: "
+                           "Analysis/live-stmts.cpp (1234 of 5678)\n")
+    assert banner.key == summary.key, (banner.text, summary.text)
+    assert banner.text.endswith("lit test failed: Clang :: live-stmts.cpp")
+    other = signature_of("******************** TEST 'Clang :: Analysis/other.cpp' FAILED ********************\n")
+    assert other.key != banner.key
+
+
+def test_a_variable_assignment_run_as_a_command_is_one_failure() -> None:
+    """lit's internal shell runs `VAR=value cmd` as a command called `VAR=value`."""
+    a = signature_of("'XRAY_OPTIONS=patch_premain=false:verbosity=1': command not found\n")
+    b = signature_of("'ZERO_AR_DATE=1': command not found\n")
+    assert a.key == b.key, (a.text, b.text)
+    assert signature_of("bash: nvcc: command not found\n").key != a.key

@@ -59,7 +59,8 @@ MAX_SIGNATURE = 600
 # lines; an abort by the reason before it; generated headers; temporary files; quoting.
 # 11: a sentence's full stop and typographic quotes dropped; a CMake error's first sentence; the
 # CUDA runtime's errors by their names and two more by their words; nvcc's fatal errors in any
-# spacing; build steps killed by SIGKILL; git transfers cut.
+# spacing; build steps killed by SIGKILL; git transfers cut; lit's banner and summary of one test as
+# one; a variable assignment run as a command.
 SIGNATURE_VERSION = 11
 
 K = FailureKind
@@ -765,6 +766,14 @@ def normalize(text: str) -> str:
         # CMake's message goes on with what to do about it (`Compatibility with CMake < 3.5 has
         # been removed from CMake. Update the VERSION argument ...`), which quotes cut anywhere
         text = _CMAKE_FIRST_SENTENCE.sub(r"\1", text)
+    if " :: " in text:
+        # lit names a failed test in its banner (`**** TEST 'Clang :: x.cpp' FAILED ****`) and in
+        # its summary (`FAIL: Clang :: x.cpp (12 of 3400)`): one failure, whichever a quote kept
+        text = _LIT_FAILED.sub(r"lit test failed: \1\2", text)
+    if "command not found" in text:
+        # a shell that runs `VAR=value cmd` as a command named `VAR=value` (lit's internal shell):
+        # which variable the test set is the test's
+        text = _ASSIGNMENT_RUN.sub("'<VAR=value>': command not found", text)
     if "." in text:
         text = _QUALIFIED.sub(r"\1", text)
     # an error code names the error (`Triton Error [ZE]: 0x70000004`): kept, unlike other numbers
@@ -810,6 +819,9 @@ def normalize(text: str) -> str:
     return _FULL_STOP.sub("", _unquote(" ".join(text.split())))
 
 
+_LIT_FAILED = re.compile(r"^(?:\*{3,} ?TEST '([^'\n]{1,400} :: [^'\n]{1,400})' FAILED ?\*{3,}|"
+                         r"FAIL: ([^\n]{1,400} :: \S{1,400})(?: \(\d+ of \d+\))?)$")
+_ASSIGNMENT_RUN = re.compile(r"'[A-Za-z_]\w{0,100}=[^'\n]{0,400}': command not found")
 _TYPOGRAPHIC_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _CMAKE_FIRST_SENTENCE = re.compile(r"(CMake Error[^:\n]{0,200}: [^\n]{1,400}?[a-z)]\.)\s+[A-Z][^\n]*$")
 _FULL_STOP = re.compile(r"(?<=[A-Za-z)\]'\"])\.$")
