@@ -428,7 +428,7 @@ def test_the_train_part_of_the_field_corpus_scores_above_its_floor() -> None:
                                 [next((ln for ln in c.text.splitlines() if ln.strip()), "") for c in cases])
     # (the floor falls as read batches join the train part: collectors who never saw each other's
     # labels name one cause differently, the same runner's full disk in three words)
-    assert ours >= 0.37 and ours > 3 * first
+    assert ours >= 0.33 and ours > 3 * first
 
 
 def test_a_cancelled_job_is_keyed_by_what_made_the_runner_cancel_it() -> None:

@@ -120,10 +120,15 @@ def test_a_git_transfer_cut_midway_is_the_network() -> None:
     "CUDA_ERROR_" + "A" * 300_000,
     "\u2018" * 300_000,
     "x." * 300_000,
+    "No such file or directory: '" + "/" * 300_000,
+    "could not select device driver " * 20_000,
+    "FAIL: " + " :: " * 100_000,
+    "'A=" + "x" * 300_000 + "': command not found",
 ])
 def test_version_11_rules_stay_linear_on_hostile_lines(line: str) -> None:
     t0 = time.perf_counter()
     sig = signature_of(line + "\n")
+    infra_family(sig)
     assert time.perf_counter() - t0 < 2.0 and len(sig.text) < 2_100
 
 
@@ -144,3 +149,28 @@ def test_a_variable_assignment_run_as_a_command_is_one_failure() -> None:
     b = signature_of("'ZERO_AR_DATE=1': command not found\n")
     assert a.key == b.key, (a.text, b.text)
     assert signature_of("bash: nvcc: command not found\n").key != a.key
+
+
+@pytest.mark.parametrize("log", [
+    "FileNotFoundError: [Errno 2] No such file or directory: '/usr/local/cuda/bin/nvcc'\n",
+    "FileNotFoundError: [Errno 2] No such file or directory: 'nvcc'\n",
+    "# | clang: error: cannot find libdevice for sm_75; provide path to different CUDA installation via "
+    "'--cuda-path', or pass '-nocudalib' to build without linking with libdevice\n",
+    "clang-17: error: cannot find ROCm device library; provide its path via '--rocm-path' or "
+    "'--rocm-device-lib-path', or pass '-nogpulib' to build without ROCm device library\n",
+    'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n',
+    "ERROR: 6: The engine plan file is not compatible with this version of TensorRT, expecting library "
+    "version 8.0.0 got 8.0.1, please rebuild.\n",
+])
+def test_a_missing_toolkit_container_runtime_or_stale_engine_is_the_environment(log: str) -> None:
+    assert infra_family(signature_of(log)) is InfraFamily.ENVIRONMENT, signature_of(log).text
+
+
+def test_a_missing_project_file_is_not_the_toolkit() -> None:
+    sig = signature_of("FileNotFoundError: [Errno 2] No such file or directory: 'configs/train.yaml'\n")
+    assert infra_family(sig) is None
+
+
+def test_enospc_by_its_number_in_a_linkers_words() -> None:
+    assert signature_of("ld: write() failed, errno=28\n").text == "INFRA: out of disk space"
+    assert signature_of("ld: write() failed, errno=280\n").kind is not FailureKind.INFRA

@@ -163,6 +163,21 @@ _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tupl
          r"UnsatisfiableError|PackagesNotFoundError|Could not solve for environment specs|"
          r"package versions have conflicting dependencies|The conflict is caused by",
          E, "install the missing tool or package on the runner, or pin versions that exist for it", True),
+        # a toolchain's binary the job ran by name or path that is not there (Python's
+        # FileNotFoundError for `nvcc`, `/usr/local/cuda/bin/nvcc`, `hipcc`, `cl`), and a compiler
+        # that cannot find the toolkit's device libraries
+        (r"No such file or directory: '(?:[^'\n]{0,300}[/\\])?(?:nvcc|hipcc|ptxas|nvlink|clang\+\+|clang|"
+         r"gcc|g\+\+|cc|c\+\+|cl|cl\.exe|ninja|cmake|make|ld|icpx|dpcpp)'|"
+         r"cannot find libdevice|cannot find ROCm device library|cannot find CUDA installation",
+         E, "install the toolkit (compiler and device libraries) on the runner, or point the build at it "
+            "(CUDA_HOME, --cuda-path, --rocm-path)", True),
+        # a container started with GPUs on a host without NVIDIA's container runtime
+        (r"could not select device driver \S{0,40} with capabilities: \[\[gpu\]\]",
+         E, "install the NVIDIA Container Toolkit on the runner (and restart the container engine)", True),
+        # a serialized TensorRT engine built by another TensorRT release or for another device
+        (r"engine plan file is not compatible with this version of TensorRT|"
+         r"engine plan file is generated on an incompatible device",
+         E, "rebuild the TensorRT engine with the TensorRT release and on the device the job runs", True),
         # an installed package without a name the code imports: versions that do not match
         (r"ImportError: cannot import name '\w+' from '[\w.]+'",
          E, "pin the package versions that match (an installed package lacks a name the code imports)", True),

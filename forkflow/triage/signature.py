@@ -157,8 +157,8 @@ TRIGGERS: tuple[Trigger, ...] = tuple([
     *_infra("out of disk space", "No space left on device", "no space left on device"),
     # ENOSPC by its number, as Python and the C library print it, whatever its words (a console
     # that cut the line, a localised message)
-    *_infra("out of disk space", "[Errno 28]", "errno 28", "(28: No space",
-            verify=r"(?i)errno 28(?!\d)|\(28: No space"),
+    *_infra("out of disk space", "[Errno 28]", "errno 28", "(28: No space", "errno=28",
+            verify=r"(?i)errno[ =]28(?!\d)|\(28: No space"),
     # a runner's own check before the job (`Available diskspace is less than 30 percent`)
     *_infra("out of disk space", "diskspace is less than", "disk space is less than",
             "Available diskspace", "Available disk space is"),
