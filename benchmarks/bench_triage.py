@@ -195,19 +195,32 @@ def field_signatures(cases: list[real_corpus.FieldCase], cli: bool = True) -> li
 
 
 def agreement() -> None:
-    """How far people agree on the causes of one read batch (tests/data/agreement/), and where
-    forkflow stands among them: the ceiling an ARI of the field corpus can be read against."""
+    """How far people agree on the causes and classes of read batches (tests/data/agreement/),
+    and where forkflow stands among them: the ceiling an ARI of the field corpus is read against."""
+    for path in sorted((real_corpus.FIELD.parent / "agreement").glob("*.second-labeller.jsonl")):
+        _agreement(path.name.split(".")[0])
+
+
+def _agreement(batch: str) -> None:
     import json
 
+    from forkflow.triage.classify import infra_family
+    from forkflow.triage.models import FailureKind, Signature
+
     folder = real_corpus.FIELD.parent / "agreement"
-    cases = {c.id: c for c in real_corpus.load_field("train") if c.batch.startswith("read-2026-12b-")}
-    second = {d["id"]: d["cause"] for d in map(json.loads, (folder / "read-2026-12b.second-labeller.jsonl").open())}
-    alone = {d["id"]: d["group"] for d in map(json.loads, (folder / "read-2026-12b.text-only.jsonl").open())}
+
+    def labels(kind: str, field: str) -> dict[str, str]:
+        with (folder / f"{batch}.{kind}.jsonl").open(encoding="utf-8") as f:
+            return {d["id"]: d[field] for d in map(json.loads, f)}
+
+    cases = {c.id: c for c in real_corpus.load_field("train") if c.batch.startswith(batch + "-")}
+    second, alone, person = labels("second-labeller", "cause"), labels("text-only", "group"), labels("text-only-class", "class")
     ids = sorted(set(cases) & set(second) & set(alone))
     first = [cases[i].cause for i in ids]
-    keys = [g[0] for g in field_signatures([cases[i] for i in ids])]
+    got = field_signatures([cases[i] for i in ids])
+    keys = [g[0] for g in got]
     sec, txt = [second[i] for i in ids], [alone[i] for i in ids]
-    print(f"== agreement on {len(ids)} failures of read-2026-12b-* (ARI)")
+    print(f"== agreement on {len(ids)} failures of {batch}-* (ARI)")
     print(f"  the labels vs a second labeller (both read the fix)   {adjusted_rand_index(first, sec):.3f}")
     print(f"  a person grouping the texts alone vs the labels        {adjusted_rand_index(first, txt):.3f} "
           f"(vs the second labeller {adjusted_rand_index(sec, txt):.3f})")
@@ -216,11 +229,6 @@ def agreement() -> None:
     print(f"  exact first line vs the labels                         "
           f"{adjusted_rand_index(first, [_first_line(cases[i].text) for i in ids]):.3f}")
     # classes: a person (another one) reading each text alone, and forkflow, against the labels
-    from forkflow.triage.classify import infra_family
-    from forkflow.triage.models import FailureKind, Signature
-
-    person = {d["id"]: d["class"] for d in map(json.loads, (folder / "read-2026-12b.text-only-class.jsonl").open())}
-    got = field_signatures([cases[i] for i in ids])
     fams = {i: (f.value if (f := infra_family(Signature(FailureKind(g[1]), g[2], g[4]))) is not None and g[3] == "INFRA"
                 else "") for i, g in zip(ids, got)}
     for name, klass, fam in FIELD_CLASSES:
@@ -230,7 +238,7 @@ def agreement() -> None:
         ours = sum(1 for i in ids if fams[i] == fam)
         ours_hit = sum(1 for i in ids if fams[i] == fam and cases[i].klass == klass)
         print(f"  {name:18} a person reading the text alone: {_prf(hit, said, real)}")
-        print(f"  {'':18} forkflow (rules written on this batch): {_prf(ours_hit, ours, real)}")
+        print(f"  {'':18} forkflow (its rules read this batch): {_prf(ours_hit, ours, real)}")
 
 
 def _prf(hit: int, said: int, real: int) -> str:
