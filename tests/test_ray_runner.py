@@ -145,3 +145,31 @@ def test_ray_client_address_runs_jobs(tmp_path: Path) -> None:
         r.close()
     assert res[0].state is JobState.FINISHED and res[0].returncode == 3
     assert (tmp_path / "j0.log").read_text() == "via client ok\n"
+
+
+def test_a_driver_that_finished_disconnects_instead_of_being_killed(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A killed client leaves its session on a Ray Client server for the reconnect grace, and the
+    next client waits for it (45 s); a driver whose jobs all reported, or that never got any,
+    leaves on its own (exit 0) once its stdin ends."""
+    from forkflow.tiers.runners import ray as ray_runner
+
+    ended: list[int | None] = []
+    close = ray_runner._Driver.close
+
+    def watched(self: ray_runner._Driver, grace: float = 0.0) -> None:
+        close(self, grace)
+        ended.append(self.proc.returncode)
+
+    monkeypatch.setattr(ray_runner._Driver, "close", watched)
+    address = service("FORKFLOW_TEST_RAY", "a Ray head")
+    for run in (True, False):  # jobs run and reported; connected for `check` only
+        r = make_runner("ray", RunnerOptions(address=address))
+        try:
+            jobs = [_job(tmp_path, "exit 0", 0)]
+            r.check(jobs)
+            if run:
+                assert r.run(jobs)[0].state is JobState.FINISHED
+        finally:
+            r.close()
+    assert ended == [0, 0], ended

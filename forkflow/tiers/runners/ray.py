@@ -35,6 +35,7 @@ from forkflow.tiers.runners.base import Job, JobResult, JobState, Progress, run_
 CONNECT_TIMEOUT_S = 60.0
 SILENCE_S = 30.0        # no heartbeat for this long: the driver is stuck (head gone)
 HEARTBEAT_S = 1.0
+CLOSE_GRACE_S = 5.0  # a finished driver's time to disconnect cleanly before it is killed
 ATTEMPTS = 2
 _NATIVE = {"cpus": "num_cpus", "gpus": "num_gpus"}
 _RAY_NAMES = {"cpus": "CPU", "gpus": "GPU"}
@@ -100,6 +101,15 @@ def _driver(address: str) -> int:
         _emit({"error": f"cannot reach the Ray head {address}: {why}"})
         return 2
     ray.init(address=address, log_to_driver=False, logging_level=40, configure_logging=False)
+    try:
+        return _drive()
+    finally:
+        ray.shutdown()  # a clean disconnect: a Ray Client server holds a dropped session a while
+
+
+def _drive() -> int:
+    import ray
+
     nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
     _emit({"ready": True, "nodes": nodes})
     line = sys.stdin.readline()
@@ -168,7 +178,20 @@ class _Driver:
         text: str = self.stderr.read().decode("utf-8", "replace")
         return " ".join(text.split())[-300:]
 
-    def close(self) -> None:
+    def close(self, grace: float = 0.0) -> None:
+        """End the driver: one that finished its jobs (`grace` > 0) leaves on its own once its
+        stdin ends and disconnects from the cluster cleanly (a Ray Client server keeps a killed
+        client's session for its reconnect grace, and the next client waits that long); one
+        still busy, or past `grace`, is killed."""
+        if grace > 0 and self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, 9)
@@ -273,16 +296,16 @@ class RayRunner:
                 results[r.job_id] = r
                 if on_done is not None:
                     on_done(r)
-        self._drop()
+        self._drop(CLOSE_GRACE_S)  # every job reported: the driver is leaving on its own
         return ""
 
-    def _drop(self) -> None:
+    def _drop(self, grace: float = 0.0) -> None:
         if self._driver is not None:
-            self._driver.close()
+            self._driver.close(grace)
             self._driver = None
 
     def close(self) -> None:
-        self._drop()
+        self._drop(CLOSE_GRACE_S)  # a driver idle since `check` leaves as soon as its stdin ends
 
 
 if __name__ == "__main__":
