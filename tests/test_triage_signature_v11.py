@@ -174,3 +174,13 @@ def test_a_missing_project_file_is_not_the_toolkit() -> None:
 def test_enospc_by_its_number_in_a_linkers_words() -> None:
     assert signature_of("ld: write() failed, errno=28\n").text == "INFRA: out of disk space"
     assert signature_of("ld: write() failed, errno=280\n").kind is not FailureKind.INFRA
+
+
+def test_tensorflow_and_xla_logging_prefix_is_looked_through() -> None:
+    line = ("Loaded runtime CuDNN library: 8.9.2 but source was compiled with: 9.1.0.  CuDNN library needs "
+            "to have matching major version and equal or higher minor version.")
+    tf = signature_of("2024-05-01 12:00:00.123456: E external/local_xla/xla/stream_executor/cuda/"
+                      f"cuda_dnn.cc:535] {line}\n")
+    absl = signature_of(f"E0501 12:00:00.123456   12345 cuda_dnn.cc:535] {line}\n")
+    bare = signature_of(line + "\n")
+    assert tf.key == absl.key == bare.key, (tf.text, absl.text, bare.text)

@@ -60,7 +60,7 @@ MAX_SIGNATURE = 600
 # 11: a sentence's full stop and typographic quotes dropped; a CMake error's first sentence; the
 # CUDA runtime's errors by their names and two more by their words; nvcc's fatal errors in any
 # spacing; build steps killed by SIGKILL; git transfers cut; lit's banner and summary of one test as
-# one; a variable assignment run as a command.
+# one; a variable assignment run as a command; TensorFlow's and XLA's logging prefix.
 SIGNATURE_VERSION = 11
 
 K = FailureKind
@@ -910,6 +910,8 @@ _PREFIXES = (r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?[
              r"|[\w.-]+:\d+:\d+ \[\d+\] (?:[\w./-]{1,80}\.(?:cc|cu|c|cpp|h):\d+ (?=NCCL ))?"
              # glog and torch logging: `E0912 11:54:57.366000 1121181 torch/x.py:2100] [7/0] `
              r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] (?:\[[\d/]+\] )?"
+             # TensorFlow's and XLA's logging: `2024-05-01 12:00:00.123456: E external/xla/x.cc:535] `
+             r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] [\w./-]+:\d+\] "
              # bracketed or logging timestamps, pytest-xdist's worker tag
              r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\] ?|\[\d\d:\d\d:\d\d(?:[.,]\d+)?\] ?"
              r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:- [\w.]+ - (?:[A-Z]+ - )?)?|\[gw\d+\] ?"
