@@ -6,9 +6,9 @@ Order of the rules, each with the evidence it needs:
    test ran in was judged INFRA by validation (family `machine`), or an environment or
    toolchain fault (a wheel built without the GPU's architecture, a driver too old, missing
    headers or libraries: family `environment`).  `infra_family` tells them apart and
-   `suggested_action` says what to do.  Where no rule names the fault, a model trained on
-   real labelled failures may (`infra_model`): only at the probability where, cross-validated,
-   both families kept a precision of 0.9.
+   `suggested_action` says what to do.  Where no rule names an environment fault, a model
+   trained on real labelled failures may (`infra_model`): only at the probability where its
+   own calls, cross-validated over causes, were right nine times in ten.
 2. BROKEN_TRUNK: the same test failed with the same signature on the fork base or on the
    latest trunk run.  Such a failure cannot block a unit that did not cause it.
 3. With automatic reruns: a failure that fails again on every rerun is NEW, even in a test
