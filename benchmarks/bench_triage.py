@@ -27,13 +27,15 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable
 
-from forkflow.triage.classify import FlakyPolicy
+from forkflow.triage.classify import FlakyPolicy, infra_family, rule_family
 from forkflow.testing.failure_corpus import TEMPLATES, _env, _noise, generate
 from forkflow.testing import real_corpus
 from forkflow.testing.flakysim import naive_labeller, simulate, triage_labeller
 from forkflow.triage.group import adjusted_rand_index
+from forkflow.triage.models import FailureKind, InfraFamily, Signature
 from forkflow.triage.parsers import generic_key
 from forkflow.triage.signature import normalize, signature_of, signature_of_file
 
@@ -204,9 +206,6 @@ def agreement() -> None:
 def _agreement(batch: str) -> None:
     import json
 
-    from forkflow.triage.classify import infra_family
-    from forkflow.triage.models import FailureKind, Signature
-
     folder = real_corpus.FIELD.parent / "agreement"
 
     def labels(kind: str, field: str) -> dict[str, str]:
@@ -229,16 +228,28 @@ def _agreement(batch: str) -> None:
     print(f"  exact first line vs the labels                         "
           f"{adjusted_rand_index(first, [_first_line(cases[i].text) for i in ids]):.3f}")
     # classes: a person (another one) reading each text alone, and forkflow, against the labels
-    fams = {i: (f.value if (f := infra_family(Signature(FailureKind(g[1]), g[2], g[4]))) is not None and g[3] == "INFRA"
-                else "") for i, g in zip(ids, got)}
+    classes = [cases[i].klass for i in ids]
+    fams = _families(got, infra_family)
     for name, klass, fam in FIELD_CLASSES:
-        real = sum(1 for i in ids if cases[i].klass == klass)
-        said = sum(1 for i in ids if person.get(i) == klass)
-        hit = sum(1 for i in ids if person.get(i) == klass and cases[i].klass == klass)
-        ours = sum(1 for i in ids if fams[i] == fam)
-        ours_hit = sum(1 for i in ids if fams[i] == fam and cases[i].klass == klass)
-        print(f"  {name:18} a person reading the text alone: {_prf(hit, said, real)}")
-        print(f"  {'':18} forkflow (its rules read this batch): {_prf(ours_hit, ours, real)}")
+        print(f"  {name:18} a person reading the text alone: {_prf_of(classes, [person.get(i, '') for i in ids], klass, klass)}")
+        print(f"  {'':18} forkflow (its rules read this batch): {_prf_of(classes, fams, klass, fam)}")
+
+
+def _families(got: list[tuple[str, str, str, str, str]],
+              family: Callable[[Signature], InfraFamily | None]) -> list[str]:
+    """The INFRA family (`machine`, `environment`, or "") that `family` gives each failure the
+    CLI called INFRA, from its kind, signature text and excerpt."""
+    out = []
+    for _key, kind, text, classification, excerpt in got:
+        fam = family(Signature(FailureKind(kind), text, excerpt)) if classification == "INFRA" else None
+        out.append(fam.value if fam is not None else "")
+    return out
+
+
+def _prf_of(truth: Sequence[str], said: Sequence[str], real_label: str, said_label: str) -> str:
+    """Precision and recall of calling `said_label` for items whose truth is `real_label`."""
+    hit = sum(1 for t, x in zip(truth, said) if t == real_label and x == said_label)
+    return _prf(hit, sum(1 for x in said if x == said_label), sum(1 for t in truth if t == real_label))
 
 
 def _prf(hit: int, said: int, real: int) -> str:
@@ -251,9 +262,6 @@ def field_grouping(split: str, cli: bool = True, batch: str = "") -> float:
     """ARI of one part of the field corpus (of one batch of it: the files `<batch>-*.jsonl`), per
     project and class; INFRA and FLAKY precision and recall.  Figures only: nothing of a
     failure's text is printed."""
-    from forkflow.triage.classify import infra_family, rule_family
-    from forkflow.triage.models import FailureKind, Signature
-
     cases = [c for c in real_corpus.load_field(split) if not batch or c.batch.split("-")[0] == batch]
     if batch:
         split = f"{split} batch {batch}-*"
@@ -295,19 +303,12 @@ def field_grouping(split: str, cli: bool = True, batch: str = "") -> float:
         idx = [i for i, g in enumerate(got) if g[1] == kind]
         ari = adjusted_rand_index([truth[i] for i in idx], [keys[i] for i in idx])
         print(f"  kind {kind:17} {len(idx):4} failures, {len({truth[i] for i in idx}):3} causes: ARI {ari:.3f}")
-    fams = [infra_family(Signature(FailureKind(g[1]), g[2], g[4])) if g[3] == "INFRA" else None for g in got]
-    for name, klass, fam in FIELD_CLASSES:
-        hit = sum(1 for c, f in zip(cases, fams) if c.klass == klass and f is not None and f.value == fam)
-        said = sum(1 for f in fams if f is not None and f.value == fam)
-        real = sum(1 for c in cases if c.klass == klass)
-        print(f"  {name:18} {_prf(hit, said, real)}")
-    # the rules alone, without the INFRA model (`forkflow.triage.infra_model`)
-    by_rules = [rule_family(Signature(FailureKind(g[1]), g[2], g[4])) for g in got]
-    for name, klass, fam in FIELD_CLASSES:
-        hit = sum(1 for c, f in zip(cases, by_rules) if c.klass == klass and f is not None and f.value == fam)
-        said = sum(1 for f in by_rules if f is not None and f.value == fam)
-        real = sum(1 for c in cases if c.klass == klass)
-        print(f"  {name + ' (rules)':18} {_prf(hit, said, real)}")
+    classes = [c.klass for c in cases]
+    fams = _families(got, infra_family)
+    by_rules = _families(got, rule_family)  # the rules alone, without the INFRA model
+    for suffix, called in (("", fams), (" (rules)", by_rules)):
+        for name, klass, fam in FIELD_CLASSES:
+            print(f"  {name + suffix:18} {_prf_of(classes, called, klass, fam)}")
     infra = sum(1 for c, g in zip(cases, got) if c.klass.startswith("infra") and g[3] == "INFRA")
     print(f"  {'INFRA (either)':18} {_prf(infra, sum(1 for g in got if g[3] == 'INFRA'), sum(1 for c in cases if c.klass.startswith('infra')))}")
     flaky_real = sum(1 for c in cases if c.klass == "flaky")

@@ -385,38 +385,51 @@ def model_speaks_for(sig: Signature) -> bool:
     return sig.kind in infra_model.KINDS and not _THE_BUILDS.search(sig.text)
 
 
+@dataclass(frozen=True, slots=True)
+class InfraVerdict:
+    """What the rules, else the model, say of a signature: its INFRA family (None: not INFRA),
+    what to do about it, and how it was read (empty for a rule; the model's probability)."""
+
+    family: InfraFamily | None
+    action: str = ""
+    how: str = ""
+
+
+def infra_verdict(sig: Signature) -> InfraVerdict:
+    """The INFRA family and action of a signature, its rules read once (a hostile text costs them
+    once): the rules' (`rule_family`), else the model's when it is sure enough (`model_read`)."""
+    rule = _family_rule(sig)
+    if rule is not None and (rule[2] or sig.kind is FailureKind.INFRA):
+        return InfraVerdict(rule[0], rule[1])
+    if sig.kind is FailureKind.INFRA:
+        return InfraVerdict(M, _MACHINE_DEFAULT)
+    fam, p, top = model_read(sig)
+    if fam is None:
+        return InfraVerdict(None)
+    said = f" (read from its words: {', '.join(top)})" if top else ""
+    return InfraVerdict(fam, (_MACHINE_DEFAULT if fam is M else _ENVIRONMENT_DEFAULT) + said,
+                        f" (read from its words, {p:.2f})")
+
+
 def infra_family(sig: Signature) -> InfraFamily | None:
-    """The INFRA family of a signature: the rules' (`rule_family`), else the model's when it is
-    sure enough (`model_read`); None for anything else."""
-    return rule_family(sig) or model_read(sig)[0]
+    """The INFRA family of a signature (`infra_verdict`); None for anything else."""
+    return infra_verdict(sig).family
 
 
 def suggested_action(sig: Signature) -> str:
     """What to do about an INFRA failure, by family and kind (pin, rebuild the wheel for the
     architecture, update the driver, install headers, free disk...); empty for other failures."""
-    rule = _family_rule(sig)  # (read once: a hostile text costs its rules once)
-    if rule is not None and (rule[2] or sig.kind is FailureKind.INFRA):
-        return rule[1]
-    if sig.kind is FailureKind.INFRA:
-        return _MACHINE_DEFAULT
-    fam, _, top = model_read(sig)
-    if fam is None:
-        return ""
-    said = f" (read from its words: {', '.join(top)})" if top else ""
-    return (_MACHINE_DEFAULT if fam is M else _ENVIRONMENT_DEFAULT) + said
+    return infra_verdict(sig).action
 
 
 def classify_failure(f: Failure, ev: Evidence, policy: FlakyPolicy = FlakyPolicy()) -> Diagnosis:
     """The classification of one failure, with the reason in words."""
     key = f.signature.key
-    fam, how = rule_family(f.signature), ""
-    if fam is None:
-        fam, p, _ = model_read(f.signature)
-        how = f" (read from its words, {p:.2f})"
-    if fam is not None:
-        what = "runner or machine fault" if fam is M else "environment or toolchain fault"
-        return Diagnosis(f, C.INFRA, f"{what}{how}: " + f.signature.text[:120], family=fam,
-                         action=suggested_action(f.signature))
+    infra = infra_verdict(f.signature)
+    if infra.family is not None:
+        what = "runner or machine fault" if infra.family is M else "environment or toolchain fault"
+        return Diagnosis(f, C.INFRA, f"{what}{infra.how}: " + f.signature.text[:120], family=infra.family,
+                         action=infra.action)
     if f.test in ev.infra_tests:
         return Diagnosis(f, C.INFRA, "validation judged the job an infrastructure failure", family=M,
                          action=_MACHINE_DEFAULT)

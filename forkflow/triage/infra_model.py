@@ -60,6 +60,15 @@ def train_ids_digest(ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
 
 
+def tfidf(ws: Sequence[str], vocab: dict[str, int], idf: Sequence[float]) -> dict[int, float]:
+    """The words' vector as the model reads it: sublinear counts of the known words times their
+    idf, at unit length (index -> value).  Training and reading share it."""
+    counts = Counter(vocab[w] for w in ws if w in vocab)
+    vec = {i: (1.0 + math.log(n)) * idf[i] for i, n in counts.items()}
+    norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
+    return {i: v / norm for i, v in vec.items()}
+
+
 @dataclass(frozen=True)
 class InfraModel:
     """The model as read (plain Python: a read costs a dictionary lookup and three sums a word)."""
@@ -74,10 +83,7 @@ class InfraModel:
     figures: dict[str, float] | None = None  # cross-validated, for people
 
     def _vector(self, ws: Sequence[str]) -> dict[int, float]:
-        counts = Counter(self.vocab[w] for w in ws if w in self.vocab)
-        vec = {i: (1.0 + math.log(n)) * self.idf[i] for i, n in counts.items()}
-        norm = math.sqrt(sum(v * v for v in vec.values())) or 1.0
-        return {i: v / norm for i, v in vec.items()}
+        return tfidf(ws, self.vocab, self.idf)
 
     def probabilities(self, ws: Sequence[str]) -> tuple[float, ...]:
         vec = self._vector(ws)
@@ -150,16 +156,13 @@ def _fit(docs: Sequence[Sequence[str]], labels: Sequence[str], c: float, min_df:
         df.update(set(d))
     vocab = {w: i for i, w in enumerate(sorted(w for w, n in df.items() if n >= min_df))}
     n = len(docs)
-    idf = np.array([math.log((1 + n) / (1 + df[w])) + 1.0 for w in sorted(vocab, key=vocab.__getitem__)])
+    idf = [math.log((1 + n) / (1 + df[w])) + 1.0 for w in sorted(vocab, key=vocab.__getitem__)]
     rows, cols, vals = [], [], []
     for r, d in enumerate(docs):
-        counts = Counter(vocab[w] for w in d if w in vocab)
-        v = np.array([(1.0 + math.log(k)) * idf[i] for i, k in counts.items()])
-        norm = float(np.linalg.norm(v)) or 1.0
-        for (i, _), x in zip(counts.items(), v):
+        for i, v in tfidf(d, vocab, idf).items():
             rows.append(r)
             cols.append(i)
-            vals.append(x / norm)
+            vals.append(v)
     x = sparse.csr_matrix((vals, (rows, cols)), shape=(n, len(vocab)))
     k = len(CLASSES)
     y = np.zeros((n, k))
@@ -185,7 +188,7 @@ def _fit(docs: Sequence[Sequence[str]], labels: Sequence[str], c: float, min_df:
                             options={"maxiter": 3000})
     theta = res.x
     w = theta[:k * v_len].reshape(k, v_len)
-    return (vocab, tuple(float(x) for x in idf), tuple(tuple(float(x) for x in row) for row in w),
+    return (vocab, tuple(idf), tuple(tuple(float(x) for x in row) for row in w),
             tuple(float(x) for x in theta[k * v_len:]))
 
 

@@ -21,7 +21,7 @@ from forkflow.markdown_safe import Construct, Quote, render_checked, template_co
 from forkflow.state import state_dir
 from forkflow.tiers.tiers import Tier
 from forkflow.triage import records as ts
-from forkflow.triage.classify import infra_family, suggested_action
+from forkflow.triage.classify import infra_verdict
 from forkflow.triage.sinks.base import IssueDraft, IssueRef, IssueSink, ensure
 from forkflow.triage.sinks.markdown import MarkdownSink
 from forkflow.triage.suggest import (
@@ -198,10 +198,10 @@ def _body(q: Quote, items: Sequence[RedItem], owners: Sequence[str], suggestions
              "", "**Log excerpt**:", "", q.block(f.signature.excerpt[-3000:]), "",
              f"**Owners**: {', '.join(owners) if owners else 'none found in CODEOWNERS'}", "",
              "**Suggested fix**:"]
-    family = infra_family(f.signature)
-    if family is not None:  # INFRA: what to do about the machine or the environment
-        lines[1:1] = ["", f"**Suggested action** (INFRA, {family.value}): "
-                      f"{q.prose(suggested_action(f.signature), one_line=True)}"]
+    infra = infra_verdict(f.signature)
+    if infra.family is not None:  # INFRA: what to do about the machine or the environment
+        lines[1:1] = ["", f"**Suggested action** (INFRA, {infra.family.value}): "
+                      f"{q.prose(infra.action, one_line=True)}"]
     for s in suggestions:
         if s.text or s.warnings:
             warned = f" ({q.prose('; '.join(s.warnings), one_line=True)})" if s.warnings else ""
