@@ -81,6 +81,7 @@ def test_nvccs_fatal_error_in_any_spacing_is_a_compiler_error() -> None:
     assert infra_family(one) is InfraFamily.ENVIRONMENT
     curly = signature_of("Nvcc fatal : Value \u2018sm_75\u2019 is not defined for option \u2018gpu-architecture\u2019\n")
     assert curly.text == "COMPILER_ERROR: fatal: Value 'sm_75' is not defined for option 'gpu-architecture'"
+    assert infra_family(curly) is InfraFamily.ENVIRONMENT  # the toolkit does not know the device
     assert signature_of("the word nvcc fatal appears in prose here\n").kind is not FailureKind.COMPILER_ERROR
 
 

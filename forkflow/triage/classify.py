@@ -91,7 +91,7 @@ E, M = InfraFamily.ENVIRONMENT, InfraFamily.MACHINE
 _FAMILY_RULES: tuple[tuple[re.Pattern[str], InfraFamily, str, bool], ...] = tuple(
     (re.compile(p, re.I), fam, action, strong) for p, fam, action, strong in (
         (r"no kernel image is available|NoBinaryForGpu|NO_BINARY_FOR_GPU|not compatible with the current PyTorch|"
-         r"is not defined for option 'gpu-name'|is not a recognized processor|"
+         r"is not defined for option 'gpu-(?:name|architecture)'|is not a recognized processor|"
          # a compiler too old for the device (`invalid target ID 'gfx1100'`, `unsupported option
          # '--offload-arch=gfx900'`)
          r"invalid target ID '(?:gfx|sm_)|Invalid offload arch combinations|unsupported option '--offload-arch|"
